@@ -1,0 +1,501 @@
+package snapshot
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// Config configures a Process.
+type Config struct {
+	// ID is the process's name; required.
+	ID ProcessID
+	// Mode is the snapshot algorithm. The zero value is Unaligned.
+	Mode Mode
+	// Outgoing declares channels to processes this one will send to.
+	// Channels are also discovered by Send; declaring them up front makes
+	// markers travel on them before the first message does.
+	Outgoing []ProcessID
+	// Incoming declares channels from processes this one will receive from.
+	// Channels are also discovered by Receive and Marker.
+	Incoming []ProcessID
+}
+
+// outChan is the sending end of a channel.
+type outChan struct {
+	to   ProcessID
+	sent uint64 // messages sent so far; the last stamp's Seq
+}
+
+// inChan is the receiving end of a channel. While any snapshot records it,
+// the messages received are appended to one log shared by every open
+// recording: a recording is a range of that log, so a message recorded for k
+// snapshots is held once.
+type inChan struct {
+	from     ProcessID
+	received uint64    // messages received so far; the last stamp's Seq
+	log      []Message // received messages with Seq in (base, received]
+	base     uint64
+	open     int // snapshots recording this channel
+}
+
+// recording is the state of one incoming channel for one snapshot.
+type recording struct {
+	start  uint64 // c.received when recording began
+	closed bool
+}
+
+// snap is a snapshot this process takes part in.
+type snap struct {
+	id       SnapshotID
+	recorded bool
+	chans    map[ProcessID]recording
+	open     int  // recordings not closed
+	finished bool // Finished was reported
+}
+
+// Process is the snapshot state machine of one process. The caller feeds it
+// events (Send, Receive, Marker, Initiate, Forget) and carries out the
+// actions it returns through Ready. A Process is not safe for concurrent
+// use: drive it from the process's own goroutine only.
+type Process struct {
+	id   ProcessID
+	mode Mode
+
+	out    map[ProcessID]*outChan
+	outs   []*outChan // in order of discovery: markers go out in this order
+	in     map[ProcessID]*inChan
+	ins    []*inChan
+	lastIn *inChan // one-entry cache: most traffic repeats a peer
+
+	snaps []*snap // live snapshots, in order of arrival
+	done  doneSet
+	ready Ready
+}
+
+// NewProcess returns a Process with cfg's declared channels.
+func NewProcess(cfg Config) (*Process, error) {
+	if cfg.ID == "" {
+		return nil, fmt.Errorf("%w: empty process id", ErrConfig)
+	}
+	if cfg.Mode != Unaligned {
+		return nil, fmt.Errorf("%w: unknown mode %s", ErrConfig, cfg.Mode)
+	}
+	p := &Process{
+		id:   cfg.ID,
+		mode: cfg.Mode,
+		out:  make(map[ProcessID]*outChan, len(cfg.Outgoing)),
+		in:   make(map[ProcessID]*inChan, len(cfg.Incoming)),
+	}
+	for _, to := range cfg.Outgoing {
+		p.outChannel(to)
+	}
+	for _, from := range cfg.Incoming {
+		p.inChannel(from)
+	}
+	return p, nil
+}
+
+// ID returns the process's name.
+func (p *Process) ID() ProcessID { return p.id }
+
+// Mode returns the process's snapshot algorithm.
+func (p *Process) Mode() Mode { return p.mode }
+
+// DeclareOutgoing adds a channel to to, as Config.Outgoing does. A channel
+// declared after the process recorded a snapshot is not part of it: its
+// first message tells the receiver so.
+func (p *Process) DeclareOutgoing(to ProcessID) { p.outChannel(to) }
+
+// DeclareIncoming adds a channel from from, as Config.Incoming does.
+func (p *Process) DeclareIncoming(from ProcessID) { p.inChannel(from) }
+
+func (p *Process) outChannel(to ProcessID) *outChan {
+	c := p.out[to]
+	if c == nil {
+		c = &outChan{to: to}
+		p.out[to] = c
+		p.outs = append(p.outs, c)
+	}
+	return c
+}
+
+func (p *Process) inChannel(from ProcessID) *inChan {
+	if c := p.lastIn; c != nil && c.from == from {
+		return c
+	}
+	c := p.in[from]
+	if c == nil {
+		c = &inChan{from: from}
+		p.in[from] = c
+		p.ins = append(p.ins, c)
+	}
+	p.lastIn = c
+	return c
+}
+
+// Send is called for every application message about to be sent to to,
+// before it is sent; the returned stamp must travel with the message. It
+// never produces actions.
+func (p *Process) Send(to ProcessID) Stamp {
+	c := p.out[to]
+	if c == nil {
+		c = p.outChannel(to)
+	}
+	c.sent++
+	if c.sent == 1 {
+		return p.firstStamp()
+	}
+	return Stamp{Seq: c.sent}
+}
+
+// firstStamp is the stamp of a channel's first message: the snapshots this
+// process has recorded or finished, so that the receiver can tell whether
+// the message was sent before or after this process's record.
+func (p *Process) firstStamp() Stamp {
+	st := Stamp{Seq: 1, Horizon: p.done.horizon}
+	n := len(p.done.above)
+	for _, s := range p.snaps {
+		if s.recorded {
+			n++
+		}
+	}
+	if n == 0 {
+		return st
+	}
+	st.Recorded = make([]SnapshotID, 0, n)
+	for _, s := range p.snaps {
+		if s.recorded {
+			st.Recorded = append(st.Recorded, s.id)
+		}
+	}
+	st.Recorded = slices.AppendSeq(st.Recorded, maps.Keys(p.done.above))
+	slices.Sort(st.Recorded)
+	return st
+}
+
+// Receive is called for every application message received from from,
+// before the application sees it. If it leaves actions (HasReady), the
+// caller carries them out before delivering the message: the message may
+// act as a marker, and the state must be recorded without it. An error
+// means the channel's FIFO guarantee was broken or the stamp contradicts
+// the protocol; the message was not accounted for.
+func (p *Process) Receive(from ProcessID, st Stamp, payload any) error {
+	c := p.inChannel(from)
+	if st.Seq != c.received+1 {
+		return &SequenceError{Channel: Channel{From: from, To: p.id}, Expected: c.received + 1, Got: st.Seq}
+	}
+	if st.Seq == 1 && (len(p.snaps) > 0 || len(st.Recorded) > 0 || st.Horizon > 0) {
+		if err := p.firstMessage(c, &st); err != nil {
+			return err
+		}
+	}
+	c.received = st.Seq
+	if c.open > 0 {
+		c.log = append(c.log, Message{Seq: st.Seq, Payload: payload})
+	}
+	return nil
+}
+
+// firstMessage applies DESIGN.md decision 2 to the first message on c,
+// before it is counted: for every snapshot its sender had recorded, the
+// message acts as a marker; for every snapshot this process recorded and the
+// sender had not, the message is channel state and c is recorded until the
+// sender's marker.
+func (p *Process) firstMessage(c *inChan, st *Stamp) error {
+	for _, s := range p.snaps {
+		if !s.recorded {
+			continue
+		}
+		r, ok := s.chans[c.from]
+		switch {
+		case st.covers(s.id):
+			// The sender recorded s before sending: the message is after its
+			// marker, whether or not a marker came on this channel.
+			if ok && !r.closed {
+				p.close(s, c, r)
+			} else if !ok {
+				s.chans[c.from] = recording{start: c.received, closed: true}
+			}
+		case !ok:
+			p.open(s, c)
+		case r.closed:
+			return fmt.Errorf("%w: snapshot %d: first message on %s claims to precede a marker that already came",
+				ErrProtocol, s.id, Channel{From: c.from, To: p.id})
+		}
+	}
+	for _, id := range st.Recorded {
+		if p.done.has(id) {
+			continue
+		}
+		if s := p.find(id); s == nil || !s.recorded {
+			p.record(id, c)
+		}
+	}
+	return nil
+}
+
+// Marker is called when a marker for id arrives from from.
+func (p *Process) Marker(from ProcessID, id SnapshotID) error {
+	if id == 0 {
+		return ErrInvalidID
+	}
+	return p.marker(p.inChannel(from), id)
+}
+
+func (p *Process) marker(c *inChan, id SnapshotID) error {
+	if p.done.has(id) {
+		return nil // late marker of a finished snapshot
+	}
+	s := p.find(id)
+	if s == nil || !s.recorded {
+		p.record(id, c)
+		return nil
+	}
+	r, ok := s.chans[c.from]
+	switch {
+	case !ok:
+		// Discovered after the record, with nothing sent before the marker:
+		// the channel's state is empty.
+		s.chans[c.from] = recording{start: c.received, closed: true}
+	case r.closed:
+		return fmt.Errorf("%w: snapshot %d: second marker on %s", ErrProtocol, id, Channel{From: c.from, To: p.id})
+	default:
+		p.close(s, c, r)
+	}
+	return nil
+}
+
+// Initiate starts snapshot id at this process: it records its state and
+// sends markers on every outgoing channel. A coordinator's marker on its
+// control channel is an Initiate too. Initiating a snapshot already
+// recorded does nothing.
+func (p *Process) Initiate(id SnapshotID) error {
+	if id == 0 {
+		return ErrInvalidID
+	}
+	if p.done.has(id) {
+		return fmt.Errorf("%w: %d", ErrFinished, id)
+	}
+	if s := p.find(id); s != nil && s.recorded {
+		return nil
+	}
+	p.record(id, nil)
+	return nil
+}
+
+// Forget ends snapshot id at this process once it is complete or aborted
+// everywhere: its recordings are dropped, and markers and stamps naming it
+// are ignored from now on. The caller must call it on every process for
+// every snapshot, or the process keeps its state.
+func (p *Process) Forget(id SnapshotID) {
+	if id == 0 || p.done.has(id) {
+		return
+	}
+	if i := slices.IndexFunc(p.snaps, func(s *snap) bool { return s.id == id }); i >= 0 {
+		s := p.snaps[i]
+		p.snaps = slices.Delete(p.snaps, i, i+1)
+		for from, r := range s.chans {
+			if !r.closed {
+				p.trim(p.in[from])
+			}
+		}
+	}
+	p.done.add(id)
+}
+
+func (p *Process) find(id SnapshotID) *snap {
+	for _, s := range p.snaps {
+		if s.id == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// record records the local state for id, reached through a marker on via
+// (nil for Initiate): via's state is empty, every other incoming channel is
+// recorded, and markers go out on every outgoing channel.
+func (p *Process) record(id SnapshotID, via *inChan) {
+	s := p.find(id)
+	if s == nil {
+		s = &snap{id: id}
+		p.snaps = append(p.snaps, s)
+	}
+	s.recorded = true
+	s.chans = make(map[ProcessID]recording, len(p.ins))
+	rec := LocalRecord{
+		Snapshot: id,
+		Process:  p.id,
+		Sent:     make([]PeerCount, len(p.outs)),
+		Received: make([]PeerCount, len(p.ins)),
+	}
+	for i, c := range p.outs {
+		rec.Sent[i] = PeerCount{Peer: c.to, N: c.sent}
+	}
+	for i, c := range p.ins {
+		rec.Received[i] = PeerCount{Peer: c.from, N: c.received}
+		if c == via {
+			s.chans[c.from] = recording{start: c.received, closed: true}
+			continue
+		}
+		p.open(s, c)
+	}
+	p.ready.Records = append(p.ready.Records, rec)
+	for _, c := range p.outs {
+		p.ready.Markers = append(p.ready.Markers, MarkerSend{Snapshot: id, To: c.to})
+	}
+	p.checkFinished(s)
+}
+
+// open starts recording c for s from its next message.
+func (p *Process) open(s *snap, c *inChan) {
+	if c.open == 0 {
+		c.log = nil // never reuse: closed recordings alias the old array
+		c.base = c.received
+	}
+	c.open++
+	s.open++
+	s.chans[c.from] = recording{start: c.received}
+}
+
+// close ends the recording r of c for s and reports its messages.
+func (p *Process) close(s *snap, c *inChan, r recording) {
+	msgs := c.log[r.start-c.base : c.received-c.base : c.received-c.base]
+	if len(msgs) == 0 {
+		msgs = nil
+	}
+	s.chans[c.from] = recording{start: r.start, closed: true}
+	s.open--
+	p.ready.Channels = append(p.ready.Channels, ChannelRecord{
+		Snapshot: s.id,
+		Channel:  Channel{From: c.from, To: p.id},
+		Messages: msgs,
+	})
+	p.trim(c)
+	p.checkFinished(s)
+}
+
+// trim drops the part of c's log that no open recording needs.
+func (p *Process) trim(c *inChan) {
+	c.open = 0
+	low := c.received
+	for _, s := range p.snaps {
+		if r, ok := s.chans[c.from]; ok && !r.closed {
+			c.open++
+			low = min(low, r.start)
+		}
+	}
+	if c.open == 0 {
+		c.log, c.base = nil, c.received
+		return
+	}
+	c.log = c.log[low-c.base:]
+	c.base = low
+}
+
+func (p *Process) checkFinished(s *snap) {
+	if s.open == 0 && !s.finished {
+		s.finished = true
+		p.ready.Finished = append(p.ready.Finished, s.id)
+	}
+}
+
+// Ready holds the actions a Process asks of its caller, to be carried out in
+// this order: capture the local state once for all of Records (before
+// delivering the message whose Receive produced them); send Markers in
+// order, before any further application message; then report Records (with
+// State and Kind filled), Channels and Finished to the snapshot's
+// Assembler. The slices belong to the Process and are valid until Advance.
+type Ready struct {
+	// Records asks the caller to record its local state for each snapshot.
+	Records []LocalRecord
+	// Markers to send, in order.
+	Markers []MarkerSend
+	// Channels whose recording closed.
+	Channels []ChannelRecord
+	// Finished lists snapshots whose every recording known to this process
+	// is closed. It is informational: a channel discovered later may still
+	// produce a ChannelRecord, and the Assembler's counters decide
+	// completion.
+	Finished []SnapshotID
+}
+
+// HasReady reports whether there are actions to carry out.
+func (p *Process) HasReady() bool {
+	r := &p.ready
+	return len(r.Records)+len(r.Markers)+len(r.Channels)+len(r.Finished) > 0
+}
+
+// Ready returns the pending actions. Call Advance once they are carried out.
+func (p *Process) Ready() Ready { return p.ready }
+
+// Advance acknowledges the actions returned by the last Ready.
+func (p *Process) Advance() {
+	clear(p.ready.Records)
+	clear(p.ready.Channels)
+	p.ready = Ready{
+		Records:  p.ready.Records[:0],
+		Markers:  p.ready.Markers[:0],
+		Channels: p.ready.Channels[:0],
+		Finished: p.ready.Finished[:0],
+	}
+}
+
+// Active returns the snapshots this process has recorded and not
+// forgotten, in the order they began.
+func (p *Process) Active() []SnapshotID {
+	ids := make([]SnapshotID, 0, len(p.snaps))
+	for _, s := range p.snaps {
+		if s.recorded {
+			ids = append(ids, s.id)
+		}
+	}
+	return ids
+}
+
+// Recorded returns the number of messages held for open recordings, each
+// counted once however many snapshots record it. Callers enforce their
+// memory budget with it.
+func (p *Process) Recorded() int {
+	n := 0
+	for _, c := range p.ins {
+		n += len(c.log)
+	}
+	return n
+}
+
+// doneSet remembers finished snapshot ids: all ids up to horizon, and the
+// finished ids above it.
+type doneSet struct {
+	horizon SnapshotID
+	above   map[SnapshotID]struct{}
+}
+
+func (d *doneSet) has(id SnapshotID) bool {
+	if id <= d.horizon {
+		return true
+	}
+	_, ok := d.above[id]
+	return ok
+}
+
+func (d *doneSet) add(id SnapshotID) {
+	if id <= d.horizon {
+		return
+	}
+	if id == d.horizon+1 {
+		d.horizon++
+		for {
+			if _, ok := d.above[d.horizon+1]; !ok {
+				return
+			}
+			delete(d.above, d.horizon+1)
+			d.horizon++
+		}
+	}
+	if d.above == nil {
+		d.above = make(map[SnapshotID]struct{})
+	}
+	d.above[id] = struct{}{}
+}

@@ -1,0 +1,555 @@
+package snapshottest
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+// Declare says which of a graph's edges the processes declare up front;
+// the others are discovered by the first message sent on them.
+type Declare uint8
+
+const (
+	// DeclareAll declares every edge at both ends.
+	DeclareAll Declare = iota
+	// DeclareNone declares nothing: every channel is discovered.
+	DeclareNone
+	// DeclareRandom declares each edge's sending end, receiving end, both
+	// or neither, at random.
+	DeclareRandom
+)
+
+// Config configures a Network.
+type Config struct {
+	// Seed makes the run replay exactly: delays, traffic and declarations
+	// all come from it.
+	Seed uint64
+	// Graph is the processes and the channels the application uses.
+	Graph Graph
+	// MaxDelay, when positive, delivers each message 1 to MaxDelay ticks
+	// after it is sent (uniformly at random, FIFO per channel kept). When
+	// zero the network is manual: messages wait until Deliver, and the
+	// coordinator's control messages arrive at once.
+	MaxDelay int
+	// Declare says which channels are declared up front.
+	Declare Declare
+	// Timeout, in ticks, aborts a snapshot not complete by then; 0: never.
+	Timeout int
+	// SweepAfter, in ticks, makes the coordinator initiate the snapshot at
+	// every participant that has not recorded it by then, and again every
+	// SweepAfter ticks: flooding alone does not reach a process no channel
+	// leads to from the initiator. 0: never.
+	SweepAfter int
+	// Log, if set, receives one line per event.
+	Log func(line string)
+}
+
+// App is the application run by the processes of a Network.
+type App interface {
+	// Tick is called once per tick while traffic is on; it may Send.
+	Tick(n *Network)
+	// Receive handles a message delivered to process to; it may Send.
+	Receive(n *Network, to, from int, payload any)
+	// State encodes process p's state for a snapshot.
+	State(p int) []byte
+}
+
+type kind uint8
+
+const (
+	data kind = iota
+	marker
+	initiate // control: from the coordinator
+	forget   // control: from the coordinator
+)
+
+type envelope struct {
+	kind    kind
+	stamp   snapshot.Stamp
+	payload any
+	id      snapshot.SnapshotID
+}
+
+// coordinator is the sending index of control links.
+const coordinator = -1
+
+type link struct {
+	from, to int
+	q        []envelope
+	head     int
+	last     int64 // delivery tick of the newest message: keeps FIFO
+}
+
+func (l *link) empty() bool { return l.head == len(l.q) }
+
+func (l *link) pop() envelope {
+	e := l.q[l.head]
+	l.q[l.head] = envelope{}
+	l.head++
+	if l.head == len(l.q) {
+		l.q, l.head = l.q[:0], 0
+	}
+	return e
+}
+
+type event struct {
+	at  int64
+	seq uint64
+	l   *link
+}
+
+type events []event
+
+func (h events) Len() int { return len(h) }
+func (h events) Less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	return h[i].seq < h[j].seq
+}
+func (h events) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *events) Push(x any)   { *h = append(*h, x.(event)) }
+func (h *events) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// run is one snapshot in progress or done.
+type run struct {
+	asm       *snapshot.Assembler
+	start     int64
+	nextSweep int64
+	done      bool
+}
+
+// Network is a deterministic discrete-time network of snapshot.Process
+// values on a directed graph, with FIFO links, a seeded random delay per
+// message, and a coordinator that starts snapshots, assembles them and
+// tells every process when one is finished. It is not safe for concurrent
+// use. A failed protocol step stops it: see Err.
+type Network struct {
+	cfg    Config
+	rng    *rand.Rand
+	app    App
+	now    int64
+	procs  []*snapshot.Process
+	index  map[snapshot.ProcessID]int
+	links  map[[2]int]*link
+	order  []*link // links in creation order, for deterministic draining
+	events events
+	seq    uint64
+	trace  *Trace
+
+	nextID    snapshot.SnapshotID
+	runs      map[snapshot.SnapshotID]*run
+	pending   []snapshot.SnapshotID
+	completed []*snapshot.Global
+	aborted   []error
+	err       error
+}
+
+// NewNetwork builds the processes of cfg.Graph running app.
+func NewNetwork(cfg Config, app App) (*Network, error) {
+	if cfg.Graph.Len() == 0 {
+		return nil, errors.New("snapshottest: empty graph")
+	}
+	n := &Network{
+		cfg:   cfg,
+		rng:   rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		app:   app,
+		index: make(map[snapshot.ProcessID]int, cfg.Graph.Len()),
+		links: make(map[[2]int]*link),
+		trace: NewTrace(),
+		runs:  make(map[snapshot.SnapshotID]*run),
+	}
+	pcfg := make([]snapshot.Config, cfg.Graph.Len())
+	for i, name := range cfg.Graph.Names {
+		if _, dup := n.index[name]; dup {
+			return nil, fmt.Errorf("snapshottest: duplicate process %q", name)
+		}
+		n.index[name] = i
+		pcfg[i].ID = name
+	}
+	for _, e := range cfg.Graph.Edges {
+		out, in := true, true
+		switch cfg.Declare {
+		case DeclareNone:
+			out, in = false, false
+		case DeclareRandom:
+			out, in = n.rng.IntN(2) == 0, n.rng.IntN(2) == 0
+		}
+		if out {
+			pcfg[e.From].Outgoing = append(pcfg[e.From].Outgoing, cfg.Graph.Names[e.To])
+		}
+		if in {
+			pcfg[e.To].Incoming = append(pcfg[e.To].Incoming, cfg.Graph.Names[e.From])
+		}
+	}
+	for _, pc := range pcfg {
+		p, err := snapshot.NewProcess(pc)
+		if err != nil {
+			return nil, err
+		}
+		n.procs = append(n.procs, p)
+	}
+	return n, nil
+}
+
+// Rand returns the network's seeded source, for the application's choices.
+func (n *Network) Rand() *rand.Rand { return n.rng }
+
+// Now returns the current tick.
+func (n *Network) Now() int64 { return n.now }
+
+// Graph returns the network's graph.
+func (n *Network) Graph() Graph { return n.cfg.Graph }
+
+// Process returns process i's state machine, for inspection.
+func (n *Network) Process(i int) *snapshot.Process { return n.procs[i] }
+
+// Index returns the index of the process named id.
+func (n *Network) Index(id snapshot.ProcessID) (int, bool) {
+	i, ok := n.index[id]
+	return i, ok
+}
+
+// Trace returns the record of every send, receipt and local record, for
+// the invariant checkers.
+func (n *Network) Trace() *Trace { return n.trace }
+
+// Err returns the first protocol error met; the network stops at it.
+func (n *Network) Err() error { return n.err }
+
+// Completed returns the snapshots completed so far, in completion order.
+func (n *Network) Completed() []*snapshot.Global { return n.completed }
+
+// Aborted returns the abort errors of the snapshots aborted so far.
+func (n *Network) Aborted() []error { return n.aborted }
+
+// Pending returns the snapshots neither complete nor aborted.
+func (n *Network) Pending() []snapshot.SnapshotID { return n.pending }
+
+// Missing returns what snapshot id still waits for.
+func (n *Network) Missing(id snapshot.SnapshotID) snapshot.Missing {
+	if r := n.runs[id]; r != nil {
+		return r.asm.Missing()
+	}
+	return snapshot.Missing{}
+}
+
+func (n *Network) logf(format string, args ...any) {
+	if n.cfg.Log != nil {
+		n.cfg.Log(fmt.Sprintf(format, args...))
+	}
+}
+
+func (n *Network) name(i int) snapshot.ProcessID {
+	if i == coordinator {
+		return "coordinator"
+	}
+	return n.cfg.Graph.Names[i]
+}
+
+func (n *Network) fail(err error) {
+	if n.err == nil {
+		n.err = err
+		n.logf("error: %v", err)
+	}
+}
+
+func (n *Network) link(from, to int) *link {
+	k := [2]int{from, to}
+	l := n.links[k]
+	if l == nil {
+		l = &link{from: from, to: to}
+		n.links[k] = l
+		n.order = append(n.order, l)
+	}
+	return l
+}
+
+// enqueue puts e on the link from -> to; in the random mode it schedules
+// its delivery, no earlier than the message before it on that link.
+func (n *Network) enqueue(from, to int, e envelope) {
+	if n.cfg.MaxDelay <= 0 && from == coordinator {
+		n.deliverEnvelope(coordinator, to, e)
+		return
+	}
+	l := n.link(from, to)
+	l.q = append(l.q, e)
+	if n.cfg.MaxDelay <= 0 {
+		return
+	}
+	at := max(n.now+1+int64(n.rng.IntN(n.cfg.MaxDelay)), l.last)
+	l.last = at
+	n.seq++
+	heap.Push(&n.events, event{at: at, seq: n.seq, l: l})
+}
+
+// Send sends an application message from process from to process to.
+func (n *Network) Send(from, to int, payload any) {
+	if n.err != nil {
+		return
+	}
+	ch := snapshot.Channel{From: n.name(from), To: n.name(to)}
+	st := n.procs[from].Send(ch.To)
+	n.trace.Sent(ch, st.Seq)
+	if st.Seq == 1 && (len(st.Recorded) > 0 || st.Horizon > 0) {
+		n.logf("%s: send seq=%d %v (recorded %v, horizon %d)", ch, st.Seq, payload, st.Recorded, st.Horizon)
+	} else {
+		n.logf("%s: send seq=%d %v", ch, st.Seq, payload)
+	}
+	n.enqueue(from, to, envelope{kind: data, stamp: st, payload: payload})
+}
+
+// StartSnapshot starts a new snapshot, numbered by the coordinator. With
+// initiator >= 0 that process initiates it and markers flood the graph;
+// with initiator < 0 the coordinator broadcasts it on its control channel
+// to every process.
+func (n *Network) StartSnapshot(initiator int) snapshot.SnapshotID {
+	n.nextID++
+	id := n.nextID
+	cfg := snapshot.AssemblerConfig{Snapshot: id, Participants: n.cfg.Graph.Names, Start: tickTime(n.now)}
+	if n.cfg.Timeout > 0 {
+		cfg.Deadline = tickTime(n.now + int64(n.cfg.Timeout))
+	}
+	asm, err := snapshot.NewAssembler(cfg)
+	if err != nil {
+		n.fail(err)
+		return id
+	}
+	r := &run{asm: asm, start: n.now}
+	if n.cfg.SweepAfter > 0 {
+		r.nextSweep = n.now + int64(n.cfg.SweepAfter)
+	}
+	n.runs[id] = r
+	n.pending = append(n.pending, id)
+	if initiator >= 0 {
+		n.logf("snapshot %d: initiated by %s", id, n.name(initiator))
+		n.step(initiator, func(p *snapshot.Process) error { return p.Initiate(id) })
+	} else {
+		n.logf("snapshot %d: broadcast", id)
+		for i := range n.procs {
+			n.enqueue(coordinator, i, envelope{kind: initiate, id: id})
+		}
+	}
+	return id
+}
+
+// step applies one input to process i and carries out its actions.
+func (n *Network) step(i int, input func(p *snapshot.Process) error) {
+	if n.err != nil {
+		return
+	}
+	p := n.procs[i]
+	if err := input(p); err != nil {
+		n.fail(fmt.Errorf("%s: %w", n.name(i), err))
+		return
+	}
+	if !p.HasReady() {
+		return
+	}
+	rd := p.Ready()
+	var state []byte
+	if len(rd.Records) > 0 {
+		state = n.app.State(i)
+	}
+	for _, rec := range rd.Records {
+		rec.State, rec.Kind = state, "process"
+		n.trace.Recorded(rec.Process, rec.Snapshot)
+		n.logf("%s: record %d (sent %s; received %s)", rec.Process, rec.Snapshot, counts(rec.Sent), counts(rec.Received))
+		if r := n.runs[rec.Snapshot]; r != nil && !r.done {
+			if err := r.asm.AddRecord(rec); err != nil {
+				n.logf("snapshot %d: %v", rec.Snapshot, err)
+			}
+		}
+	}
+	for _, m := range rd.Markers {
+		n.logf("%s: marker %d -> %s", n.name(i), m.Snapshot, m.To)
+		to, ok := n.index[m.To]
+		if !ok {
+			n.fail(fmt.Errorf("%s: marker to unknown process %s", n.name(i), m.To))
+			return
+		}
+		n.enqueue(i, to, envelope{kind: marker, id: m.Snapshot})
+	}
+	for _, cr := range rd.Channels {
+		n.logf("%s: channel %s closed for %d: %s", n.name(i), cr.Channel, cr.Snapshot, messages(cr.Messages))
+		if r := n.runs[cr.Snapshot]; r != nil && !r.done {
+			if err := r.asm.AddChannel(cr); err != nil {
+				n.logf("snapshot %d: %v", cr.Snapshot, err)
+			}
+		}
+	}
+	for _, id := range rd.Finished {
+		n.logf("%s: finished %d", n.name(i), id)
+	}
+	p.Advance()
+	n.check()
+}
+
+// check settles every pending snapshot that completed or passed its
+// deadline, and tells every process it is finished.
+func (n *Network) check() {
+	kept := n.pending[:0]
+	for _, id := range n.pending {
+		r := n.runs[id]
+		st := r.asm.Status(tickTime(n.now))
+		switch st.State {
+		case snapshot.Pending:
+			kept = append(kept, id)
+			continue
+		case snapshot.Complete:
+			g, _ := r.asm.Global()
+			n.completed = append(n.completed, g)
+			n.logf("snapshot %d: complete at tick %d", id, n.now)
+		case snapshot.Aborted:
+			n.aborted = append(n.aborted, st.Err)
+			n.logf("%v", st.Err)
+		}
+		r.done = true
+		for i := range n.procs {
+			n.enqueue(coordinator, i, envelope{kind: forget, id: id})
+		}
+	}
+	clear(n.pending[len(kept):])
+	n.pending = kept
+}
+
+func (n *Network) deliverEnvelope(from, to int, e envelope) {
+	switch e.kind {
+	case data:
+		ch := snapshot.Channel{From: n.name(from), To: n.name(to)}
+		n.logf("%s: deliver seq=%d %v", ch, e.stamp.Seq, e.payload)
+		n.step(to, func(p *snapshot.Process) error { return p.Receive(ch.From, e.stamp, e.payload) })
+		if n.err != nil {
+			return
+		}
+		n.trace.Received(ch, e.stamp.Seq)
+		n.app.Receive(n, to, from, e.payload)
+	case marker:
+		n.logf("%s->%s: deliver marker %d", n.name(from), n.name(to), e.id)
+		n.step(to, func(p *snapshot.Process) error { return p.Marker(n.name(from), e.id) })
+	case initiate:
+		n.step(to, func(p *snapshot.Process) error {
+			if err := p.Initiate(e.id); err != nil && !errors.Is(err, snapshot.ErrFinished) {
+				return err
+			}
+			return nil
+		})
+	case forget:
+		n.procs[to].Forget(e.id)
+	}
+}
+
+// Deliver delivers the oldest message on the channel from -> to, in a
+// manual network. It reports false if there is none.
+func (n *Network) Deliver(from, to int) bool {
+	l := n.links[[2]int{from, to}]
+	if l == nil || l.empty() || n.err != nil {
+		return false
+	}
+	n.deliverEnvelope(from, to, l.pop())
+	return true
+}
+
+// DeliverAll delivers every queued message of a manual network, one per
+// channel in turn, until none is left. It reports how many it delivered.
+func (n *Network) DeliverAll() int {
+	count := 0
+	for progress := true; progress && n.err == nil; {
+		progress = false
+		for _, l := range n.order {
+			if !l.empty() && n.Deliver(l.from, l.to) {
+				count++
+				progress = true
+			}
+		}
+	}
+	return count
+}
+
+// Tick advances time by one tick: the application's traffic (when traffic
+// is true), then every delivery due, then the coordinator's sweeps and
+// deadlines.
+func (n *Network) Tick(traffic bool) {
+	if n.err != nil {
+		return
+	}
+	n.now++
+	if traffic {
+		n.app.Tick(n)
+	}
+	for len(n.events) > 0 && n.events[0].at <= n.now && n.err == nil {
+		ev := heap.Pop(&n.events).(event)
+		n.deliverEnvelope(ev.l.from, ev.l.to, ev.l.pop())
+	}
+	for _, id := range n.pending {
+		r := n.runs[id]
+		if r.nextSweep > 0 && n.now >= r.nextSweep {
+			r.nextSweep = n.now + int64(n.cfg.SweepAfter)
+			for _, p := range r.asm.Missing().Participants {
+				n.logf("snapshot %d: coordinator initiates at %s", id, p)
+				n.enqueue(coordinator, n.index[p], envelope{kind: initiate, id: id})
+			}
+		}
+	}
+	n.check()
+}
+
+// Quiet reports whether no message is in flight and no snapshot pending.
+func (n *Network) Quiet() bool { return len(n.events) == 0 && len(n.pending) == 0 }
+
+// Drain ticks without traffic until the network is quiet, for at most
+// limit ticks. It returns an error naming what is still pending if the
+// limit is reached, or the network's protocol error.
+func (n *Network) Drain(limit int) error {
+	for range limit {
+		if n.err != nil || n.Quiet() {
+			break
+		}
+		n.Tick(false)
+	}
+	if n.err != nil {
+		return n.err
+	}
+	if !n.Quiet() {
+		var b strings.Builder
+		fmt.Fprintf(&b, "snapshottest: not quiet after %d ticks: %d messages in flight", limit, len(n.events))
+		for _, id := range n.pending {
+			fmt.Fprintf(&b, "; snapshot %d: %s", id, n.runs[id].asm.Missing())
+		}
+		return errors.New(b.String())
+	}
+	return nil
+}
+
+// tickTime maps a tick to the time given to assemblers.
+func tickTime(t int64) time.Time { return time.Unix(0, t*int64(time.Millisecond)).UTC() }
+
+func counts(pcs []snapshot.PeerCount) string {
+	if len(pcs) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(pcs))
+	for i, pc := range pcs {
+		parts[i] = fmt.Sprintf("%s:%d", pc.Peer, pc.N)
+	}
+	return strings.Join(parts, " ")
+}
+
+func messages(ms []snapshot.Message) string {
+	parts := make([]string, len(ms))
+	for i, m := range ms {
+		parts[i] = fmt.Sprintf("%d:%v", m.Seq, m.Payload)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}

@@ -1,0 +1,189 @@
+package snapshottest
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+// Trace is the history a run leaves for the invariant checkers: each
+// process's sends, receipts and local records, in the order that process
+// did them. A message is named by its channel and sequence number. A Trace
+// is safe for concurrent use, so a test of real actors can fill it from
+// every actor's goroutine.
+type Trace struct {
+	mu       sync.Mutex
+	clock    map[snapshot.ProcessID]uint64
+	chans    map[snapshot.Channel]*chanTrace
+	recorded map[snapshot.SnapshotID]map[snapshot.ProcessID]uint64
+}
+
+// chanTrace holds, per sequence number (index seq-1), the sender's and the
+// receiver's event index; zero means not (yet) done.
+type chanTrace struct {
+	sent, received []uint64
+}
+
+// NewTrace returns an empty Trace.
+func NewTrace() *Trace {
+	return &Trace{
+		clock:    make(map[snapshot.ProcessID]uint64),
+		chans:    make(map[snapshot.Channel]*chanTrace),
+		recorded: make(map[snapshot.SnapshotID]map[snapshot.ProcessID]uint64),
+	}
+}
+
+func (t *Trace) tick(p snapshot.ProcessID) uint64 {
+	t.clock[p]++
+	return t.clock[p]
+}
+
+func (t *Trace) channel(ch snapshot.Channel) *chanTrace {
+	c := t.chans[ch]
+	if c == nil {
+		c = &chanTrace{}
+		t.chans[ch] = c
+	}
+	return c
+}
+
+func put(s []uint64, seq, v uint64) []uint64 {
+	if need := int(seq); len(s) < need {
+		s = append(s, make([]uint64, need-len(s))...)
+	}
+	s[seq-1] = v
+	return s
+}
+
+// Sent notes that the sender of ch sent the message with sequence seq.
+func (t *Trace) Sent(ch snapshot.Channel, seq uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := t.channel(ch)
+	c.sent = put(c.sent, seq, t.tick(ch.From))
+}
+
+// Received notes that the receiver of ch took in the message with sequence
+// seq (after any local record that message caused).
+func (t *Trace) Received(ch snapshot.Channel, seq uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := t.channel(ch)
+	c.received = put(c.received, seq, t.tick(ch.To))
+}
+
+// Recorded notes that p recorded its state for id.
+func (t *Trace) Recorded(p snapshot.ProcessID, id snapshot.SnapshotID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m := t.recorded[id]
+	if m == nil {
+		m = make(map[snapshot.ProcessID]uint64)
+		t.recorded[id] = m
+	}
+	m[p] = t.tick(p)
+}
+
+// CheckCut checks that g is a consistent cut: every message whose receipt
+// is reflected in a recorded state was sent before its sender recorded.
+func (t *Trace) CheckCut(g *snapshot.Global) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	rec := t.recorded[g.ID]
+	for ch, c := range t.chans {
+		to, ok := rec[ch.To]
+		if !ok {
+			continue
+		}
+		from, fromOK := rec[ch.From]
+		for i, r := range c.received {
+			if r == 0 || r > to {
+				continue
+			}
+			if !fromOK {
+				return fmt.Errorf("snapshot %d: %s received seq %d before recording, but %s never recorded", g.ID, ch.To, i+1, ch.From)
+			}
+			if s := c.sent[i]; s == 0 || s > from {
+				return fmt.Errorf("snapshot %d: channel %s seq %d: received before %s recorded but sent after %s recorded", g.ID, ch, i+1, ch.To, ch.From)
+			}
+		}
+	}
+	return nil
+}
+
+// CheckChannels checks that the state of every channel in g is exactly the
+// messages sent on it before its sender recorded and received after its
+// receiver recorded (or never), in order.
+func (t *Trace) CheckChannels(g *snapshot.Global) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	rec := t.recorded[g.ID]
+	seen := make(map[snapshot.Channel]bool, len(g.Channels))
+	for _, cs := range g.Channels {
+		seen[cs.Channel] = true
+		if err := t.checkChannel(g.ID, rec, cs.Channel, cs.Messages); err != nil {
+			return err
+		}
+	}
+	for ch := range t.chans {
+		if !seen[ch] {
+			if err := t.checkChannel(g.ID, rec, ch, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (t *Trace) checkChannel(id snapshot.SnapshotID, rec map[snapshot.ProcessID]uint64, ch snapshot.Channel, got []snapshot.Message) error {
+	from, fromOK := rec[ch.From]
+	to, toOK := rec[ch.To]
+	var want []uint64
+	if c := t.chans[ch]; c != nil && fromOK && toOK {
+		for i, s := range c.sent {
+			if s == 0 || s > from {
+				continue
+			}
+			if i >= len(c.received) || c.received[i] == 0 || c.received[i] > to {
+				want = append(want, uint64(i+1))
+			}
+		}
+	}
+	gotSeq := make([]uint64, len(got))
+	for i, m := range got {
+		gotSeq[i] = m.Seq
+	}
+	if !slices.Equal(want, gotSeq) {
+		return fmt.Errorf("snapshot %d: channel %s: recorded seqs %v, want %v", id, ch, gotSeq, want)
+	}
+	return nil
+}
+
+// CheckConservation checks that the values held in recorded states plus the
+// values carried by recorded in-flight messages add up to total: tokens in
+// a token system, money in a bank.
+func CheckConservation(g *snapshot.Global, total int64, stateValue func(state []byte) (int64, error), messageValue func(payload any) (int64, error)) error {
+	var sum, inFlight int64
+	for _, p := range g.Participants {
+		v, err := stateValue(p.State)
+		if err != nil {
+			return fmt.Errorf("snapshot %d: state of %s: %w", g.ID, p.ID, err)
+		}
+		sum += v
+	}
+	for _, c := range g.Channels {
+		for _, m := range c.Messages {
+			v, err := messageValue(m.Payload)
+			if err != nil {
+				return fmt.Errorf("snapshot %d: channel %s seq %d: %w", g.ID, c.Channel, m.Seq, err)
+			}
+			inFlight += v
+		}
+	}
+	if sum+inFlight != total {
+		return fmt.Errorf("snapshot %d: not conserved: states hold %d, in flight %d, sum %d, want %d", g.ID, sum, inFlight, sum+inFlight, total)
+	}
+	return nil
+}

@@ -1,0 +1,186 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// ProcessID names one process (in actorsnap, one actor). It must be unique
+// among the processes of a system and stable across a restore.
+type ProcessID string
+
+// SnapshotID names one global snapshot. Zero is not a valid id. IDs are
+// allocated by one allocator, densely and increasingly (1, 2, 3, ...): a
+// Process remembers finished ids as a watermark plus the few finished ids
+// above it, so sparse ids cost memory until the gaps below them finish.
+type SnapshotID uint64
+
+// Channel is the one-way FIFO channel from one process to another.
+type Channel struct {
+	From, To ProcessID
+}
+
+// String returns "from->to".
+func (c Channel) String() string { return string(c.From) + "->" + string(c.To) }
+
+// compare orders channels by sender, then receiver.
+func (c Channel) compare(d Channel) int {
+	if r := strings.Compare(string(c.From), string(d.From)); r != 0 {
+		return r
+	}
+	return strings.Compare(string(c.To), string(d.To))
+}
+
+// Mode selects the snapshot algorithm of a Process.
+type Mode uint8
+
+const (
+	// Unaligned is Chandy–Lamport: a process records its state at the first
+	// marker it sees, never blocks, and records the messages that arrive on
+	// its other incoming channels until their markers come.
+	Unaligned Mode = iota
+)
+
+// String returns the mode's name as used in stored snapshots and the CLI.
+func (m Mode) String() string {
+	switch m {
+	case Unaligned:
+		return "unaligned"
+	default:
+		return fmt.Sprintf("mode(%d)", uint8(m))
+	}
+}
+
+// Stamp is what a sender attaches to an application message: the channel's
+// sequence number and, on the first message of a channel only, which
+// snapshots the sender had already recorded (DESIGN.md decision 2). A stamp
+// with Seq > 1 never carries anything else, so it costs nothing to build.
+type Stamp struct {
+	// Seq is the message's position on its channel, starting at 1.
+	Seq uint64
+	// Recorded lists, on the first message of a channel (Seq == 1), the
+	// snapshots the sender had recorded or finished when it sent it, in
+	// increasing order. For those the message acts as a marker.
+	Recorded []SnapshotID
+	// Horizon, on the first message of a channel, says every snapshot id up
+	// to and including it was finished at the sender.
+	Horizon SnapshotID
+}
+
+// covers reports whether the sender had recorded (or finished) id when it
+// sent the message carrying st.
+func (st *Stamp) covers(id SnapshotID) bool {
+	if id <= st.Horizon {
+		return true
+	}
+	_, found := slices.BinarySearch(st.Recorded, id)
+	return found
+}
+
+// Message is one application message recorded as channel state. Payload is
+// the caller's value, held by reference: a message recorded for several
+// concurrent snapshots is stored once.
+type Message struct {
+	Seq     uint64
+	Payload any
+}
+
+// PeerCount is a counter kept per channel in a LocalRecord.
+type PeerCount struct {
+	Peer ProcessID
+	N    uint64
+}
+
+// LocalRecord is one process's part of a snapshot, produced when it records
+// its state. The counters are taken at that moment: Sent holds, per outgoing
+// channel, the messages sent before the record; Received holds, per incoming
+// channel, the messages received before it. The messages recorded after it
+// arrive later as ChannelRecords. The caller fills Kind and State.
+type LocalRecord struct {
+	Snapshot SnapshotID
+	Process  ProcessID
+	Kind     string
+	State    []byte
+	Sent     []PeerCount
+	Received []PeerCount
+}
+
+// ChannelRecord is the closed recording of one incoming channel for one
+// snapshot: the messages received on it after the receiver recorded its
+// state and before the sender's marker, in FIFO order.
+type ChannelRecord struct {
+	Snapshot SnapshotID
+	Channel  Channel
+	Messages []Message
+}
+
+// MarkerSend asks the caller to send a marker for Snapshot to To, on the
+// same FIFO path as application messages.
+type MarkerSend struct {
+	Snapshot SnapshotID
+	To       ProcessID
+}
+
+// Errors returned by Process and Assembler. Each is wrapped with the detail
+// of the case; test with errors.Is.
+var (
+	// ErrInvalidID is returned when a snapshot id is zero.
+	ErrInvalidID = errors.New("snapshot: invalid snapshot id 0")
+	// ErrFinished is returned by Initiate for a snapshot this process has
+	// already been told is finished.
+	ErrFinished = errors.New("snapshot: snapshot already finished")
+	// ErrSequence is returned by Receive when a stamp's sequence number is
+	// not the next one on its channel: a message was lost, duplicated or
+	// reordered, which the algorithm cannot tolerate.
+	ErrSequence = errors.New("snapshot: channel sequence broken")
+	// ErrProtocol is returned when an input contradicts the protocol: a
+	// second marker for one snapshot on one channel, or a first message that
+	// claims its sender had not recorded a snapshot whose marker it already
+	// sent.
+	ErrProtocol = errors.New("snapshot: protocol violation")
+	// ErrAborted is wrapped by every AbortError.
+	ErrAborted = errors.New("snapshot: aborted")
+	// ErrTimeout is the reason of a snapshot aborted at its deadline.
+	ErrTimeout = errors.New("snapshot: timed out")
+	// ErrImbalance is the reason of a snapshot aborted because a channel's
+	// counters cannot balance: a message was lost or duplicated.
+	ErrImbalance = errors.New("snapshot: channel does not balance")
+	// ErrIncomplete is returned by Assembler.Global before completion.
+	ErrIncomplete = errors.New("snapshot: not complete")
+	// ErrConfig is returned for an invalid Config or AssemblerConfig.
+	ErrConfig = errors.New("snapshot: invalid config")
+)
+
+// SequenceError is returned by Receive when a stamp is out of sequence.
+type SequenceError struct {
+	Channel  Channel
+	Expected uint64
+	Got      uint64
+}
+
+func (e *SequenceError) Error() string {
+	return fmt.Sprintf("snapshot: channel %s: expected sequence %d, got %d", e.Channel, e.Expected, e.Got)
+}
+
+// Unwrap returns ErrSequence.
+func (e *SequenceError) Unwrap() error { return ErrSequence }
+
+// BalanceError describes a channel whose counters do not balance:
+// Sent != Received + Recorded.
+type BalanceError struct {
+	Snapshot SnapshotID
+	Channel  Channel
+	Sent     uint64 // messages sent before the sender recorded
+	Received uint64 // messages received before the receiver recorded
+	Recorded uint64 // messages recorded as the channel's state
+}
+
+func (e *BalanceError) Error() string {
+	return fmt.Sprintf("snapshot %d: channel %s does not balance: sent %d before record, received %d before record, recorded %d",
+		e.Snapshot, e.Channel, e.Sent, e.Received, e.Recorded)
+}
+
+// Unwrap returns ErrImbalance.
+func (e *BalanceError) Unwrap() error { return ErrImbalance }
