@@ -58,5 +58,3 @@ func TestRandomized(t *testing.T) {
 		}
 	}
 }
-
-

@@ -1,0 +1,367 @@
+package snapshot_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+func newProcess(t *testing.T, id snapshot.ProcessID, out, in []snapshot.ProcessID) *snapshot.Process {
+	t.Helper()
+	p, err := snapshot.NewProcess(snapshot.Config{ID: id, Outgoing: out, Incoming: in})
+	require.NoError(t, err)
+	return p
+}
+
+// take returns the pending actions and acknowledges them.
+func take(p *snapshot.Process) snapshot.Ready {
+	rd := p.Ready()
+	out := snapshot.Ready{
+		Records:  append([]snapshot.LocalRecord(nil), rd.Records...),
+		Markers:  append([]snapshot.MarkerSend(nil), rd.Markers...),
+		Channels: append([]snapshot.ChannelRecord(nil), rd.Channels...),
+		Finished: append([]snapshot.SnapshotID(nil), rd.Finished...),
+	}
+	p.Advance()
+	return out
+}
+
+func ids(xs ...snapshot.ProcessID) []snapshot.ProcessID { return xs }
+
+// Rule: initiating records the local state, sends a marker on every
+// outgoing channel in declaration order, and starts recording every
+// incoming channel.
+func TestRuleInitiateRecordsAndSendsMarkers(t *testing.T) {
+	p := newProcess(t, "a", ids("c", "b"), ids("b", "c"))
+	require.NoError(t, p.Initiate(1))
+	rd := take(p)
+	require.Len(t, rd.Records, 1)
+	assert.Equal(t, snapshot.SnapshotID(1), rd.Records[0].Snapshot)
+	assert.Equal(t, []snapshot.MarkerSend{{Snapshot: 1, To: "c"}, {Snapshot: 1, To: "b"}}, rd.Markers)
+	assert.Empty(t, rd.Channels)
+	assert.Empty(t, rd.Finished, "both incoming channels are being recorded")
+
+	require.NoError(t, p.Marker("b", 1))
+	rd = take(p)
+	assert.Equal(t, []snapshot.ChannelRecord{{Snapshot: 1, Channel: snapshot.Channel{From: "b", To: "a"}}}, rd.Channels)
+	require.NoError(t, p.Marker("c", 1))
+	rd = take(p)
+	assert.Len(t, rd.Channels, 1)
+	assert.Equal(t, []snapshot.SnapshotID{1}, rd.Finished)
+}
+
+// Rule: the first marker for s on channel c records the state; c's state
+// is empty; markers go out on every outgoing channel; every other incoming
+// channel is recorded.
+func TestRuleFirstMarkerRecords(t *testing.T) {
+	p := newProcess(t, "b", ids("c"), ids("a", "c"))
+	require.NoError(t, p.Receive("a", snapshot.Stamp{Seq: 1}, "m1"))
+	require.False(t, p.HasReady(), "no snapshot: no actions")
+	require.NoError(t, p.Marker("a", 7))
+	rd := take(p)
+	require.Len(t, rd.Records, 1)
+	assert.Equal(t, []snapshot.PeerCount{{Peer: "a", N: 1}, {Peer: "c", N: 0}}, rd.Records[0].Received)
+	assert.Equal(t, []snapshot.MarkerSend{{Snapshot: 7, To: "c"}}, rd.Markers)
+	assert.Empty(t, rd.Channels, "the marker's channel closes empty without a record")
+	// A message after the marker on a is not channel state.
+	require.NoError(t, p.Receive("a", snapshot.Stamp{Seq: 2}, "m2"))
+	require.NoError(t, p.Receive("c", snapshot.Stamp{Seq: 1}, "c1"))
+	require.NoError(t, p.Marker("c", 7))
+	rd = take(p)
+	require.Len(t, rd.Channels, 1)
+	assert.Equal(t, []snapshot.Message{{Seq: 1, Payload: "c1"}}, rd.Channels[0].Messages)
+}
+
+// Rule: a later marker for s on c closes c's recording; its state is the
+// messages received on c since the local record, in order.
+func TestRuleLaterMarkerClosesChannel(t *testing.T) {
+	p := newProcess(t, "b", nil, ids("a", "c"))
+	require.NoError(t, p.Receive("c", snapshot.Stamp{Seq: 1}, "before"))
+	require.NoError(t, p.Marker("a", 1))
+	take(p)
+	for i, m := range []string{"x", "y", "z"} {
+		require.NoError(t, p.Receive("c", snapshot.Stamp{Seq: uint64(i + 2)}, m))
+	}
+	require.NoError(t, p.Marker("c", 1))
+	require.NoError(t, p.Receive("c", snapshot.Stamp{Seq: 5}, "after"))
+	rd := take(p)
+	require.Len(t, rd.Channels, 1)
+	assert.Equal(t, []snapshot.Message{{Seq: 2, Payload: "x"}, {Seq: 3, Payload: "y"}, {Seq: 4, Payload: "z"}}, rd.Channels[0].Messages)
+	assert.Equal(t, 0, p.Recorded(), "nothing held once every recording closed")
+}
+
+// Rule (decision 3): a local record counts, per outgoing channel, the
+// messages sent before it, and per incoming channel the messages received
+// before it.
+func TestRuleRecordCounters(t *testing.T) {
+	p := newProcess(t, "a", nil, nil)
+	p.Send("b")
+	p.Send("b")
+	p.Send("c")
+	require.NoError(t, p.Receive("d", snapshot.Stamp{Seq: 1}, nil))
+	require.NoError(t, p.Initiate(3))
+	rd := take(p)
+	assert.Equal(t, []snapshot.PeerCount{{Peer: "b", N: 2}, {Peer: "c", N: 1}}, rd.Records[0].Sent)
+	assert.Equal(t, []snapshot.PeerCount{{Peer: "d", N: 1}}, rd.Records[0].Received)
+	assert.Equal(t, []snapshot.MarkerSend{{Snapshot: 3, To: "b"}, {Snapshot: 3, To: "c"}}, rd.Markers, "discovered channels get markers")
+}
+
+// Rule: concurrent snapshots record a message received on a channel that
+// several of them record once, shared by every recording.
+func TestRuleConcurrentSnapshotsShareRecordedMessages(t *testing.T) {
+	p := newProcess(t, "b", nil, ids("a", "c"))
+	require.NoError(t, p.Initiate(1))
+	require.NoError(t, p.Receive("a", snapshot.Stamp{Seq: 1}, "m1"))
+	require.NoError(t, p.Initiate(2))
+	require.NoError(t, p.Receive("a", snapshot.Stamp{Seq: 2}, "m2"))
+	require.NoError(t, p.Receive("a", snapshot.Stamp{Seq: 3}, "m3"))
+	assert.Equal(t, 3, p.Recorded(), "three messages held once for two snapshots")
+	require.NoError(t, p.Marker("a", 1))
+	require.NoError(t, p.Marker("a", 2))
+	rd := take(p)
+	require.Len(t, rd.Channels, 2)
+	one, two := rd.Channels[0].Messages, rd.Channels[1].Messages
+	assert.Equal(t, []snapshot.Message{{1, "m1"}, {2, "m2"}, {3, "m3"}}, one)
+	assert.Equal(t, []snapshot.Message{{2, "m2"}, {3, "m3"}}, two)
+	assert.Same(t, &one[1], &two[0], "the second recording is a view of the same log")
+}
+
+// Rule (decision 2): the first message on a channel carries the snapshots
+// its sender recorded; later messages carry only their sequence number.
+func TestRuleFirstStampCarriesRecorded(t *testing.T) {
+	p := newProcess(t, "a", nil, nil)
+	assert.Equal(t, snapshot.Stamp{Seq: 1}, p.Send("x"))
+	require.NoError(t, p.Initiate(4))
+	require.NoError(t, p.Initiate(2))
+	take(p)
+	assert.Equal(t, snapshot.Stamp{Seq: 1, Recorded: []snapshot.SnapshotID{2, 4}}, p.Send("y"))
+	assert.Equal(t, snapshot.Stamp{Seq: 2}, p.Send("y"))
+	p.Forget(1)
+	p.Forget(2)
+	assert.Equal(t, snapshot.Stamp{Seq: 1, Recorded: []snapshot.SnapshotID{4}, Horizon: 2}, p.Send("z"))
+}
+
+// Rule (decision 2): a first message whose sender had recorded s acts as a
+// marker for s: the receiver records before taking it in, and the channel's
+// state is empty.
+func TestRuleFirstMessageActsAsMarker(t *testing.T) {
+	p := newProcess(t, "b", ids("c"), nil)
+	require.NoError(t, p.Receive("a", snapshot.Stamp{Seq: 1, Recorded: []snapshot.SnapshotID{5}}, "after"))
+	rd := take(p)
+	require.Len(t, rd.Records, 1)
+	assert.Equal(t, []snapshot.PeerCount{{Peer: "a", N: 0}}, rd.Records[0].Received, "recorded before the message")
+	assert.Equal(t, []snapshot.MarkerSend{{Snapshot: 5, To: "c"}}, rd.Markers)
+	assert.Equal(t, []snapshot.SnapshotID{5}, rd.Finished)
+	assert.Equal(t, 0, p.Recorded())
+}
+
+// Rule (decision 2): a channel first used after the receiver recorded s, by
+// a sender that had not recorded s, carries channel state for s until the
+// sender's marker.
+func TestRuleLateChannelIsRecorded(t *testing.T) {
+	p := newProcess(t, "b", nil, nil)
+	require.NoError(t, p.Initiate(1))
+	take(p)
+	require.NoError(t, p.Receive("a", snapshot.Stamp{Seq: 1}, "pre"))
+	require.NoError(t, p.Receive("a", snapshot.Stamp{Seq: 2}, "pre2"))
+	require.NoError(t, p.Marker("a", 1))
+	rd := take(p)
+	require.Len(t, rd.Channels, 1)
+	assert.Equal(t, []snapshot.Message{{1, "pre"}, {2, "pre2"}}, rd.Channels[0].Messages)
+}
+
+// Rule (decision 2): a declared channel, recorded since the record, closes
+// empty when its first message says the sender had recorded.
+func TestRuleDeclaredChannelClosedByFirstStamp(t *testing.T) {
+	p := newProcess(t, "b", nil, ids("a"))
+	require.NoError(t, p.Initiate(1))
+	take(p)
+	require.NoError(t, p.Receive("a", snapshot.Stamp{Seq: 1, Recorded: []snapshot.SnapshotID{1}}, "post"))
+	rd := take(p)
+	require.Len(t, rd.Channels, 1)
+	assert.Empty(t, rd.Channels[0].Messages)
+	assert.Equal(t, []snapshot.SnapshotID{1}, rd.Finished)
+}
+
+// Rule: FIFO is an assumption the algorithm checks: a gap or a duplicate
+// on a channel is an error, and nothing is recorded.
+func TestRuleSequenceChecked(t *testing.T) {
+	p := newProcess(t, "b", nil, nil)
+	require.NoError(t, p.Receive("a", snapshot.Stamp{Seq: 1}, nil))
+	err := p.Receive("a", snapshot.Stamp{Seq: 3}, nil)
+	var se *snapshot.SequenceError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, uint64(2), se.Expected)
+	require.ErrorIs(t, p.Receive("a", snapshot.Stamp{Seq: 1}, nil), snapshot.ErrSequence)
+	require.NoError(t, p.Receive("a", snapshot.Stamp{Seq: 2}, nil))
+}
+
+// Rule: one marker per snapshot per channel; a second is a protocol error.
+func TestRuleSecondMarkerRejected(t *testing.T) {
+	p := newProcess(t, "b", nil, ids("a"))
+	require.NoError(t, p.Marker("a", 1))
+	require.ErrorIs(t, p.Marker("a", 1), snapshot.ErrProtocol)
+	require.ErrorIs(t, p.Marker("a", 0), snapshot.ErrInvalidID)
+	require.ErrorIs(t, p.Initiate(0), snapshot.ErrInvalidID)
+}
+
+// Rule: initiating a snapshot already recorded does nothing (a broadcast
+// marker after a peer's marker).
+func TestRuleInitiateIdempotent(t *testing.T) {
+	p := newProcess(t, "b", ids("c"), ids("a"))
+	require.NoError(t, p.Marker("a", 1))
+	take(p)
+	require.NoError(t, p.Initiate(1))
+	assert.False(t, p.HasReady())
+}
+
+// Rule: a forgotten snapshot is over: its recordings are dropped, late
+// markers are ignored, and initiating it again is an error.
+func TestRuleForget(t *testing.T) {
+	p := newProcess(t, "b", ids("c"), ids("a"))
+	require.NoError(t, p.Initiate(1))
+	take(p)
+	require.NoError(t, p.Receive("a", snapshot.Stamp{Seq: 1}, "x"))
+	assert.Equal(t, 1, p.Recorded())
+	p.Forget(1)
+	assert.Equal(t, 0, p.Recorded())
+	assert.Empty(t, p.Active())
+	require.NoError(t, p.Marker("a", 1))
+	assert.False(t, p.HasReady())
+	require.ErrorIs(t, p.Initiate(1), snapshot.ErrFinished)
+	// A first message naming only finished snapshots changes nothing.
+	require.NoError(t, p.Receive("z", snapshot.Stamp{Seq: 1, Horizon: 1}, nil))
+	assert.False(t, p.HasReady())
+}
+
+// Rule: with no snapshot in progress, neither path produces actions.
+func TestRuleNoSnapshotNoActions(t *testing.T) {
+	p := newProcess(t, "a", nil, nil)
+	for i := range 10 {
+		p.Send("b")
+		require.NoError(t, p.Receive("b", snapshot.Stamp{Seq: uint64(i + 1)}, i))
+	}
+	assert.False(t, p.HasReady())
+	assert.Equal(t, 0, p.Recorded())
+}
+
+func TestNewProcessRejectsBadConfig(t *testing.T) {
+	_, err := snapshot.NewProcess(snapshot.Config{})
+	require.ErrorIs(t, err, snapshot.ErrConfig)
+	_, err = snapshot.NewProcess(snapshot.Config{ID: "a", Mode: 9})
+	require.ErrorIs(t, err, snapshot.ErrConfig)
+}
+
+func rec(id snapshot.SnapshotID, p snapshot.ProcessID, sent, received []snapshot.PeerCount) snapshot.LocalRecord {
+	return snapshot.LocalRecord{Snapshot: id, Process: p, Sent: sent, Received: received}
+}
+
+func pc(p snapshot.ProcessID, n uint64) snapshot.PeerCount { return snapshot.PeerCount{Peer: p, N: n} }
+
+// Rule (decision 3): the assembler completes only when every participant
+// recorded and every channel balances, and says what is missing meanwhile.
+func TestRuleAssemblerCompletesByCounters(t *testing.T) {
+	now := time.Unix(100, 0)
+	a, err := snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: 1, Participants: ids("a", "b")})
+	require.NoError(t, err)
+	require.NoError(t, a.AddRecord(rec(1, "a", []snapshot.PeerCount{pc("b", 3)}, nil)))
+	assert.Equal(t, snapshot.Pending, a.Status(now).State)
+	assert.Equal(t, ids("b"), a.Missing().Participants)
+
+	require.NoError(t, a.AddRecord(rec(1, "b", nil, []snapshot.PeerCount{pc("a", 1)})))
+	assert.Equal(t, snapshot.Pending, a.Status(now).State)
+	m := a.Missing()
+	assert.Empty(t, m.Participants)
+	require.Len(t, m.Channels, 1)
+	assert.Equal(t, snapshot.ChannelGap{Channel: snapshot.Channel{From: "a", To: "b"}, Sent: 3, Received: 1, Open: true}, m.Channels[0])
+	_, err = a.Global()
+	require.ErrorIs(t, err, snapshot.ErrIncomplete)
+
+	require.NoError(t, a.AddChannel(snapshot.ChannelRecord{Snapshot: 1, Channel: snapshot.Channel{From: "a", To: "b"},
+		Messages: []snapshot.Message{{2, "x"}, {3, "y"}}}))
+	require.Equal(t, snapshot.Complete, a.Status(now).State)
+	g, err := a.Global()
+	require.NoError(t, err)
+	require.NoError(t, g.Verify())
+	assert.Equal(t, now, g.End)
+	assert.Len(t, g.InFlight(snapshot.Channel{From: "a", To: "b"}), 2)
+}
+
+// Rule (decision 3): a channel whose receiver took in everything sent
+// before the sender's record balances without waiting for its marker, and
+// a channel that carried nothing does not make its far end a participant.
+func TestRuleAssemblerBalancedWithoutMarker(t *testing.T) {
+	a, err := snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: 2})
+	require.NoError(t, err)
+	require.NoError(t, a.AddRecord(rec(2, "a", []snapshot.PeerCount{pc("b", 2), pc("ghost", 0)}, nil)))
+	require.NoError(t, a.AddRecord(rec(2, "b", nil, []snapshot.PeerCount{pc("a", 2)})))
+	require.Equal(t, snapshot.Complete, a.Status(time.Time{}).State)
+}
+
+// Rule (decision 3): a closed recording that does not balance means a lost
+// or duplicated message: the snapshot aborts, naming the channel and the
+// counts.
+func TestRuleAssemblerAbortsOnImbalance(t *testing.T) {
+	a, err := snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: 3})
+	require.NoError(t, err)
+	require.NoError(t, a.AddRecord(rec(3, "a", []snapshot.PeerCount{pc("b", 3)}, nil)))
+	require.NoError(t, a.AddRecord(rec(3, "b", nil, []snapshot.PeerCount{pc("a", 1)})))
+	err = a.AddChannel(snapshot.ChannelRecord{Snapshot: 3, Channel: snapshot.Channel{From: "a", To: "b"}, Messages: []snapshot.Message{{2, nil}}})
+	require.ErrorIs(t, err, snapshot.ErrAborted)
+	require.ErrorIs(t, err, snapshot.ErrImbalance)
+	assert.Contains(t, err.Error(), "a->b does not balance: sent 3 before record, received 1 before record, recorded 1")
+	assert.Equal(t, snapshot.Aborted, a.Status(time.Time{}).State)
+}
+
+// Rule (decision 6): a snapshot not complete at its deadline aborts with
+// ErrTimeout and says what it waited for.
+func TestRuleAssemblerDeadline(t *testing.T) {
+	start := time.Unix(0, 0)
+	a, err := snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: 4, Participants: ids("a", "b"), Start: start, Deadline: start.Add(time.Second)})
+	require.NoError(t, err)
+	require.NoError(t, a.AddRecord(rec(4, "a", nil, nil)))
+	assert.Equal(t, snapshot.Pending, a.Status(start.Add(999*time.Millisecond)).State)
+	st := a.Status(start.Add(time.Second))
+	require.Equal(t, snapshot.Aborted, st.State)
+	require.ErrorIs(t, st.Err, snapshot.ErrTimeout)
+	var ae *snapshot.AbortError
+	require.ErrorAs(t, st.Err, &ae)
+	assert.Equal(t, ids("b"), ae.Missing.Participants)
+	assert.Contains(t, st.Err.Error(), "not recorded: b")
+}
+
+// Rule: a participant records once per snapshot; a channel closes once.
+func TestRuleAssemblerRejectsDuplicates(t *testing.T) {
+	a, _ := snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: 5})
+	require.NoError(t, a.AddRecord(rec(5, "a", nil, nil)))
+	require.ErrorIs(t, a.AddRecord(rec(5, "a", nil, nil)), snapshot.ErrProtocol)
+	b, _ := snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: 5})
+	cr := snapshot.ChannelRecord{Snapshot: 5, Channel: snapshot.Channel{From: "a", To: "b"}}
+	require.NoError(t, b.AddChannel(cr))
+	require.ErrorIs(t, b.AddChannel(cr), snapshot.ErrProtocol)
+	require.Error(t, b.AddRecord(rec(6, "a", nil, nil)), "another snapshot's record")
+	b.Abort(errors.New("participant stopped"))
+	assert.Contains(t, b.Status(time.Time{}).Err.Error(), "snapshot 5 aborted")
+}
+
+// Verify names the channel and its counts.
+func TestGlobalVerify(t *testing.T) {
+	g := &snapshot.Global{ID: 9,
+		Participants: []snapshot.Participant{{ID: "a"}, {ID: "b"}},
+		Channels:     []snapshot.ChannelState{{Channel: snapshot.Channel{From: "a", To: "b"}, Sent: 4, Received: 2, Messages: []snapshot.Message{{3, nil}}}},
+	}
+	err := g.Verify()
+	require.ErrorIs(t, err, snapshot.ErrImbalance)
+	assert.EqualError(t, err, "snapshot 9: channel a->b does not balance: sent 4 before record, received 2 before record, recorded 1")
+	g.Channels[0].Messages = append(g.Channels[0].Messages, snapshot.Message{Seq: 5})
+	assert.ErrorContains(t, g.Verify(), "message 1 has sequence 5, want 4")
+	g.Channels[0].Messages[1].Seq = 4
+	require.NoError(t, g.Verify())
+	g.Participants = g.Participants[:1]
+	assert.ErrorContains(t, g.Verify(), "b is not a participant")
+}
