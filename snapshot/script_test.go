@@ -41,7 +41,6 @@ type script struct {
 	bank  *snapshottest.Bank
 	total int64
 	out   strings.Builder
-	shown int
 }
 
 func (s *script) run(t *testing.T, d *datadriven.TestData) string {

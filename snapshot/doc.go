@@ -1,0 +1,74 @@
+// Package snapshot is the Chandy–Lamport snapshot algorithm as a pure
+// state machine: no goroutines, no I/O, no clock. It takes consistent global
+// snapshots of a system of processes (in actorsnap, actors) that exchange
+// messages over one-way FIFO channels: every process's state plus every
+// message in flight, taken while the system keeps running.
+//
+// # The algorithm
+//
+// A snapshot is initiated at one process, or at every process by a
+// coordinator that has a control channel to each (broadcast). A process
+// that initiates, or that receives the first marker of a snapshot on any
+// channel, records its local state, sends a marker on every outgoing
+// channel, and starts recording every other incoming channel. A later
+// marker on a channel closes that channel's recording: its state is the
+// messages received on it after the local record and before the marker.
+// The recorded states and channel states together form a consistent cut:
+// every message reflected as received was sent before its sender recorded,
+// and every message sent before that and not yet received is in exactly one
+// channel state. Several snapshots may run at once; a message recorded for
+// several of them is held once.
+//
+// Channels need not be declared. A process's outgoing channels are those it
+// has sent on, its incoming channels those it has received from. The one
+// subtle case is a channel first used after its sender recorded a snapshot:
+// no marker went on it. So the first message on every channel carries the
+// snapshots its sender has recorded (Stamp.Recorded); for those it acts as
+// a marker, and for the others the receiver records it as channel state.
+//
+// Completion is decided by counters, not local guesswork: each LocalRecord
+// holds, per outgoing channel, the messages sent before it and, per incoming
+// channel, the messages received before it. An Assembler declares a
+// snapshot complete once every participant recorded and every channel
+// balances, sent-before = received-before + recorded. The same check,
+// Global.Verify, proves a stored snapshot consistent and catches a lost or
+// duplicated message.
+//
+// # Driving a Process
+//
+// The caller owns the transport, as with etcd's raft. For each process:
+//
+//  1. Create it with NewProcess, declaring any channels known up front.
+//  2. Before sending an application message, call Send and carry the
+//     returned Stamp with the message, on the same FIFO path.
+//  3. On receiving an application message, call Receive with its sender and
+//     stamp before the application sees it. An error means the channel is
+//     not FIFO and exactly-once (a message lost, duplicated or reordered):
+//     the snapshots in progress cannot complete and should be aborted.
+//  4. On receiving a marker, call Marker; to start a snapshot here, or on a
+//     coordinator's control marker, call Initiate.
+//  5. After every call, if HasReady, take Ready and carry it out in order
+//     before the application runs again: capture the local state once for
+//     every LocalRecord in Records, without the message whose Receive
+//     produced it; send each marker in Markers on the path application
+//     messages take, before any later application message; hand Records
+//     (with State filled) and Channels to the snapshot's Assembler. Then
+//     call Advance.
+//  6. When a snapshot is complete or aborted, call Forget on every process.
+//     Until then each process keeps what it recorded for it.
+//
+// Snapshot ids come from one allocator, densely and increasingly.
+//
+// # Threading
+//
+// A Process is not safe for concurrent use: drive it from its process's own
+// goroutine (in actorsnap, the actor's), which also keeps each process's
+// events in the order the algorithm needs. An Assembler is not safe for
+// concurrent use either; one goroutine (the guardian) owns each. Values
+// returned by Ready are valid until Advance; LocalRecord and ChannelRecord
+// values may be kept, and their Messages slices are shared read-only views.
+// Global values are immutable once built.
+//
+// The package snapshottest holds a deterministic simulated network and the
+// invariant checkers the tests use; they serve users' own tests as well.
+package snapshot
