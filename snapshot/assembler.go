@@ -138,6 +138,7 @@ type Assembler struct {
 	chans     map[Channel]*chanAcc
 	byProcess map[ProcessID][]*chanAcc
 	unsettled int
+	departed  map[ProcessID]bool
 	abort     *AbortError
 	global    *Global
 }
@@ -153,11 +154,20 @@ func NewAssembler(cfg AssemblerConfig) (*Assembler, error) {
 		required:  make(map[ProcessID]bool, len(cfg.Participants)),
 		chans:     make(map[Channel]*chanAcc),
 		byProcess: make(map[ProcessID][]*chanAcc),
+		departed:  make(map[ProcessID]bool),
 	}
 	for _, p := range cfg.Participants {
 		a.require(p)
 	}
 	return a, nil
+}
+
+// Require adds a participant that must record before the snapshot can
+// complete: one born before the cut, while the snapshot ran.
+func (a *Assembler) Require(p ProcessID) {
+	if a.abort == nil && a.global == nil {
+		a.require(p)
+	}
 }
 
 // Snapshot returns the id being assembled.
@@ -226,6 +236,25 @@ func (a *Assembler) AddRecord(r LocalRecord) error {
 	return nil
 }
 
+// AddDeparted adds the final record of a process that stopped before this
+// snapshot began: its counters are final and its state is gone. It stands
+// in for the process's local record: channels from it balance against its
+// final counts, and channels to it are left out of the snapshot (messages
+// sent to a stopped actor are dead letters).
+func (a *Assembler) AddDeparted(r LocalRecord) error {
+	r.Kind, r.State = "", nil
+	if err := a.AddRecord(r); err != nil {
+		return err
+	}
+	a.departed[r.Process] = true
+	for _, c := range a.byProcess[r.Process] {
+		if err := a.settle(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // AddChannel adds the closed recording of one channel. A second recording
 // of one channel aborts the snapshot.
 func (a *Assembler) AddChannel(cr ChannelRecord) error {
@@ -254,6 +283,13 @@ func (a *Assembler) settle(c *chanAcc) error {
 	_, fromOK := a.records[c.ch.From]
 	_, toOK := a.records[c.ch.To]
 	if !fromOK || !toOK {
+		return nil
+	}
+	if a.departed[c.ch.To] {
+		if c.pending {
+			c.pending = false
+			a.unsettled--
+		}
 		return nil
 	}
 	var k uint64
@@ -353,9 +389,12 @@ func (a *Assembler) build(end time.Time) *Global {
 		Channels:     make([]ChannelState, 0, len(a.chans)),
 	}
 	for _, r := range a.records {
-		g.Participants = append(g.Participants, Participant{ID: r.Process, Kind: r.Kind, State: r.State})
+		g.Participants = append(g.Participants, Participant{ID: r.Process, Kind: r.Kind, State: r.State, Departed: a.departed[r.Process]})
 	}
 	for _, c := range a.chans {
+		if a.departed[c.ch.To] {
+			continue
+		}
 		cs := ChannelState{Channel: c.ch, Sent: c.sent, Received: c.received}
 		if c.record != nil {
 			cs.Messages = c.record.Messages

@@ -25,6 +25,10 @@ type Participant struct {
 	ID    ProcessID
 	Kind  string
 	State []byte
+	// Departed marks a process that had stopped before the snapshot: it has
+	// no state, and is listed only because messages it sent were still in
+	// flight or counted.
+	Departed bool
 }
 
 // ChannelState is one channel's part of a snapshot.

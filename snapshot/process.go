@@ -19,6 +19,11 @@ type Config struct {
 	// Incoming declares channels from processes this one will receive from.
 	// Channels are also discovered by Receive and Marker.
 	Incoming []ProcessID
+	// Finished lists snapshots this process must never take part in, as if
+	// they were already finished here: for a process created while they ran,
+	// by a creator that had already recorded them (it was born after their
+	// cut, DESIGN.md decision 7).
+	Finished []SnapshotID
 }
 
 // outChan is the sending end of a channel.
@@ -36,7 +41,8 @@ type inChan struct {
 	received uint64    // messages received so far; the last stamp's Seq
 	log      []Message // received messages with Seq in (base, received]
 	base     uint64
-	open     int // snapshots recording this channel
+	open     int  // snapshots recording this channel
+	departed bool // the sender stopped: nothing more will come
 }
 
 // recording is the state of one incoming channel for one snapshot.
@@ -92,6 +98,11 @@ func NewProcess(cfg Config) (*Process, error) {
 	}
 	for _, from := range cfg.Incoming {
 		p.inChannel(from)
+	}
+	for _, id := range cfg.Finished {
+		if id != 0 {
+			p.done.add(id)
+		}
 	}
 	return p, nil
 }
@@ -266,6 +277,19 @@ func (p *Process) marker(c *inChan, id SnapshotID) error {
 	return nil
 }
 
+// Departed is called when the sender of channel from has stopped, after its
+// last message on the channel was received: every open recording of the
+// channel closes now, and later snapshots do not record it.
+func (p *Process) Departed(from ProcessID) {
+	c := p.inChannel(from)
+	c.departed = true
+	for _, s := range p.snaps {
+		if r, ok := s.chans[from]; ok && !r.closed {
+			p.close(s, c, r)
+		}
+	}
+}
+
 // Initiate starts snapshot id at this process: it records its state and
 // sends markers on every outgoing channel. A coordinator's marker on its
 // control channel is an Initiate too. Initiating a snapshot already
@@ -335,7 +359,7 @@ func (p *Process) record(id SnapshotID, via *inChan) {
 	}
 	for i, c := range p.ins {
 		rec.Received[i] = PeerCount{Peer: c.from, N: c.received}
-		if c == via {
+		if c == via || c.departed {
 			s.chans[c.from] = recording{start: c.received, closed: true}
 			continue
 		}

@@ -365,3 +365,50 @@ func TestGlobalVerify(t *testing.T) {
 	g.Participants = g.Participants[:1]
 	assert.ErrorContains(t, g.Verify(), "b is not a participant")
 }
+
+// Rule (decision 7): a process born after its creator recorded s is not
+// part of s: markers and stamps naming s are ignored.
+func TestRuleBornAfterTheCut(t *testing.T) {
+	p, err := snapshot.NewProcess(snapshot.Config{ID: "child", Incoming: ids("parent"), Finished: []snapshot.SnapshotID{3}})
+	require.NoError(t, err)
+	require.NoError(t, p.Receive("parent", snapshot.Stamp{Seq: 1, Recorded: []snapshot.SnapshotID{3}}, nil))
+	require.NoError(t, p.Marker("x", 3))
+	assert.False(t, p.HasReady())
+	require.NoError(t, p.Marker("x", 4))
+	assert.Len(t, take(p).Records, 1, "later snapshots are its own")
+}
+
+// Rule (decision 7): when a sender stops, every recording of its channel
+// closes with what arrived, and later snapshots do not wait for it.
+func TestRuleDepartedSenderClosesChannel(t *testing.T) {
+	p := newProcess(t, "b", nil, ids("a", "c"))
+	require.NoError(t, p.Marker("c", 1))
+	take(p)
+	require.NoError(t, p.Receive("a", snapshot.Stamp{Seq: 1}, "last words"))
+	p.Departed("a")
+	rd := take(p)
+	require.Len(t, rd.Channels, 1)
+	assert.Equal(t, []snapshot.Message{{Seq: 1, Payload: "last words"}}, rd.Channels[0].Messages)
+	assert.Equal(t, []snapshot.SnapshotID{1}, rd.Finished)
+	require.NoError(t, p.Marker("c", 2))
+	rd = take(p)
+	assert.Equal(t, []snapshot.SnapshotID{2}, rd.Finished, "a departed, c's marker came: nothing open")
+}
+
+// Rule (decision 7): a process that stopped before a snapshot stands in with
+// its final counters: channels from it balance against them, channels to it
+// are left out.
+func TestRuleAssemblerDeparted(t *testing.T) {
+	a, _ := snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: 8, Participants: ids("b")})
+	require.NoError(t, a.AddDeparted(rec(8, "a", []snapshot.PeerCount{pc("b", 3)}, []snapshot.PeerCount{pc("b", 1)})))
+	require.NoError(t, a.AddRecord(rec(8, "b", []snapshot.PeerCount{pc("a", 5)}, []snapshot.PeerCount{pc("a", 2)})))
+	assert.Equal(t, snapshot.Pending, a.Status(time.Time{}).State, "one message from a still to be recorded")
+	require.NoError(t, a.AddChannel(snapshot.ChannelRecord{Snapshot: 8, Channel: snapshot.Channel{From: "a", To: "b"}, Messages: []snapshot.Message{{Seq: 3}}}))
+	require.Equal(t, snapshot.Complete, a.Status(time.Time{}).State)
+	g, _ := a.Global()
+	require.NoError(t, g.Verify())
+	p, _ := g.Participant("a")
+	assert.True(t, p.Departed)
+	_, ok := g.Channel(snapshot.Channel{From: "b", To: "a"})
+	assert.False(t, ok, "messages to a stopped process are dead letters")
+}
