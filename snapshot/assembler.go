@@ -243,16 +243,10 @@ func (a *Assembler) AddRecord(r LocalRecord) error {
 // sent to a stopped actor are dead letters).
 func (a *Assembler) AddDeparted(r LocalRecord) error {
 	r.Kind, r.State = "", nil
-	if err := a.AddRecord(r); err != nil {
-		return err
+	if _, dup := a.records[r.Process]; !dup {
+		a.departed[r.Process] = true
 	}
-	a.departed[r.Process] = true
-	for _, c := range a.byProcess[r.Process] {
-		if err := a.settle(c); err != nil {
-			return err
-		}
-	}
-	return nil
+	return a.AddRecord(r)
 }
 
 // AddChannel adds the closed recording of one channel. A second recording
