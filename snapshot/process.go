@@ -24,6 +24,8 @@ type Config struct {
 	// by a creator that had already recorded them (it was born after their
 	// cut, DESIGN.md decision 7).
 	Finished []SnapshotID
+	// Horizon, like Finished, marks every snapshot up to it as finished.
+	Horizon SnapshotID
 }
 
 // outChan is the sending end of a channel.
@@ -99,10 +101,9 @@ func NewProcess(cfg Config) (*Process, error) {
 	for _, from := range cfg.Incoming {
 		p.inChannel(from)
 	}
+	p.done.horizon = cfg.Horizon
 	for _, id := range cfg.Finished {
-		if id != 0 {
-			p.done.add(id)
-		}
+		p.done.add(id)
 	}
 	return p, nil
 }
@@ -464,6 +465,51 @@ func (p *Process) Advance() {
 		Channels: p.ready.Channels[:0],
 		Finished: p.ready.Finished[:0],
 	}
+}
+
+// Received returns the number of messages received so far from from: the
+// sequence number of the last one. A transport that guarantees FIFO and
+// exactly-once delivery (an in-process mailbox) stamps a receipt with
+// Received(from)+1 instead of carrying the number in every message.
+func (p *Process) Received(from ProcessID) uint64 {
+	if c := p.in[from]; c != nil {
+		return c.received
+	}
+	return 0
+}
+
+// Counters returns the process's counters as of now, in the form of a
+// LocalRecord without a snapshot: messages sent per outgoing channel and
+// received per incoming channel. A process that stops reports them as its
+// final record (Assembler.AddDeparted).
+func (p *Process) Counters() LocalRecord {
+	rec := LocalRecord{Process: p.id, Sent: make([]PeerCount, len(p.outs)), Received: make([]PeerCount, len(p.ins))}
+	for i, c := range p.outs {
+		rec.Sent[i] = PeerCount{Peer: c.to, N: c.sent}
+	}
+	for i, c := range p.ins {
+		rec.Received[i] = PeerCount{Peer: c.from, N: c.received}
+	}
+	return rec
+}
+
+// ChildConfig returns the Config of a process this one creates now: it
+// receives from this process, and it takes no part in the snapshots this
+// process has already recorded (it is born after their cut) but in those it
+// has not (DESIGN.md decision 7). The caller also declares the channel to
+// the child with DeclareOutgoing, so that this process's markers reach it.
+func (p *Process) ChildConfig(id ProcessID) Config {
+	cfg := Config{ID: id, Mode: p.mode, Incoming: []ProcessID{p.id}, Horizon: p.done.horizon}
+	for _, s := range p.snaps {
+		if s.recorded {
+			cfg.Finished = append(cfg.Finished, s.id)
+		}
+	}
+	for id := range p.done.above {
+		cfg.Finished = append(cfg.Finished, id)
+	}
+	slices.Sort(cfg.Finished)
+	return cfg
 }
 
 // Active returns the snapshots this process has recorded and not

@@ -412,3 +412,25 @@ func TestRuleAssemblerDeparted(t *testing.T) {
 	_, ok := g.Channel(snapshot.Channel{From: "b", To: "a"})
 	assert.False(t, ok, "messages to a stopped process are dead letters")
 }
+
+// Rule (decision 7): a child created before its parent records s takes part
+// in s; one created after does not.
+func TestRuleChildConfig(t *testing.T) {
+	parent := newProcess(t, "parent", nil, nil)
+	require.NoError(t, parent.Initiate(1))
+	take(parent)
+	parent.Forget(1)
+	require.NoError(t, parent.Initiate(2))
+	take(parent)
+	cfg := parent.ChildConfig("child")
+	assert.Equal(t, snapshot.Config{ID: "child", Incoming: ids("parent"), Finished: []snapshot.SnapshotID{2}, Horizon: 1}, cfg)
+	child, err := snapshot.NewProcess(cfg)
+	require.NoError(t, err)
+	require.NoError(t, child.Marker("parent", 2))
+	assert.False(t, child.HasReady(), "born after the cut of 2")
+	require.NoError(t, child.Marker("parent", 3))
+	assert.True(t, child.HasReady(), "3 is the child's")
+	c := child.Counters()
+	assert.Equal(t, []snapshot.PeerCount{{Peer: "parent", N: 0}}, c.Received)
+	assert.Equal(t, uint64(0), child.Received("parent"))
+}

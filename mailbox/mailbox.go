@@ -1,0 +1,453 @@
+package mailbox
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/ctxext"
+)
+
+const (
+	idle int32 = iota
+	running
+)
+
+// Mailbox is a Proto.Actor mailbox with one FIFO queue per sender. See the
+// package documentation for its policy and threading rules.
+//
+// PostUserMessage, PostSystemMessage and UserMessageCount may be called from
+// any goroutine. Pause, Resume, ResumeAll and Paused belong to the actor's own
+// goroutine. The zero value is not usable: use Producer or New.
+type Mailbox struct {
+	// Set before the mailbox runs, read-only afterwards.
+	keyOf       KeyFunc
+	middlewares []actor.MailboxMiddleware
+	invoker     actor.MessageInvoker
+	dispatcher  actor.Dispatcher
+	process     func() // processMessages, bound once: a method value allocates
+
+	// Shared with posting goroutines.
+	status       atomic.Int32 // idle or running: who may run the mailbox
+	suspended    atomic.Bool
+	sysMessages  atomic.Int32
+	userMessages atomic.Int32 // posted and not yet delivered, held ones included
+	pending      atomic.Bool  // in is not empty; written under inMu
+
+	inMu sync.Mutex
+	in   []interface{} // user messages posted since the last demux, in order
+
+	sysMu sync.Mutex
+	sys   ring[interface{}]
+
+	// Owned by the goroutine running the mailbox (the actor's goroutine).
+	running  bool                       // inside run: Pause and Resume are allowed
+	batch    []interface{}              // the previous in, being sorted into queues
+	pos      int                        // next index of batch to sort
+	queues   map[SenderKey]*senderQueue // keyed senders
+	external senderQueue                // senders without a key
+	last     *senderQueue               // queues[last.key], to skip the map lookup
+	ready    ring[*senderQueue]         // queues with deliverable messages, in turn order
+	turns    int                        // turns left in this round
+	paused   int                        // number of paused queues
+	sweepAt  int                        // sweep empty queues when len(queues) reaches it
+	free     []*senderQueue             // swept queues kept for reuse
+}
+
+// senderQueue holds one sender's undelivered messages.
+type senderQueue struct {
+	msgs    ring[interface{}]
+	key     SenderKey
+	paused  bool
+	inReady bool // listed in Mailbox.ready (possibly paused since)
+}
+
+// Tuning of memory kept for idle senders; none of it affects behaviour.
+const (
+	minSweep  = 64   // never sweep fewer queues than this
+	maxFree   = 16   // swept queues kept for new senders
+	keepRing  = 1024 // an emptied queue keeps a bigger buffer only if it used a quarter of it
+	keepBatch = 4096 // the same for the two buffers that posted messages go through
+)
+
+var extensionID = ctxext.NextContextExtensionID()
+
+var (
+	_ actor.Mailbox           = (*Mailbox)(nil)
+	_ ctxext.ContextExtension = (*Mailbox)(nil)
+)
+
+// ExtensionID makes the Mailbox a Proto.Actor context extension, which is
+// how Of finds it.
+func (m *Mailbox) ExtensionID() ctxext.ContextExtensionID { return extensionID }
+
+// Of returns the Mailbox of the actor whose context is ctx, or nil if that
+// actor does not use this package's mailbox. Call it on the actor's goroutine
+// (in Receive or a receiver middleware); the result may be kept for the
+// actor's lifetime, restarts included.
+func Of(ctx actor.ExtensionContext) (m *Mailbox) {
+	defer func() {
+		// Proto.Actor's extension table panics on an id it has never seen
+		// for this actor: that only means "not ours".
+		if recover() != nil {
+			m = nil
+		}
+	}()
+	m, _ = ctx.Get(extensionID).(*Mailbox)
+	return m
+}
+
+// RegisterHandlers implements actor.Mailbox. Proto.Actor calls it at spawn,
+// before the mailbox runs, with the actor's context as invoker: the mailbox
+// registers itself there as a context extension for Of.
+func (m *Mailbox) RegisterHandlers(invoker actor.MessageInvoker, dispatcher actor.Dispatcher) {
+	m.invoker = invoker
+	m.dispatcher = dispatcher
+	if ext, ok := invoker.(actor.ExtensionContext); ok {
+		ext.Set(m)
+	}
+}
+
+// Start implements actor.Mailbox.
+func (m *Mailbox) Start() {
+	for _, mw := range m.middlewares {
+		mw.MailboxStarted()
+	}
+}
+
+// UserMessageCount implements actor.Mailbox: user messages posted and not
+// yet delivered, including those held for paused senders.
+func (m *Mailbox) UserMessageCount() int { return int(m.userMessages.Load()) }
+
+// PostUserMessage implements actor.Mailbox. The message is appended to one
+// shared buffer under a short lock; sorting by sender is left to the
+// mailbox's goroutine so that posting costs what it costs in Proto.Actor's
+// default mailbox.
+func (m *Mailbox) PostUserMessage(message interface{}) {
+	// Batches are unpacked exactly as Proto.Actor's default mailbox does:
+	// the messages, then the batch itself.
+	if batch, ok := message.(actor.MessageBatch); ok {
+		for _, msg := range batch.GetMessages() {
+			m.PostUserMessage(msg)
+		}
+	}
+	if env, ok := message.(*actor.MessageEnvelope); ok {
+		if batch, ok := env.Message.(actor.MessageBatch); ok {
+			for _, msg := range batch.GetMessages() {
+				m.PostUserMessage(msg)
+			}
+		}
+	}
+	for _, mw := range m.middlewares {
+		mw.MessagePosted(message)
+	}
+	m.inMu.Lock()
+	m.in = append(m.in, message)
+	if len(m.in) == 1 {
+		m.pending.Store(true)
+	}
+	m.inMu.Unlock()
+	m.userMessages.Add(1)
+	m.schedule()
+}
+
+// PostSystemMessage implements actor.Mailbox.
+func (m *Mailbox) PostSystemMessage(message interface{}) {
+	for _, mw := range m.middlewares {
+		mw.MessagePosted(message)
+	}
+	m.sysMu.Lock()
+	m.sys.push(message)
+	m.sysMu.Unlock()
+	m.sysMessages.Add(1)
+	m.schedule()
+}
+
+func (m *Mailbox) schedule() {
+	if m.status.CompareAndSwap(idle, running) {
+		m.dispatcher.Schedule(m.process)
+	}
+}
+
+// processMessages is one scheduled run. The protocol is the default
+// mailbox's: a poster publishes its message (pending, sysMessages) before it
+// tries idle->running, and the run publishes idle before it looks for work
+// again, so one of the two always sees the other and no message is left
+// behind.
+func (m *Mailbox) processMessages() {
+process:
+	m.run()
+	// Read the goroutine-owned state before going idle: afterwards another
+	// run may own it.
+	local := m.ready.len() > 0 || m.pos < len(m.batch)
+	m.status.Store(idle)
+	if m.sysMessages.Load() > 0 || (!m.suspended.Load() && (local || m.pending.Load())) {
+		if m.status.CompareAndSwap(idle, running) {
+			goto process
+		}
+	}
+	if len(m.middlewares) > 0 && m.userMessages.Load() == 0 && !m.suspended.Load() {
+		for _, mw := range m.middlewares {
+			mw.MailboxEmpty()
+		}
+	}
+}
+
+// run delivers messages until none is deliverable, the mailbox is
+// suspended, or a message panics.
+func (m *Mailbox) run() {
+	var msg interface{}
+	m.running = true
+	defer func() {
+		m.running = false
+		if r := recover(); r != nil {
+			if m.pos < len(m.batch) {
+				// The key function panicked: drop the message it was given.
+				msg = m.batch[m.pos]
+				m.batch[m.pos] = nil
+				m.pos++
+				m.userMessages.Add(-1)
+			}
+			m.invoker.EscalateFailure(r, msg)
+		}
+	}()
+
+	i, t := 0, m.dispatcher.Throughput()
+	for {
+		// As in the default mailbox, the throughput bounds how long the
+		// run holds its goroutine before yielding, not how much it does.
+		if i > t {
+			i = 0
+			runtime.Gosched()
+		}
+		i++
+
+		// All system messages go before the next user message.
+		if m.sysMessages.Load() > 0 {
+			m.sysMu.Lock()
+			msg = m.sys.pop()
+			m.sysMu.Unlock()
+			m.sysMessages.Add(-1)
+			switch msg.(type) {
+			case *actor.SuspendMailbox:
+				m.suspended.Store(true)
+			case *actor.ResumeMailbox:
+				m.suspended.Store(false)
+			default:
+				m.invoker.InvokeSystemMessage(msg)
+			}
+			for _, mw := range m.middlewares {
+				mw.MessageReceived(msg)
+			}
+			continue
+		}
+		if m.suspended.Load() {
+			return
+		}
+		if msg = m.next(); msg == nil {
+			return
+		}
+		m.userMessages.Add(-1)
+		m.invoker.InvokeUserMessage(msg)
+		for _, mw := range m.middlewares {
+			mw.MessageReceived(msg)
+		}
+	}
+}
+
+// next returns the next user message in round-robin order, or nil if no
+// message is deliverable. A round gives each sender that was ready at its
+// start one message; newly posted messages are sorted in between rounds, so
+// a new sender waits at most one round.
+func (m *Mailbox) next() interface{} {
+	for {
+		if m.turns == 0 {
+			m.demux()
+			if m.turns = m.ready.len(); m.turns == 0 {
+				return nil
+			}
+		}
+		q := m.ready.pop()
+		m.turns--
+		if q.paused {
+			// Paused after it was listed; Resume lists it again.
+			q.inReady = false
+			continue
+		}
+		msg := q.msgs.pop()
+		if q.msgs.len() > 0 {
+			m.ready.push(q)
+		} else {
+			q.inReady = false
+			q.msgs.emptied(keepRing)
+		}
+		return msg
+	}
+}
+
+// demux sorts the messages posted since the last call into their senders'
+// queues. It may be resumed after a key function panic (see run).
+func (m *Mailbox) demux() {
+	if m.pos == len(m.batch) {
+		if !m.pending.Load() {
+			return
+		}
+		m.inMu.Lock()
+		m.batch, m.in = m.in, m.batch[:0]
+		m.pending.Store(false)
+		m.inMu.Unlock()
+		m.pos = 0
+	}
+	for m.pos < len(m.batch) {
+		msg := m.batch[m.pos]
+		q := m.queueOf(msg)
+		m.batch[m.pos] = nil
+		m.pos++
+		q.msgs.push(msg)
+		if !q.inReady && !q.paused {
+			q.inReady = true
+			m.ready.push(q)
+		}
+	}
+	// As for rings: drop a big buffer only when it was mostly unused.
+	if cap(m.batch) > keepBatch && len(m.batch) < cap(m.batch)/4 {
+		m.batch = nil
+	}
+	m.batch, m.pos = m.batch[:0], 0
+}
+
+// queueOf returns the queue a message belongs to.
+func (m *Mailbox) queueOf(msg interface{}) *senderQueue {
+	if m.keyOf == nil {
+		return &m.external
+	}
+	key, ok := m.keyOf(msg)
+	if !ok {
+		return &m.external
+	}
+	if q := m.last; q != nil && q.key == key {
+		return q
+	}
+	q := m.queue(key)
+	m.last = q
+	return q
+}
+
+// queue returns the queue of key, creating it if needed.
+func (m *Mailbox) queue(key SenderKey) *senderQueue {
+	if q := m.queues[key]; q != nil {
+		return q
+	}
+	if len(m.queues) >= m.sweepAt {
+		m.sweep()
+	}
+	var q *senderQueue
+	if n := len(m.free); n > 0 {
+		q, m.free = m.free[n-1], m.free[:n-1]
+	} else {
+		q = new(senderQueue)
+	}
+	q.key = key
+	m.queues[key] = q
+	return q
+}
+
+// sweep forgets the queues of senders that have nothing queued and are not
+// paused. It runs when the number of queues doubles since the last sweep, so
+// its cost is constant per new sender and the number of queues stays below
+// twice the number of live ones (plus minSweep).
+func (m *Mailbox) sweep() {
+	removed := 0
+	for key, q := range m.queues {
+		if q.msgs.len() > 0 || q.paused {
+			continue
+		}
+		delete(m.queues, key)
+		removed++
+		if len(m.free) < maxFree {
+			if len(q.msgs.buf) > keepRing {
+				q.msgs.buf, q.msgs.head = nil, 0
+			}
+			m.free = append(m.free, q)
+		}
+	}
+	if removed > len(m.queues) {
+		// Go maps never shrink: copy to return the memory of a past crowd.
+		queues := make(map[SenderKey]*senderQueue, len(m.queues))
+		for key, q := range m.queues {
+			queues[key] = q
+		}
+		m.queues = queues
+	}
+	m.last = nil
+	m.sweepAt = max(minSweep, 2*len(m.queues))
+}
+
+// Pause holds the messages of sender key: none is delivered until Resume,
+// messages posted meanwhile are queued behind them, and other senders keep
+// their turns. Pausing a paused sender does nothing; pausing a sender that
+// has sent nothing yet holds its first message.
+//
+// Pause must be called on the actor's goroutine, while it processes a
+// message (in Receive, a receiver middleware, or lifecycle handlers); it
+// panics if called while the mailbox is not running. A pause outlives actor
+// restarts: the mailbox belongs to the actor's context, not its instance.
+func (m *Mailbox) Pause(key SenderKey) {
+	m.mustRun("Pause")
+	if q := m.queue(key); !q.paused {
+		q.paused = true
+		m.paused++
+	}
+}
+
+// Resume delivers the held messages of sender key, in their original order,
+// from its next turn on. Resuming a sender that is not paused does nothing.
+// The threading rules of Pause apply.
+func (m *Mailbox) Resume(key SenderKey) {
+	m.mustRun("Resume")
+	if q := m.queues[key]; q != nil {
+		m.resume(q)
+	}
+}
+
+// ResumeAll resumes every paused sender. The threading rules of Pause apply.
+func (m *Mailbox) ResumeAll() {
+	m.mustRun("ResumeAll")
+	if m.paused == 0 {
+		return
+	}
+	for _, q := range m.queues {
+		m.resume(q)
+	}
+}
+
+// Paused reports whether sender key is paused. The threading rules of Pause
+// apply.
+func (m *Mailbox) Paused(key SenderKey) bool {
+	m.mustRun("Paused")
+	q := m.queues[key]
+	return q != nil && q.paused
+}
+
+func (m *Mailbox) resume(q *senderQueue) {
+	if !q.paused {
+		return
+	}
+	q.paused = false
+	m.paused--
+	// The run that called us is still going: listing the queue is enough
+	// for its messages to be delivered before the run ends.
+	if q.msgs.len() > 0 && !q.inReady {
+		q.inReady = true
+		m.ready.push(q)
+	}
+}
+
+// mustRun catches calls from outside the mailbox's run. It is a cheap check,
+// not a proof: the race detector reports the calls it misses.
+func (m *Mailbox) mustRun(op string) {
+	if !m.running {
+		panic("mailbox: " + op + " called outside message processing")
+	}
+}

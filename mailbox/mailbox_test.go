@@ -1,0 +1,389 @@
+package mailbox
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// These tests drive a mailbox directly, on the test goroutine, with a
+// dispatcher that only records what is scheduled: every interleaving is
+// chosen by the test, so the expected orders are exact.
+
+// stepDispatcher queues scheduled runs until the test calls drain.
+type stepDispatcher struct {
+	throughput int
+	queued     []func()
+	scheduled  int
+}
+
+func (d *stepDispatcher) Schedule(fn func()) {
+	d.scheduled++
+	d.queued = append(d.queued, fn)
+}
+
+func (d *stepDispatcher) Throughput() int { return d.throughput }
+
+// drain runs scheduled runs until none is left.
+func (d *stepDispatcher) drain() {
+	for len(d.queued) > 0 {
+		fn := d.queued[0]
+		d.queued = append(d.queued[:0], d.queued[1:]...)
+		fn()
+	}
+}
+
+type sysMsg string
+
+type failure struct {
+	reason, message interface{}
+}
+
+// script is an invoker that logs what it is given and lets a test act in
+// the middle of a message, as an actor would.
+type script struct {
+	log      []string
+	onUser   func(message interface{})
+	failures []failure
+}
+
+func (s *script) InvokeSystemMessage(message interface{}) {
+	s.log = append(s.log, fmt.Sprint(message))
+}
+
+func (s *script) InvokeUserMessage(message interface{}) {
+	s.log = append(s.log, fmt.Sprint(message))
+	if s.onUser != nil {
+		s.onUser(message)
+	}
+}
+
+func (s *script) EscalateFailure(reason, message interface{}) {
+	s.failures = append(s.failures, failure{reason, message})
+}
+
+func (s *script) String() string { return strings.Join(s.log, " ") }
+
+func newStepped(opts ...Option) (*Mailbox, *stepDispatcher, *script) {
+	m := New(append([]Option{WithSenderKey(keyOf)}, opts...)...)
+	d := &stepDispatcher{throughput: 300}
+	s := &script{}
+	m.RegisterHandlers(s, d)
+	m.Start()
+	return m, d, s
+}
+
+func post(m *Mailbox, from SenderKey, seqs ...int) {
+	for _, seq := range seqs {
+		m.PostUserMessage(&msg{from, seq})
+	}
+}
+
+func TestSystemMessagesFirst(t *testing.T) {
+	m, d, s := newStepped()
+	post(m, 1, 1, 2)
+	m.PostSystemMessage(sysMsg("s1"))
+	m.PostSystemMessage(sysMsg("s2"))
+	s.onUser = func(message interface{}) {
+		if message.(*msg).seq == 1 {
+			m.PostSystemMessage(sysMsg("s3"))
+			m.PostSystemMessage(sysMsg("s4"))
+		}
+	}
+	d.drain()
+	assert.Equal(t, "s1 s2 A1 s3 s4 A2", s.String())
+	assert.Equal(t, 0, m.UserMessageCount())
+}
+
+func TestSuspendResume(t *testing.T) {
+	m, d, s := newStepped()
+	m.PostSystemMessage(&actor.SuspendMailbox{})
+	post(m, 1, 1, 2)
+	m.PostSystemMessage(sysMsg("s1"))
+	d.drain()
+	assert.Equal(t, "s1", s.String(), "suspended: system messages only")
+	assert.Equal(t, 2, m.UserMessageCount())
+
+	m.PostSystemMessage(&actor.ResumeMailbox{})
+	d.drain()
+	assert.Equal(t, "s1 A1 A2", s.String())
+	assert.Equal(t, 0, m.UserMessageCount())
+}
+
+func TestPanicIsEscalated(t *testing.T) {
+	m, d, s := newStepped()
+	s.onUser = func(message interface{}) {
+		if message.(*msg).seq == 2 {
+			panic("boom")
+		}
+	}
+	post(m, 1, 1, 2, 3)
+	post(m, 2, 1)
+	d.drain()
+	require.Len(t, s.failures, 1)
+	assert.Equal(t, "boom", s.failures[0].reason)
+	assert.Equal(t, "A2", fmt.Sprint(s.failures[0].message))
+	// The failed message is not retried; the others are still delivered
+	// (a real supervisor would suspend the mailbox in between).
+	assert.Equal(t, "A1 B1 A2 A3", s.String())
+	assert.Equal(t, 0, m.UserMessageCount())
+}
+
+func TestKeyFuncPanicIsEscalated(t *testing.T) {
+	bad := &msg{from: 9, seq: 1}
+	m := New(WithSenderKey(func(message interface{}) (SenderKey, bool) {
+		if message == bad {
+			panic("bad key")
+		}
+		return keyOf(message)
+	}))
+	d := &stepDispatcher{throughput: 300}
+	s := &script{}
+	m.RegisterHandlers(s, d)
+	post(m, 1, 1)
+	m.PostUserMessage(bad)
+	post(m, 2, 1)
+	d.drain()
+	require.Len(t, s.failures, 1)
+	assert.Equal(t, "bad key", s.failures[0].reason)
+	assert.Same(t, bad, s.failures[0].message)
+	assert.Equal(t, "A1 B1", s.String())
+	assert.Equal(t, 0, m.UserMessageCount())
+}
+
+func TestRoundRobin(t *testing.T) {
+	m, d, s := newStepped()
+	post(m, 1, 1, 2, 3, 4, 5)
+	post(m, 2, 1, 2)
+	m.PostUserMessage("x1")
+	m.PostUserMessage("x2")
+	post(m, 3, 1)
+	d.drain()
+	// One message per sender per round, senders in order of first arrival;
+	// the external queue ("x") takes its turn like a sender.
+	assert.Equal(t, "A1 B1 x1 C1 A2 B2 x2 A3 A4 A5", s.String())
+}
+
+func TestFloodDoesNotStarve(t *testing.T) {
+	m, d, s := newStepped()
+	const flood = 1000
+	for i := 1; i <= flood; i++ {
+		post(m, 1, i)
+	}
+	// B posts while A's flood is being delivered.
+	s.onUser = func(message interface{}) {
+		if mm := message.(*msg); mm.from == 1 && mm.seq == 10 {
+			post(m, 2, 1, 2)
+		}
+	}
+	d.drain()
+	require.Len(t, s.log, flood+2)
+	pos := map[string]int{}
+	for i, name := range s.log {
+		pos[name] = i
+	}
+	// B waits for at most the round in progress, then alternates with A.
+	assert.Equal(t, pos["A10"]+2, pos["B1"])
+	assert.Equal(t, pos["B1"]+2, pos["B2"])
+}
+
+func TestPauseResume(t *testing.T) {
+	m, d, s := newStepped()
+	s.onUser = func(message interface{}) {
+		switch message.(*msg).String() {
+		case "A2":
+			m.Pause(1)
+			assert.True(t, m.Paused(1))
+			post(m, 1, 6, 7) // queued behind the held ones
+		case "B4":
+			m.Resume(1)
+			assert.False(t, m.Paused(1))
+		}
+	}
+	post(m, 1, 1, 2, 3, 4, 5)
+	post(m, 2, 1, 2, 3, 4, 5, 6)
+	d.drain()
+	assert.Equal(t, "A1 B1 A2 B2 B3 B4 B5 A3 B6 A4 A5 A6 A7", s.String())
+	assert.Equal(t, 0, m.UserMessageCount())
+}
+
+func TestPausedSenderIdles(t *testing.T) {
+	m, d, s := newStepped()
+	s.onUser = func(message interface{}) {
+		switch message := message.(type) {
+		case *msg:
+			if message.seq == 1 {
+				m.Pause(message.from)
+			}
+		case string:
+			if message == "resume" {
+				m.Resume(1)
+			}
+		}
+	}
+	post(m, 1, 1, 2, 3)
+	d.drain()
+	assert.Equal(t, "A1", s.String())
+	assert.Equal(t, 2, m.UserMessageCount(), "held messages are counted")
+	assert.Equal(t, 1, d.scheduled, "a mailbox with only held messages must not reschedule itself")
+
+	// Many runs while A is paused: each post is one run, and nothing leaks
+	// through.
+	for i := 4; i <= 20; i++ {
+		post(m, 1, i)
+		post(m, 2, i)
+		d.drain()
+	}
+	assert.Equal(t, 1+17, d.scheduled)
+	assert.Equal(t, 19, m.UserMessageCount())
+	assert.NotContains(t, s.log, "A2")
+
+	m.PostUserMessage("resume")
+	d.drain()
+	want := []string{"resume"}
+	for i := 2; i <= 20; i++ {
+		want = append(want, fmt.Sprintf("A%d", i))
+	}
+	assert.Equal(t, want, s.log[len(s.log)-len(want):])
+	assert.Equal(t, 0, m.UserMessageCount())
+}
+
+func TestPauseBeforeFirstMessage(t *testing.T) {
+	m, d, s := newStepped()
+	s.onUser = func(message interface{}) {
+		switch message {
+		case "pause":
+			m.Pause(7)
+		case "resume":
+			m.ResumeAll()
+		}
+	}
+	m.PostUserMessage("pause")
+	d.drain()
+	post(m, 7, 1)
+	post(m, 2, 1)
+	d.drain()
+	assert.Equal(t, "pause B1", s.String())
+	m.PostUserMessage("resume")
+	d.drain()
+	assert.Equal(t, "pause B1 resume G1", s.String())
+}
+
+func TestPauseOutsideProcessingPanics(t *testing.T) {
+	m, _, _ := newStepped()
+	assert.PanicsWithValue(t, "mailbox: Pause called outside message processing", func() { m.Pause(1) })
+	assert.Panics(t, func() { m.Resume(1) })
+}
+
+func TestNoKeyFuncIsFIFO(t *testing.T) {
+	m := New()
+	d := &stepDispatcher{throughput: 300}
+	s := &script{}
+	m.RegisterHandlers(s, d)
+	post(m, 1, 1, 2)
+	post(m, 2, 1)
+	post(m, 1, 3)
+	d.drain()
+	assert.Equal(t, "A1 A2 B1 A3", s.String())
+}
+
+func TestThroughputYields(t *testing.T) {
+	m, d, s := newStepped()
+	d.throughput = 1
+	for i := 1; i <= 50; i++ {
+		post(m, SenderKey(i%3+1), i)
+	}
+	d.drain()
+	assert.Len(t, s.log, 50)
+	assert.Equal(t, 1, d.scheduled, "yielding keeps the run")
+}
+
+func TestMessageBatch(t *testing.T) {
+	m := New()
+	d := &stepDispatcher{throughput: 300}
+	s := &script{}
+	m.RegisterHandlers(s, d)
+	m.PostUserMessage(batch{"b1", "b2"})
+	d.drain()
+	// As Proto.Actor's default mailbox: the messages, then the batch.
+	assert.Equal(t, "b1 b2 [b1 b2]", s.String())
+}
+
+type batch []interface{}
+
+func (b batch) GetMessages() []interface{} { return b }
+
+func TestSweepForgetsIdleSenders(t *testing.T) {
+	m, d, s := newStepped()
+	s.onUser = func(message interface{}) {
+		if mm := message.(*msg); mm.from == 1 && mm.seq == 1 {
+			m.Pause(1)
+		}
+	}
+	post(m, 1, 1, 2)
+	const senders = 10000
+	for k := 2; k <= senders; k++ {
+		post(m, SenderKey(k), 1)
+		if k%100 == 0 {
+			d.drain()
+		}
+	}
+	d.drain()
+	assert.Len(t, s.log, senders)
+	assert.LessOrEqual(t, len(m.queues), 2*minSweep+100, "queues of finished senders are swept")
+	assert.Contains(t, m.queues, SenderKey(1), "a paused queue is never swept")
+	assert.Equal(t, 1, m.UserMessageCount())
+}
+
+// counter is a MailboxMiddleware that counts its calls.
+type counter struct{ started, posted, received, empty atomic.Int32 }
+
+func (c *counter) MailboxStarted()             { c.started.Add(1) }
+func (c *counter) MessagePosted(interface{})   { c.posted.Add(1) }
+func (c *counter) MessageReceived(interface{}) { c.received.Add(1) }
+func (c *counter) MailboxEmpty()               { c.empty.Add(1) }
+
+func TestMiddleware(t *testing.T) {
+	c := &counter{}
+	m, d, _ := newStepped(WithMiddleware(c))
+	post(m, 1, 1, 2)
+	m.PostSystemMessage(sysMsg("s"))
+	d.drain()
+	assert.Equal(t, int32(1), c.started.Load())
+	assert.Equal(t, int32(3), c.posted.Load())
+	assert.Equal(t, int32(3), c.received.Load())
+	assert.Equal(t, int32(1), c.empty.Load())
+}
+
+func TestSteadyStateDoesNotAllocate(t *testing.T) {
+	m := New(WithSenderKey(keyOf))
+	d := &stepDispatcher{throughput: 300}
+	m.RegisterHandlers(nopInvoker{}, d)
+	msgs := make([]*msg, 8)
+	for i := range msgs {
+		msgs[i] = &msg{SenderKey(i + 1), 1}
+	}
+	round := func() {
+		for i := 0; i < 4; i++ {
+			for _, mm := range msgs {
+				m.PostUserMessage(mm)
+			}
+		}
+		m.PostUserMessage(msgs[0]) // keyed
+		m.PostUserMessage("external")
+		d.drain()
+	}
+	round() // grow the buffers once
+	assert.Zero(t, testing.AllocsPerRun(100, round))
+}
+
+type nopInvoker struct{}
+
+func (nopInvoker) InvokeSystemMessage(interface{})          {}
+func (nopInvoker) InvokeUserMessage(interface{})            {}
+func (nopInvoker) EscalateFailure(interface{}, interface{}) {}
