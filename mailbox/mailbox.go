@@ -36,14 +36,14 @@ type Mailbox struct {
 	pending      atomic.Bool  // in is not empty; written under inMu
 
 	inMu sync.Mutex
-	in   []interface{} // user messages posted since the last demux, in order
+	in   []posted // user messages posted since the last demux, in order
 
 	sysMu sync.Mutex
 	sys   ring[interface{}]
 
 	// Owned by the goroutine running the mailbox (the actor's goroutine).
 	running  bool                       // inside run: Pause and Resume are allowed
-	batch    []interface{}              // the previous in, being sorted into queues
+	batch    []posted                   // the previous in, being sorted into queues
 	pos      int                        // next index of batch to sort
 	queues   map[SenderKey]*senderQueue // keyed senders
 	external senderQueue                // senders without a key
@@ -53,6 +53,14 @@ type Mailbox struct {
 	paused   int                        // number of paused queues
 	sweepAt  int                        // sweep empty queues when len(queues) reaches it
 	free     []*senderQueue             // swept queues kept for reuse
+	current  *senderQueue               // queue of the user message being delivered
+}
+
+// posted is a user message and, when posted with PostFrom, its sender.
+type posted struct {
+	msg   interface{}
+	key   SenderKey
+	keyed bool
 }
 
 // senderQueue holds one sender's undelivered messages.
@@ -139,17 +147,39 @@ func (m *Mailbox) PostUserMessage(message interface{}) {
 			}
 		}
 	}
+	m.post(posted{msg: message})
+}
+
+// PostFrom posts a user message from the sender key, without asking the
+// key function: for senders that know who they are and should not pay for
+// a wrapper saying so. It may be called from any goroutine.
+func (m *Mailbox) PostFrom(key SenderKey, message interface{}) {
+	m.post(posted{msg: message, key: key, keyed: true})
+}
+
+func (m *Mailbox) post(p posted) {
 	for _, mw := range m.middlewares {
-		mw.MessagePosted(message)
+		mw.MessagePosted(p.msg)
 	}
 	m.inMu.Lock()
-	m.in = append(m.in, message)
+	m.in = append(m.in, p)
 	if len(m.in) == 1 {
 		m.pending.Store(true)
 	}
 	m.inMu.Unlock()
 	m.userMessages.Add(1)
 	m.schedule()
+}
+
+// Sender returns the key of the sender of the user message being delivered,
+// and false when that message came without a key (the external queue) or
+// when no user message is being delivered (system and lifecycle messages).
+// Call it on the actor's goroutine, while it processes a message.
+func (m *Mailbox) Sender() (SenderKey, bool) {
+	if q := m.current; q != nil && q != &m.external {
+		return q.key, true
+	}
+	return 0, false
 }
 
 // PostSystemMessage implements actor.Mailbox.
@@ -201,11 +231,12 @@ func (m *Mailbox) run() {
 	m.running = true
 	defer func() {
 		m.running = false
+		m.current = nil
 		if r := recover(); r != nil {
 			if m.pos < len(m.batch) {
 				// The key function panicked: drop the message it was given.
-				msg = m.batch[m.pos]
-				m.batch[m.pos] = nil
+				msg = m.batch[m.pos].msg
+				m.batch[m.pos] = posted{}
 				m.pos++
 				m.userMessages.Add(-1)
 			}
@@ -250,6 +281,7 @@ func (m *Mailbox) run() {
 		}
 		m.userMessages.Add(-1)
 		m.invoker.InvokeUserMessage(msg)
+		m.current = nil
 		for _, mw := range m.middlewares {
 			mw.MessageReceived(msg)
 		}
@@ -276,6 +308,7 @@ func (m *Mailbox) next() interface{} {
 			continue
 		}
 		msg := q.msgs.pop()
+		m.current = q
 		if q.msgs.len() > 0 {
 			m.ready.push(q)
 		} else {
@@ -300,11 +333,11 @@ func (m *Mailbox) demux() {
 		m.pos = 0
 	}
 	for m.pos < len(m.batch) {
-		msg := m.batch[m.pos]
-		q := m.queueOf(msg)
-		m.batch[m.pos] = nil
+		p := m.batch[m.pos]
+		q := m.queueOf(p)
+		m.batch[m.pos] = posted{}
 		m.pos++
-		q.msgs.push(msg)
+		q.msgs.push(p.msg)
 		if !q.inReady && !q.paused {
 			q.inReady = true
 			m.ready.push(q)
@@ -318,11 +351,11 @@ func (m *Mailbox) demux() {
 }
 
 // queueOf returns the queue a message belongs to.
-func (m *Mailbox) queueOf(msg interface{}) *senderQueue {
-	if m.keyOf == nil {
-		return &m.external
+func (m *Mailbox) queueOf(p posted) *senderQueue {
+	key, ok := p.key, p.keyed
+	if !ok && m.keyOf != nil {
+		key, ok = m.keyOf(p.msg)
 	}
-	key, ok := m.keyOf(msg)
 	if !ok {
 		return &m.external
 	}

@@ -387,3 +387,25 @@ type nopInvoker struct{}
 func (nopInvoker) InvokeSystemMessage(interface{})          {}
 func (nopInvoker) InvokeUserMessage(interface{})            {}
 func (nopInvoker) EscalateFailure(interface{}, interface{}) {}
+
+// PostFrom queues by the given key without the key function, and Sender
+// names the queue of the message being delivered: none for the external
+// queue and for system messages.
+func TestPostFromAndSender(t *testing.T) {
+	m, d, s := newStepped()
+	var senders []string
+	s.onUser = func(message interface{}) {
+		k, ok := m.Sender()
+		senders = append(senders, fmt.Sprintf("%v:%d:%v", message, k, ok))
+	}
+	m.PostFrom(7, "x1")
+	m.PostUserMessage("plain")
+	m.PostFrom(9, "y1")
+	m.PostFrom(7, "x2")
+	m.PostSystemMessage(sysMsg("sys"))
+	d.drain()
+	assert.Equal(t, "sys x1 plain y1 x2", s.String())
+	assert.Equal(t, []string{"x1:7:true", "plain:0:false", "y1:9:true", "x2:7:true"}, senders)
+	_, ok := m.Sender()
+	assert.False(t, ok, "no message being delivered")
+}
