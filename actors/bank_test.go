@@ -1,0 +1,148 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/require"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/actorsnap/actorsnap/snapshot"
+	"github.com/actorsnap/actorsnap/snapshot/snapshottest"
+)
+
+// transfer moves money between accounts.
+type transfer struct{ Amount int64 }
+
+// peers tells an account whom it may pay; it comes from outside the
+// snapshot and is not part of the state.
+type peers struct{ pids []*actor.PID }
+
+// kick makes an account start n chains of transfers.
+type kick struct{ n int }
+
+// account forwards a random part of every payment it gets to a random
+// peer, so that the number of transfers in flight stays constant.
+type account struct {
+	Balance int64
+	peers   []*actor.PID
+	rng     *rand.Rand
+	paused  *atomic.Bool
+}
+
+func (a *account) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *peers:
+		a.peers = m.pids
+	case *kick:
+		for range m.n {
+			a.pay(ctx)
+		}
+	case *transfer:
+		a.Balance += m.Amount
+		if !a.paused.Load() {
+			a.pay(ctx)
+		}
+	}
+}
+
+func (a *account) pay(ctx actor.Context) {
+	if len(a.peers) == 0 {
+		return
+	}
+	amount := int64(0)
+	if a.Balance > 0 {
+		amount = a.rng.Int64N(a.Balance + 1)
+	}
+	a.Balance -= amount
+	ctx.Send(a.peers[a.rng.IntN(len(a.peers))], &transfer{Amount: amount})
+}
+
+func init() { RegisterMessage[*transfer]("test.transfer") }
+
+// bank is a running bank of participants.
+type bank struct {
+	sys    *System
+	pids   []*actor.PID
+	total  int64
+	trace  *snapshottest.Trace
+	paused atomic.Bool
+}
+
+// newBank spawns n accounts with initial money each on a random graph with
+// cycles (a ring plus random chords), and kicks traffic off.
+func newBank(t testing.TB, n int, initial int64, seed uint64, opts ...Option) *bank {
+	t.Helper()
+	sys, err := NewSystem(opts...)
+	require.NoError(t, err)
+	b := &bank{sys: sys, total: int64(n) * initial, trace: snapshottest.NewTrace()}
+	sys.trace = b.trace
+	r := rand.New(rand.NewPCG(seed, 7))
+	require.NoError(t, sys.RegisterKind("account", func() actor.Actor {
+		return &account{Balance: initial, rng: rand.New(rand.NewPCG(r.Uint64(), 1)), paused: &b.paused}
+	}))
+	for i := range n {
+		pid, err := sys.Spawn("account", fmt.Sprintf("acct-%04d", i))
+		require.NoError(t, err)
+		b.pids = append(b.pids, pid)
+	}
+	for i, pid := range b.pids {
+		ps := []*actor.PID{b.pids[(i+1)%n]}
+		for range 2 {
+			ps = append(ps, b.pids[r.IntN(n)])
+		}
+		sys.Root().Send(pid, &peers{pids: ps})
+	}
+	for _, pid := range b.pids {
+		sys.Root().Send(pid, &kick{n: 2})
+	}
+	return b
+}
+
+// check runs every invariant on a snapshot of the bank.
+func (b *bank) check(t testing.TB, g *snapshot.Global) {
+	t.Helper()
+	require.NoError(t, g.Verify())
+	require.NoError(t, b.trace.CheckCut(g))
+	require.NoError(t, b.trace.CheckChannels(g))
+	require.NoError(t, snapshottest.CheckConservation(g, b.total, balanceOf, amountOf))
+}
+
+func balanceOf(state []byte) (int64, error) {
+	var a account
+	err := msgpack.Unmarshal(state, &a)
+	return a.Balance, err
+}
+
+func amountOf(payload any) (int64, error) {
+	v, err := DecodeMessage(payload.(RecordedMessage))
+	if err != nil {
+		return 0, err
+	}
+	return v.(*transfer).Amount, nil
+}
+
+func shutdown(t testing.TB, sys *System) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, sys.Shutdown(ctx))
+}
+
+func TestBankSnapshotsUnderLoad(t *testing.T) {
+	b := newBank(t, 100, 1000, 1)
+	defer shutdown(t, b.sys)
+	ctx := context.Background()
+	for range 10 {
+		g, err := b.sys.Snapshot(ctx)
+		require.NoError(t, err)
+		require.Len(t, g.Participants, 100)
+		b.check(t, g)
+		t.Logf("snapshot %d: %d in flight, %v", g.ID, g.TotalInFlight(), g.End.Sub(g.Start))
+	}
+}

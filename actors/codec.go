@@ -1,0 +1,113 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// StateMarshaler is implemented by actors that encode their own state for a
+// snapshot. MarshalState runs on the actor's goroutine, between two
+// messages, so it may read the actor's fields freely; the bytes it returns
+// belong to the snapshot and must not be changed afterwards. An actor that
+// does not implement it has its exported fields encoded with msgpack.
+type StateMarshaler interface {
+	MarshalState() ([]byte, error)
+}
+
+// StateUnmarshaler is implemented by actors that decode the state their
+// MarshalState produced. A restore calls it on a fresh instance, on the
+// actor's goroutine, before the actor sees its first message.
+type StateUnmarshaler interface {
+	UnmarshalState(state []byte) error
+}
+
+// RecordedMessage is an application message recorded as channel state, in
+// the form a snapshot stores it: its registered type name and its msgpack
+// encoding.
+type RecordedMessage struct {
+	Type string
+	Data []byte
+}
+
+// ErrUnregistered is wrapped by the error of a snapshot that recorded a
+// message whose type was never registered with RegisterMessage.
+var ErrUnregistered = errors.New("actors: message type not registered")
+
+// messageTypes maps message types to names and back. It is global, like
+// encoding/gob's, because message types are a property of the program.
+var messageTypes = struct {
+	sync.RWMutex
+	byType map[reflect.Type]string
+	byName map[string]reflect.Type
+}{byType: map[reflect.Type]string{}, byName: map[string]reflect.Type{}}
+
+// RegisterMessage registers the message type T under name, so that messages
+// of type T in flight can be recorded in a snapshot and rebuilt by a
+// restore. Register the type the application sends: T for values, *T for
+// pointers. Registering one name for two types, or one type under two
+// names, panics, since it is a programming error.
+func RegisterMessage[T any](name string) {
+	t := reflect.TypeFor[T]()
+	messageTypes.Lock()
+	defer messageTypes.Unlock()
+	if old, ok := messageTypes.byName[name]; ok && old != t {
+		panic(fmt.Sprintf("actors: message name %q registered for %v and %v", name, old, t))
+	}
+	if old, ok := messageTypes.byType[t]; ok && old != name {
+		panic(fmt.Sprintf("actors: message type %v registered as %q and %q", t, old, name))
+	}
+	messageTypes.byType[t] = name
+	messageTypes.byName[name] = t
+}
+
+// encodeMessage turns a recorded payload into a RecordedMessage.
+func encodeMessage(payload any) (RecordedMessage, error) {
+	messageTypes.RLock()
+	name, ok := messageTypes.byType[reflect.TypeOf(payload)]
+	messageTypes.RUnlock()
+	if !ok {
+		return RecordedMessage{}, fmt.Errorf("%w: %T (register it with actors.RegisterMessage)", ErrUnregistered, payload)
+	}
+	data, err := msgpack.Marshal(payload)
+	if err != nil {
+		return RecordedMessage{}, fmt.Errorf("actors: encoding %s: %w", name, err)
+	}
+	return RecordedMessage{Type: name, Data: data}, nil
+}
+
+// DecodeMessage rebuilds a recorded message as a value of its registered
+// type. Only registered types are built.
+func DecodeMessage(m RecordedMessage) (any, error) {
+	messageTypes.RLock()
+	t, ok := messageTypes.byName[m.Type]
+	messageTypes.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnregistered, m.Type)
+	}
+	ptr := reflect.New(t)
+	if err := msgpack.Unmarshal(m.Data, ptr.Interface()); err != nil {
+		return nil, fmt.Errorf("actors: decoding %s: %w", m.Type, err)
+	}
+	return ptr.Elem().Interface(), nil
+}
+
+// captureState encodes an actor's state, on its goroutine.
+func captureState(a actor.Actor) ([]byte, error) {
+	if m, ok := a.(StateMarshaler); ok {
+		return m.MarshalState()
+	}
+	return msgpack.Marshal(a)
+}
+
+// restoreState decodes state into a fresh actor instance.
+func restoreState(a actor.Actor, state []byte) error {
+	if u, ok := a.(StateUnmarshaler); ok {
+		return u.UnmarshalState(state)
+	}
+	return msgpack.Unmarshal(state, a)
+}

@@ -1,0 +1,72 @@
+// Package actors takes consistent global snapshots of a live Proto.Actor
+// system: every participant's state and every message in flight between
+// participants, while the actors keep running.
+//
+// # Use
+//
+//	sys, _ := actors.NewSystem(actors.WithTimeout(5 * time.Second))
+//	defer sys.Shutdown(context.Background())
+//	actors.RegisterMessage[*Transfer]("bank.transfer")
+//	sys.RegisterKind("account", func() actor.Actor { return &Account{} })
+//	pid, _ := sys.Spawn("account", "a1")
+//	...
+//	g, err := sys.Snapshot(ctx) // complete, verified and stored
+//
+// Participants are ordinary actors spawned by kind and name, through
+// System.Spawn or, inside a participant, ctx.Spawn*(sys.Props(kind)). Their
+// Receive gets a context whose sends to other participants are stamped
+// and posted straight into the receiver's per-sender queue (package
+// mailbox): FIFO per channel, markers in line with data, and no envelope,
+// middleware or header map on the way. Send, Request, RequestFuture,
+// Respond, Forward and Poison keep their Proto.Actor meaning.
+//
+// # What a snapshot holds
+//
+//   - Each participant's state, captured on its goroutine between two
+//     messages: MarshalState if the actor implements StateMarshaler, else
+//     its exported fields encoded with msgpack.
+//   - Each channel's messages in flight, for message types registered with
+//     RegisterMessage. A snapshot that meets an unregistered type is aborted
+//     with an error naming the type; the application keeps running.
+//   - The counters that prove the cut consistent (snapshot.Global.Verify).
+//
+// Outside every snapshot: messages from senders that are not participants
+// (the root context, timers, futures, plain actors) and replies to futures.
+// What a participant received from them before it recorded is in its state;
+// nothing else of theirs is captured. An application that needs its
+// external input inside the cut routes it through an Ingress, a participant
+// that records how much it has forwarded.
+//
+// # Modes and initiation
+//
+// The unaligned mode (Chandy–Lamport) is the only mode so far. The guardian
+// starts a snapshot by broadcast on its control channel to every
+// participant (the default), or at one participant with markers flooding
+// the channel graph (WithInitiation(Flooding)); participants no channel
+// leads to are then started by the guardian after a quarter of the timeout.
+//
+// # Lifecycle
+//
+//   - A participant spawned by another participant that had not yet
+//     recorded a snapshot in progress takes part in it; one spawned after
+//     its parent recorded, or from outside any actor, only in later ones.
+//   - A participant that stops, or that crashes and is restarted by its
+//     supervisor, aborts every snapshot in progress it takes part in, with
+//     ErrParticipantStopped or ErrParticipantRestarted naming it: the state
+//     the snapshot is built on is gone. Later snapshots go on without a
+//     stopped participant: messages it sent are still accounted for, and
+//     messages sent to it after it stopped are dead letters.
+//   - A snapshot not complete within its timeout is aborted with
+//     snapshot.ErrTimeout and what it waited for. The previous complete
+//     snapshot stays the latest in the store.
+//   - Shutdown aborts the snapshots in progress and stops every participant.
+//
+// # Observability
+//
+// Completions and aborts are published on the actor system's event stream
+// (SnapshotCompleted, SnapshotAborted), logged through the *slog.Logger of
+// WithLogger, and counted through the OpenTelemetry MeterProvider of
+// WithMeterProvider: actorsnap.snapshots.started, .completed, .aborted (by
+// reason), actorsnap.snapshot.duration, .state_bytes and
+// .recorded_messages.
+package actors

@@ -1,0 +1,381 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+// SnapshotCompleted is published on the actor system's event stream when a
+// snapshot is complete and stored.
+type SnapshotCompleted struct {
+	Global   *snapshot.Global
+	Duration time.Duration
+}
+
+// SnapshotAborted is published on the actor system's event stream when a
+// snapshot is aborted. Err wraps snapshot.ErrAborted and the reason.
+type SnapshotAborted struct {
+	ID  snapshot.SnapshotID
+	Err error
+}
+
+// Messages to the guardian.
+type (
+	startRequest    struct{ reply chan<- result }
+	shutdownRequest struct{ reply chan<- int }
+	result          struct {
+		global *snapshot.Global
+		err    error
+	}
+	recordMsg struct {
+		rec      snapshot.LocalRecord
+		children []snapshot.ProcessID // live children: born before the record
+		err      error
+		at       time.Time
+	}
+	channelMsg struct{ rec snapshot.ChannelRecord }
+	failMsg    struct {
+		id   snapshot.SnapshotID
+		from snapshot.ProcessID
+		err  error
+	}
+	registered struct {
+		id       snapshot.ProcessID
+		finished []snapshot.SnapshotID
+		horizon  snapshot.SnapshotID
+	}
+	stoppedMsg struct {
+		id    snapshot.ProcessID
+		final snapshot.LocalRecord
+	}
+	restartedMsg struct{ id snapshot.ProcessID }
+	deadlineMsg  struct{ id snapshot.SnapshotID }
+	sweepMsg     struct{ id snapshot.SnapshotID }
+	tickMsg      struct{}
+)
+
+// run is a snapshot in progress.
+type run struct {
+	id      snapshot.SnapshotID
+	asm     *snapshot.Assembler
+	start   time.Time
+	waiters []chan<- result
+	timers  []*time.Timer
+	members map[snapshot.ProcessID]bool // participants it started with or required since
+}
+
+// guardian numbers snapshots, starts them, assembles the records the
+// participants send, stores complete snapshots and tells everyone when a
+// snapshot is over. It is an ordinary actor: its state is its own.
+type guardian struct {
+	s        *System
+	self     *actor.PID
+	next     snapshot.SnapshotID
+	runs     map[snapshot.SnapshotID]*run
+	departed map[snapshot.ProcessID]snapshot.LocalRecord // final counters of stopped participants
+	ticker   *time.Timer
+	down     bool
+	rng      *rand.Rand
+}
+
+func newGuardian(s *System) *guardian {
+	return &guardian{
+		s:        s,
+		runs:     make(map[snapshot.SnapshotID]*run),
+		departed: make(map[snapshot.ProcessID]snapshot.LocalRecord),
+		rng:      rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0)),
+	}
+}
+
+// later sends msg to the guardian after d, from a timer.
+func (g *guardian) later(d time.Duration, msg interface{}) *time.Timer {
+	self := g.self
+	return time.AfterFunc(d, func() { g.s.root.Send(self, msg) })
+}
+
+func (g *guardian) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		g.self = ctx.Self()
+		if g.s.cfg.interval > 0 {
+			g.ticker = g.later(g.s.cfg.interval, &tickMsg{})
+		}
+	case *actor.Stopped:
+		close(g.s.guardSTW)
+	case *tickMsg:
+		if !g.down {
+			g.start(nil)
+			g.ticker = g.later(g.s.cfg.interval, &tickMsg{})
+		}
+	case *startRequest:
+		g.start(m.reply)
+	case *recordMsg:
+		g.record(m)
+	case *channelMsg:
+		if r := g.runs[m.rec.Snapshot]; r != nil {
+			_ = r.asm.AddChannel(m.rec)
+			g.check(r)
+		}
+	case *failMsg:
+		if r := g.runs[m.id]; r != nil {
+			g.abort(r, fmt.Errorf("%s: %w", m.from, m.err))
+		}
+	case *registered:
+		for _, r := range g.runs {
+			if m.horizon < r.id && !slices.Contains(m.finished, r.id) && !r.members[m.id] {
+				r.members[m.id] = true
+				r.asm.Require(m.id)
+			}
+		}
+	case *stoppedMsg:
+		if slices.ContainsFunc(m.final.Sent, func(pc snapshot.PeerCount) bool { return pc.N > 0 }) {
+			g.departed[m.id] = m.final
+		}
+		g.lost(m.id, ErrParticipantStopped)
+	case *restartedMsg:
+		g.lost(m.id, ErrParticipantRestarted)
+	case *deadlineMsg:
+		if r := g.runs[m.id]; r != nil {
+			g.check(r)
+		}
+	case *sweepMsg:
+		if r := g.runs[m.id]; r != nil {
+			for _, id := range r.asm.Missing().Participants {
+				if p := g.s.reg.lookup(id); p != nil {
+					p.mb.PostFrom(controlKey, &initiateMsg{id: r.id})
+				}
+			}
+		}
+	case *shutdownRequest:
+		g.down = true
+		if g.ticker != nil {
+			g.ticker.Stop()
+		}
+		n := len(g.runs)
+		for _, r := range g.runs {
+			g.abort(r, ErrShutdown)
+		}
+		m.reply <- n
+	}
+}
+
+// start begins a new snapshot, or answers why it cannot.
+func (g *guardian) start(reply chan<- result) {
+	fail := func(err error) {
+		if reply != nil {
+			reply <- result{err: err}
+		} else {
+			g.s.log.Warn("periodic snapshot skipped", slog.Any("error", err))
+		}
+	}
+	switch {
+	case g.down:
+		fail(ErrShutdown)
+		return
+	case len(g.runs) >= g.s.cfg.concurrent:
+		fail(fmt.Errorf("%w: %d of %d", ErrBusy, len(g.runs), g.s.cfg.concurrent))
+		return
+	}
+	g.next++
+	id := g.next
+	now := time.Now()
+
+	// Read the participants and publish the snapshot as pending at once: a
+	// spawn from outside any actor is then either among them or born after.
+	reg := &g.s.reg
+	reg.mu.Lock()
+	parts := make([]*participant, 0, len(reg.byID))
+	for _, p := range reg.byID {
+		parts = append(parts, p)
+	}
+	reg.pending = append(reg.pending, id)
+	reg.mu.Unlock()
+	slices.SortFunc(parts, func(a, b *participant) int { return compareIDs(a.id, b.id) })
+
+	r := &run{id: id, start: now, members: make(map[snapshot.ProcessID]bool, len(parts))}
+	ids := make([]snapshot.ProcessID, len(parts))
+	for i, p := range parts {
+		ids[i] = p.id
+		r.members[p.id] = true
+	}
+	r.asm, _ = snapshot.NewAssembler(snapshot.AssemblerConfig{
+		Snapshot: id, Mode: g.s.cfg.mode, Participants: ids, Start: now, Deadline: now.Add(g.s.cfg.timeout),
+	})
+	for _, final := range g.departed {
+		final.Snapshot = id
+		_ = r.asm.AddDeparted(final)
+	}
+	if reply != nil {
+		r.waiters = append(r.waiters, reply)
+	}
+	g.runs[id] = r
+	g.s.metrics.started.Add(context.Background(), 1)
+	g.s.log.Debug("snapshot started", slog.Uint64("id", uint64(id)), slog.Int("participants", len(parts)))
+
+	r.timers = append(r.timers, g.later(g.s.cfg.timeout, &deadlineMsg{id: id}))
+	switch {
+	case len(parts) == 0:
+	case g.s.cfg.initiation == Flooding:
+		parts[g.rng.IntN(len(parts))].mb.PostFrom(controlKey, &initiateMsg{id: id})
+		r.timers = append(r.timers, g.later(g.s.cfg.timeout/4, &sweepMsg{id: id}))
+	default:
+		msg := &initiateMsg{id: id}
+		for _, p := range parts {
+			p.mb.PostFrom(controlKey, msg)
+		}
+	}
+	g.check(r)
+}
+
+func compareIDs(a, b snapshot.ProcessID) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func (g *guardian) record(m *recordMsg) {
+	r := g.runs[m.rec.Snapshot]
+	if r == nil {
+		// A snapshot already over (or never started here): make sure the
+		// participant lets go of it.
+		if p := g.s.reg.lookup(m.rec.Process); p != nil {
+			p.mb.PostFrom(controlKey, &forgetMsg{id: m.rec.Snapshot})
+		}
+		return
+	}
+	if m.err != nil {
+		g.abort(r, m.err)
+		return
+	}
+	r.members[m.rec.Process] = true
+	for _, c := range m.children {
+		if !r.members[c] {
+			r.members[c] = true
+			r.asm.Require(c)
+		}
+	}
+	_ = r.asm.AddRecord(m.rec)
+	g.check(r)
+}
+
+// lost aborts every snapshot in progress that p takes part in.
+func (g *guardian) lost(p snapshot.ProcessID, reason error) {
+	for _, r := range g.runs {
+		if r.members[p] {
+			g.abort(r, fmt.Errorf("%w: %s", reason, p))
+		}
+	}
+}
+
+// check finishes r if it is complete or past its deadline.
+func (g *guardian) check(r *run) {
+	st := r.asm.Status(time.Now())
+	switch st.State {
+	case snapshot.Complete:
+		gl, _ := r.asm.Global()
+		g.complete(r, gl)
+	case snapshot.Aborted:
+		g.finish(r, nil, st.Err)
+	}
+}
+
+func (g *guardian) abort(r *run, reason error) {
+	r.asm.Abort(reason)
+	g.check(r)
+}
+
+func (g *guardian) complete(r *run, gl *snapshot.Global) {
+	ctx, cancel := context.WithTimeout(context.Background(), g.s.cfg.timeout)
+	defer cancel()
+	if err := g.s.cfg.store.Save(ctx, gl); err != nil {
+		g.finish(r, nil, &snapshot.AbortError{Snapshot: r.id, Reason: fmt.Errorf("saving: %w", err)})
+		return
+	}
+	if g.s.cfg.retain > 0 {
+		if err := g.s.cfg.store.Retain(ctx, g.s.cfg.retain); err != nil {
+			g.s.log.Warn("retention failed", slog.Any("error", err))
+		}
+	}
+	g.prune(gl)
+	g.finish(r, gl, nil)
+}
+
+// prune forgets the final counters of stopped participants whose every
+// message had been received before gl's cut: later snapshots need nothing
+// of them.
+func (g *guardian) prune(gl *snapshot.Global) {
+	for id := range g.departed {
+		done := true
+		for _, c := range gl.Channels {
+			if c.Channel.From == id && c.Received != c.Sent {
+				done = false
+				break
+			}
+		}
+		if done {
+			delete(g.departed, id)
+		}
+	}
+}
+
+// finish ends r: waiters get the outcome, the event stream and the metrics
+// hear of it, and every participant forgets it.
+func (g *guardian) finish(r *run, gl *snapshot.Global, err error) {
+	delete(g.runs, r.id)
+	for _, t := range r.timers {
+		t.Stop()
+	}
+	reg := &g.s.reg
+	reg.mu.Lock()
+	reg.pending = slices.DeleteFunc(reg.pending, func(id snapshot.SnapshotID) bool { return id == r.id })
+	reg.mu.Unlock()
+
+	d := time.Since(r.start)
+	ctx := context.Background()
+	if err == nil {
+		g.s.metrics.completed.Add(ctx, 1)
+		g.s.metrics.duration.Record(ctx, d.Seconds())
+		g.s.metrics.stateBytes.Record(ctx, int64(gl.TotalStateBytes()))
+		g.s.metrics.recorded.Record(ctx, int64(gl.TotalInFlight()))
+		g.s.log.Info("snapshot complete", slog.Uint64("id", uint64(r.id)), slog.Int("participants", len(gl.Participants)),
+			slog.Int("in_flight", gl.TotalInFlight()), slog.Duration("duration", d))
+		g.s.actors.EventStream.Publish(&SnapshotCompleted{Global: gl, Duration: d})
+	} else {
+		reason := "other"
+		switch {
+		case errors.Is(err, snapshot.ErrTimeout):
+			reason = "timeout"
+		case errors.Is(err, ErrParticipantStopped):
+			reason = "stopped"
+		case errors.Is(err, ErrParticipantRestarted):
+			reason = "restarted"
+		case errors.Is(err, ErrCapture):
+			reason = "capture"
+		case errors.Is(err, ErrShutdown):
+			reason = "shutdown"
+		}
+		g.s.metrics.abort(reason)
+		g.s.log.Warn("snapshot aborted", slog.Uint64("id", uint64(r.id)), slog.Any("error", err))
+		g.s.actors.EventStream.Publish(&SnapshotAborted{ID: r.id, Err: err})
+	}
+	for _, w := range r.waiters {
+		w <- result{global: gl, err: err}
+	}
+	msg := &forgetMsg{id: r.id}
+	for _, p := range g.s.reg.live() {
+		p.mb.PostFrom(controlKey, msg)
+	}
+}

@@ -1,0 +1,405 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+// Commands for probe actors.
+type (
+	gate struct {
+		entered chan<- struct{}
+		release <-chan struct{}
+	}
+	sendTo struct {
+		to  *actor.PID
+		msg interface{}
+	}
+	boom       struct{}
+	unknownMsg struct{ N int } // never registered
+	note       struct{ Text string }
+	ping       struct{ N int }
+	pong       struct{ N int }
+	askPeer    struct {
+		to    *actor.PID
+		reply chan<- int
+	}
+	forwardTo struct{ to *actor.PID }
+	spawnKid  struct {
+		name string
+		done chan<- *actor.PID
+	}
+)
+
+func init() {
+	RegisterMessage[*note]("test.note")
+	RegisterMessage[*ping]("test.ping")
+	RegisterMessage[*pong]("test.pong")
+}
+
+// probe does what it is told; its state is what it saw.
+type probe struct {
+	Seen      []string
+	Forwarder *actor.PID `msgpack:"-"`
+	events    chan<- string
+}
+
+func (p *probe) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *gate:
+		m.entered <- struct{}{}
+		<-m.release
+	case *sendTo:
+		ctx.Send(m.to, m.msg)
+	case *boom:
+		panic("boom")
+	case *note:
+		p.Seen = append(p.Seen, m.Text)
+		if p.events != nil {
+			p.events <- m.Text
+		}
+		if p.Forwarder != nil {
+			ctx.Forward(p.Forwarder)
+		}
+	case *ping:
+		ctx.Respond(&pong{N: m.N + 1})
+	case *askPeer:
+		f := ctx.RequestFuture(m.to, &ping{N: 1}, 5*time.Second)
+		res, err := f.Result()
+		if err != nil {
+			m.reply <- -1
+			return
+		}
+		m.reply <- res.(*pong).N
+	case *forwardTo:
+		p.Forwarder = m.to
+	case *spawnKid:
+		pid, err := ctx.SpawnNamed(ctx.(*snapContext).p.sys.Props("probe"), m.name)
+		if err != nil {
+			panic(err)
+		}
+		m.done <- pid
+	case *actor.ReceiveTimeout:
+		if p.events != nil {
+			p.events <- "timeout"
+		}
+	}
+}
+
+// probes starts a system with n probes named p0..p(n-1). Local records are
+// signalled on the returned recorded channel (which drops when full).
+func probes(t *testing.T, n int, opts ...Option) (*System, []*actor.PID, chan string) {
+	sys, pids, events, _ := probesTraced(t, n, opts...)
+	return sys, pids, events
+}
+
+func probesTraced(t *testing.T, n int, opts ...Option) (*System, []*actor.PID, chan string, <-chan snapshot.ProcessID) {
+	t.Helper()
+	sys, err := NewSystem(opts...)
+	require.NoError(t, err)
+	recorded := make(chan snapshot.ProcessID, 100)
+	sys.trace = &signalTrace{recorded: recorded}
+	events := make(chan string, 100)
+	require.NoError(t, sys.RegisterKind("probe", func() actor.Actor { return &probe{events: events} }))
+	var pids []*actor.PID
+	for i := range n {
+		pid, err := sys.Spawn("probe", fmt.Sprintf("p%d", i))
+		require.NoError(t, err)
+		pids = append(pids, pid)
+	}
+	return sys, pids, events, recorded
+}
+
+// block holds pid inside Receive until the returned release is called.
+func block(t *testing.T, sys *System, pid *actor.PID) (release func()) {
+	t.Helper()
+	entered, rel := make(chan struct{}), make(chan struct{})
+	sys.Root().Send(pid, &gate{entered: entered, release: rel})
+	waitFor(t, entered)
+	var once sync.Once
+	return func() { once.Do(func() { close(rel) }) }
+}
+
+func waitFor[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatal("timed out waiting")
+	}
+	var zero T
+	return zero
+}
+
+// startAsync posts a snapshot request to the guardian now, so that the
+// guardian sees it before anything the test does next.
+func startAsync(sys *System) <-chan result {
+	reply := make(chan result, 1)
+	sys.root.Send(sys.guardian, &startRequest{reply: reply})
+	return reply
+}
+
+func TestParticipantStoppedMidSnapshotAborts(t *testing.T) {
+	sys, pids, _, recorded := probesTraced(t, 3)
+	defer shutdown(t, sys)
+	release := block(t, sys, pids[0]) // holds the snapshot open
+	defer release()
+	release2 := block(t, sys, pids[2]) // cannot record, nor stop, yet
+	pending := startAsync(sys)
+	require.Equal(t, snapshot.ProcessID("p1"), waitFor(t, recorded), "the snapshot has started")
+	sys.Root().Stop(pids[2]) // a system message: p2 stops before it records
+	release2()
+	r := waitFor(t, pending)
+	require.ErrorIs(t, r.err, snapshot.ErrAborted)
+	require.ErrorIs(t, r.err, ErrParticipantStopped)
+	assert.Contains(t, r.err.Error(), "p2")
+	release()
+
+	// Later snapshots go on without it.
+	g, err := sys.Snapshot(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, g.Verify())
+	_, ok := g.Participant("p2")
+	assert.False(t, ok)
+}
+
+func TestParticipantCrashMidSnapshotAborts(t *testing.T) {
+	sys, pids, _, recorded := probesTraced(t, 3)
+	defer shutdown(t, sys)
+	release := block(t, sys, pids[0])
+	defer release()
+	release1 := block(t, sys, pids[1])
+	sys.Root().Send(pids[1], &boom{}) // queued before the snapshot's start
+	pending := startAsync(sys)
+	require.Equal(t, snapshot.ProcessID("p2"), waitFor(t, recorded), "the snapshot has started")
+	release1() // p1 crashes before it records
+	r := waitFor(t, pending)
+	require.ErrorIs(t, r.err, ErrParticipantRestarted)
+	assert.Contains(t, r.err.Error(), "p1")
+	release()
+
+	// The restarted actor is a participant of later snapshots.
+	g, err := sys.Snapshot(context.Background())
+	require.NoError(t, err)
+	_, ok := g.Participant("p1")
+	assert.True(t, ok)
+}
+
+func TestUnregisteredMessageTypeFailsTheSnapshotOnly(t *testing.T) {
+	sys, pids, events, recorded := probesTraced(t, 2)
+	defer shutdown(t, sys)
+	s, r := pids[0], pids[1]
+	release := block(t, sys, s)
+	defer release()
+	sys.Root().Send(s, &sendTo{to: r, msg: &unknownMsg{N: 1}}) // queued behind the gate
+	pending := startAsync(sys)
+	require.Equal(t, snapshot.ProcessID("p1"), waitFor(t, recorded), "the receiver records first")
+	release() // s sends the unknown message, then records
+	res := waitFor(t, pending)
+	require.ErrorIs(t, res.err, ErrUnregistered)
+	assert.Contains(t, res.err.Error(), "*actors.unknownMsg")
+
+	// The application keeps running, and the next snapshot completes.
+	sys.Root().Send(s, &sendTo{to: r, msg: &note{Text: "still here"}})
+	assert.Equal(t, "still here", waitFor(t, events))
+	_, err := sys.Snapshot(context.Background())
+	require.NoError(t, err)
+}
+
+// signalTrace reports local records.
+type signalTrace struct{ recorded chan<- snapshot.ProcessID }
+
+func (s *signalTrace) Sent(snapshot.Channel, uint64)     {}
+func (s *signalTrace) Received(snapshot.Channel, uint64) {}
+func (s *signalTrace) Recorded(p snapshot.ProcessID, _ snapshot.SnapshotID) {
+	select {
+	case s.recorded <- p:
+	default:
+	}
+}
+
+func TestSnapshotTimesOut(t *testing.T) {
+	sys, pids, _ := probes(t, 2, WithTimeout(50*time.Millisecond))
+	defer shutdown(t, sys)
+	release := block(t, sys, pids[1])
+	defer release()
+	_, err := sys.Snapshot(context.Background())
+	require.ErrorIs(t, err, snapshot.ErrTimeout)
+	assert.Contains(t, err.Error(), "not recorded: p1")
+	release()
+	_, err = sys.Snapshot(context.Background())
+	require.NoError(t, err)
+}
+
+func TestShutdownDuringSnapshot(t *testing.T) {
+	defer goleak.VerifyNone(t, protoActorTimers, goleak.IgnoreCurrent())
+	sys, pids, _ := probes(t, 3)
+	release := block(t, sys, pids[0])
+	pending := startAsync(sys)
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		done <- sys.Shutdown(ctx)
+	}()
+	r := waitFor(t, pending)
+	require.ErrorIs(t, r.err, ErrShutdown)
+	release() // the blocked actor can now stop
+	err := waitFor(t, done)
+	require.ErrorIs(t, err, ErrShutdown)
+	assert.Contains(t, err.Error(), "1 snapshots in progress aborted")
+	_, err = sys.Snapshot(context.Background())
+	require.ErrorIs(t, err, ErrShutdown)
+}
+
+func TestConcurrentSnapshots(t *testing.T) {
+	b := newBank(t, 50, 1000, 3)
+	defer shutdown(t, b.sys)
+	var wg sync.WaitGroup
+	globals := make([]*snapshot.Global, 3)
+	errs := make([]error, 3)
+	for i := range 3 {
+		wg.Go(func() { globals[i], errs[i] = b.sys.Snapshot(context.Background()) })
+	}
+	wg.Wait()
+	for i := range 3 {
+		require.NoError(t, errs[i])
+		b.check(t, globals[i])
+	}
+}
+
+func TestMaxConcurrentSnapshots(t *testing.T) {
+	sys, pids, _ := probes(t, 2, WithMaxConcurrent(1))
+	defer shutdown(t, sys)
+	release := block(t, sys, pids[0])
+	defer release()
+	first := startAsync(sys)
+	_, err := sys.Snapshot(context.Background())
+	require.ErrorIs(t, err, ErrBusy)
+	release()
+	require.NoError(t, waitFor(t, first).err)
+}
+
+func TestFloodingInitiation(t *testing.T) {
+	b := newBank(t, 60, 100, 4, WithInitiation(Flooding))
+	defer shutdown(t, b.sys)
+	for range 5 {
+		g, err := b.sys.Snapshot(context.Background())
+		require.NoError(t, err)
+		require.Len(t, g.Participants, 60)
+		b.check(t, g)
+	}
+}
+
+func TestFloodingReachesUnconnectedParticipants(t *testing.T) {
+	// No channel at all: only the guardian's sweep reaches the others.
+	sys, _, _ := probes(t, 4, WithInitiation(Flooding), WithTimeout(400*time.Millisecond))
+	defer shutdown(t, sys)
+	g, err := sys.Snapshot(context.Background())
+	require.NoError(t, err)
+	assert.Len(t, g.Participants, 4)
+}
+
+func TestRequestRespondForwardReceiveTimeoutPoison(t *testing.T) {
+	sys, pids, events := probes(t, 3)
+	defer shutdown(t, sys)
+
+	// Request/Respond between participants, through a future.
+	reply := make(chan int, 1)
+	sys.Root().Send(pids[0], &askPeer{to: pids[1], reply: reply})
+	assert.Equal(t, 2, waitFor(t, reply))
+
+	// Forward keeps the message.
+	sys.Root().Send(pids[1], &forwardTo{to: pids[2]})
+	sys.Root().Send(pids[0], &sendTo{to: pids[1], msg: &note{Text: "fwd"}})
+	assert.Equal(t, "fwd", waitFor(t, events))
+	assert.Equal(t, "fwd", waitFor(t, events))
+
+	g, err := sys.Snapshot(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, g.Verify())
+
+	// ReceiveTimeout still fires.
+	timeoutProbe := func() actor.Actor { return &timeoutActor{events: events} }
+	require.NoError(t, sys.RegisterKind("timeout", timeoutProbe))
+	_, err = sys.Spawn("timeout", "t")
+	require.NoError(t, err)
+	assert.Equal(t, "timeout", waitFor(t, events))
+
+	// Poison stops a participant; it leaves the participants.
+	stopped := make(chan struct{})
+	f := sys.Root().PoisonFuture(pids[2])
+	go func() { _, _ = f.Result(); close(stopped) }()
+	waitFor(t, stopped)
+	assert.NotContains(t, sys.Participants(), snapshot.ProcessID("p2"))
+}
+
+type timeoutActor struct{ events chan<- string }
+
+func (a *timeoutActor) Receive(ctx actor.Context) {
+	switch ctx.Message().(type) {
+	case *actor.Started:
+		ctx.SetReceiveTimeout(time.Millisecond)
+	case *actor.ReceiveTimeout:
+		ctx.CancelReceiveTimeout()
+		a.events <- "timeout"
+	}
+}
+
+func TestChildrenAreParticipants(t *testing.T) {
+	sys, pids, _ := probes(t, 1)
+	defer shutdown(t, sys)
+	done := make(chan *actor.PID, 1)
+	sys.Root().Send(pids[0], &spawnKid{name: "kid", done: done})
+	kid := waitFor(t, done)
+	assert.Equal(t, "p0/kid", kid.Id)
+	sys.Root().Send(pids[0], &sendTo{to: kid, msg: &note{Text: "hi"}})
+	g, err := sys.Snapshot(context.Background())
+	require.NoError(t, err)
+	_, ok := g.Participant("p0/kid")
+	assert.True(t, ok)
+}
+
+func TestInvalidOptions(t *testing.T) {
+	for _, o := range []Option{WithTimeout(0), WithMaxConcurrent(0), WithMaxConcurrent(65), WithInterval(time.Microsecond), WithRetain(-1), WithMode(7)} {
+		_, err := NewSystem(o)
+		require.ErrorIs(t, err, ErrConfig)
+	}
+	_, err := NewSystem(WithMaxConcurrent(65))
+	assert.Contains(t, err.Error(), "outside 1..64")
+}
+
+func TestPeriodicSnapshotsPublishOnEventStream(t *testing.T) {
+	b := newBank(t, 20, 100, 5, WithInterval(5*time.Millisecond))
+	defer func() {
+		// A periodic snapshot may be in progress: Shutdown says so.
+		if err := b.sys.Shutdown(context.Background()); err != nil {
+			require.ErrorIs(t, err, ErrShutdown)
+		}
+	}()
+	got := make(chan *SnapshotCompleted, 100)
+	sub := b.sys.ActorSystem().EventStream.Subscribe(func(evt interface{}) {
+		if e, ok := evt.(*SnapshotCompleted); ok {
+			select {
+			case got <- e:
+			default:
+			}
+		}
+	})
+	defer b.sys.ActorSystem().EventStream.Unsubscribe(sub)
+	for range 3 {
+		e := waitFor(t, got)
+		b.check(t, e.Global)
+	}
+}

@@ -1,0 +1,44 @@
+package actors
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// metrics are the OpenTelemetry instruments of the guardian.
+type metrics struct {
+	started, completed, aborted metric.Int64Counter
+	duration                    metric.Float64Histogram
+	stateBytes, recorded        metric.Int64Histogram
+}
+
+func newMetrics(mp metric.MeterProvider) (*metrics, error) {
+	m := mp.Meter("github.com/actorsnap/actorsnap/actors")
+	var ms metrics
+	var err error
+	if ms.started, err = m.Int64Counter("actorsnap.snapshots.started", metric.WithDescription("Snapshots started.")); err != nil {
+		return nil, err
+	}
+	if ms.completed, err = m.Int64Counter("actorsnap.snapshots.completed", metric.WithDescription("Snapshots complete and stored.")); err != nil {
+		return nil, err
+	}
+	if ms.aborted, err = m.Int64Counter("actorsnap.snapshots.aborted", metric.WithDescription("Snapshots aborted, by reason.")); err != nil {
+		return nil, err
+	}
+	if ms.duration, err = m.Float64Histogram("actorsnap.snapshot.duration", metric.WithUnit("s"), metric.WithDescription("Time from initiation to completion.")); err != nil {
+		return nil, err
+	}
+	if ms.stateBytes, err = m.Int64Histogram("actorsnap.snapshot.state_bytes", metric.WithUnit("By"), metric.WithDescription("Bytes of recorded actor state per snapshot.")); err != nil {
+		return nil, err
+	}
+	if ms.recorded, err = m.Int64Histogram("actorsnap.snapshot.recorded_messages", metric.WithDescription("Messages recorded in flight per snapshot.")); err != nil {
+		return nil, err
+	}
+	return &ms, nil
+}
+
+func (m *metrics) abort(reason string) {
+	m.aborted.Add(context.Background(), 1, metric.WithAttributes(attribute.String("reason", reason)))
+}

@@ -1,0 +1,124 @@
+package actors
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/actorsnap/actorsnap/persistence"
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+// Initiation says how the guardian starts a snapshot.
+type Initiation uint8
+
+const (
+	// Broadcast: the guardian sends the start to every participant on its
+	// control channel; a snapshot takes O(1) hops. The default.
+	Broadcast Initiation = iota
+	// Flooding: the guardian starts the snapshot at one participant and
+	// markers flood the channel graph from there (classic Chandy–Lamport);
+	// participants no channel reaches are started by the guardian after a
+	// quarter of the timeout.
+	Flooding
+)
+
+// Option configures a System.
+type Option func(*config)
+
+type config struct {
+	mode        snapshot.Mode
+	initiation  Initiation
+	timeout     time.Duration
+	concurrent  int
+	store       persistence.Store
+	retain      int
+	interval    time.Duration
+	logger      *slog.Logger
+	meter       metric.MeterProvider
+	actorConfig []actor.ConfigOption
+}
+
+// Bounds of the options.
+const (
+	DefaultTimeout       = 10 * time.Second
+	MinTimeout           = time.Millisecond
+	DefaultConcurrent    = 4
+	MaxConcurrent        = 64
+	MinInterval          = time.Millisecond
+	DefaultRetain        = 0 // keep every snapshot
+	defaultStopPropagate = 5 * time.Second
+)
+
+// WithMode selects the snapshot algorithm. Default: snapshot.Unaligned.
+func WithMode(m snapshot.Mode) Option { return func(c *config) { c.mode = m } }
+
+// WithInitiation selects broadcast (default) or flooding initiation.
+func WithInitiation(i Initiation) Option { return func(c *config) { c.initiation = i } }
+
+// WithTimeout bounds how long a snapshot may take before it is aborted
+// (DESIGN.md decision 6). Default 10s; at least 1ms.
+func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
+
+// WithMaxConcurrent bounds the snapshots in progress at once; a request
+// beyond it fails with ErrBusy. Default 4; 1 to 64.
+func WithMaxConcurrent(n int) Option { return func(c *config) { c.concurrent = n } }
+
+// WithStore sets where complete snapshots are saved. Default: an in-memory
+// store.
+func WithStore(s persistence.Store) Option { return func(c *config) { c.store = s } }
+
+// WithRetain keeps only the newest n snapshots in the store after each
+// save. Default 0: keep all.
+func WithRetain(n int) Option { return func(c *config) { c.retain = n } }
+
+// WithInterval takes a snapshot every d, starting d after NewSystem.
+// Default 0: none; otherwise at least 1ms.
+func WithInterval(d time.Duration) Option { return func(c *config) { c.interval = d } }
+
+// WithLogger sets the logger of snapshot events. Default: discard.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithMeterProvider sets the OpenTelemetry meter provider for the
+// snapshot metrics. Default: no-op.
+func WithMeterProvider(mp metric.MeterProvider) Option { return func(c *config) { c.meter = mp } }
+
+// WithActorSystemConfig passes options to the Proto.Actor system.
+func WithActorSystemConfig(opts ...actor.ConfigOption) Option {
+	return func(c *config) { c.actorConfig = append(c.actorConfig, opts...) }
+}
+
+func newConfig(opts []Option) (config, error) {
+	c := config{timeout: DefaultTimeout, concurrent: DefaultConcurrent}
+	for _, o := range opts {
+		o(&c)
+	}
+	switch {
+	case c.mode != snapshot.Unaligned:
+		return c, fmt.Errorf("%w: mode %s not supported", ErrConfig, c.mode)
+	case c.initiation > Flooding:
+		return c, fmt.Errorf("%w: unknown initiation %d", ErrConfig, c.initiation)
+	case c.timeout < MinTimeout:
+		return c, fmt.Errorf("%w: timeout %v below the minimum %v", ErrConfig, c.timeout, MinTimeout)
+	case c.concurrent < 1 || c.concurrent > MaxConcurrent:
+		return c, fmt.Errorf("%w: max concurrent snapshots %d outside 1..%d", ErrConfig, c.concurrent, MaxConcurrent)
+	case c.interval != 0 && c.interval < MinInterval:
+		return c, fmt.Errorf("%w: interval %v below the minimum %v", ErrConfig, c.interval, MinInterval)
+	case c.retain < 0:
+		return c, fmt.Errorf("%w: retain %d below 0", ErrConfig, c.retain)
+	}
+	if c.store == nil {
+		c.store = persistence.NewMemory()
+	}
+	if c.logger == nil {
+		c.logger = slog.New(slog.DiscardHandler)
+	}
+	if c.meter == nil {
+		c.meter = noop.NewMeterProvider()
+	}
+	return c, nil
+}

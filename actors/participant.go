@@ -1,0 +1,428 @@
+package actors
+
+import (
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/actorsnap/actorsnap/mailbox"
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+// Messages between participants. They travel as user messages in the
+// receiver's queue for the sender, so they keep FIFO order with data
+// (DESIGN.md decision 1).
+type (
+	// markerMsg is a Chandy–Lamport marker.
+	markerMsg struct{ id snapshot.SnapshotID }
+	// firstMsg wraps the first message of a channel when it must say which
+	// snapshots its sender had recorded (decision 2).
+	firstMsg struct {
+		stamp snapshot.Stamp
+		msg   interface{}
+	}
+	// departedMsg is the last message of a participant that stopped.
+	departedMsg struct{}
+)
+
+// Control messages from the guardian, in each participant's control queue.
+type (
+	initiateMsg struct{ id snapshot.SnapshotID }
+	forgetMsg   struct{ id snapshot.SnapshotID }
+)
+
+// maxTargets bounds the cache of PIDs a participant has sent to.
+const maxTargets = 4096
+
+// participant is one actor's snapshot bookkeeping. It outlives the actor
+// instances that Proto.Actor makes on restarts.
+type participant struct {
+	sys     *System
+	id      snapshot.ProcessID
+	kind    string
+	key     mailbox.SenderKey
+	mb      *mailbox.Mailbox
+	pid     *actor.PID
+	stopped atomic.Bool
+
+	// Owned by the actor's goroutine.
+	state    []byte // to restore before the first message, then nil
+	proc     *snapshot.Process
+	inner    actor.Actor
+	sctx     snapContext
+	lastPID  *actor.PID
+	lastT    *participant
+	targets  map[*actor.PID]*participant
+	byID     map[snapshot.ProcessID]*participant
+	lastKey  mailbox.SenderKey
+	lastFrom snapshot.ProcessID
+	children map[snapshot.ProcessID]bool
+}
+
+// shell is the actor Proto.Actor runs for a participant: it keeps the
+// snapshot's books around the application's actor, which it calls with a
+// context that stamps sends. It adds no middleware, so a message costs no
+// envelope (PROTOACTOR.md: Middleware).
+type shell struct {
+	p     *participant
+	inner actor.Actor
+}
+
+func (w *shell) Receive(ctx actor.Context) {
+	p := w.p
+	p.inner = w.inner
+	key, keyed := p.mb.Sender()
+	if !keyed {
+		w.lifecycle(ctx)
+		return
+	}
+	if key == controlKey {
+		switch m := ctx.Message().(type) {
+		case *initiateMsg:
+			p.fail(m.id, p.proc.Initiate(m.id))
+			p.act()
+		case *forgetMsg:
+			p.proc.Forget(m.id)
+		}
+		return
+	}
+	from := p.peer(key)
+	switch m := ctx.Message().(type) {
+	case *markerMsg:
+		p.fail(m.id, p.proc.Marker(from, m.id))
+		p.act()
+	case *departedMsg:
+		p.proc.Departed(from)
+		p.act()
+	case *firstMsg:
+		p.receive(from, m.stamp, actor.UnwrapEnvelopeMessage(m.msg))
+		w.deliver(ctx, m.msg)
+	default:
+		p.receive(from, snapshot.Stamp{Seq: p.proc.Received(from) + 1}, m)
+		w.deliver(ctx, nil)
+	}
+}
+
+// lifecycle handles what comes without a sending participant: lifecycle
+// messages, and messages from outside the snapshot (the root context,
+// timers, futures, plain actors), which the application sees as usual.
+func (w *shell) lifecycle(ctx actor.Context) {
+	p := w.p
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		if p.state != nil {
+			if err := restoreState(w.inner, p.state); err != nil {
+				panic(fmt.Errorf("actors: restoring %s: %w", p.id, err))
+			}
+			p.state = nil
+		}
+	case *actor.Restarting:
+		p.sys.root.Send(p.sys.guardian, &restartedMsg{id: p.id})
+	case *actor.Terminated:
+		if m.Who != nil {
+			delete(p.children, snapshot.ProcessID(m.Who.Id))
+		}
+	case *actor.Stopped:
+		defer p.depart()
+	}
+	w.deliver(ctx, nil)
+}
+
+// deliver hands the current message to the application. msg, when set,
+// replaces the message Proto.Actor delivered (an unwrapped first message).
+func (w *shell) deliver(ctx actor.Context, msg interface{}) {
+	c := &w.p.sctx
+	c.Context, c.p, c.msg = ctx, w.p, msg
+	w.inner.Receive(c)
+	c.msg = nil
+}
+
+// peer returns the participant id of a sender key.
+func (p *participant) peer(key mailbox.SenderKey) snapshot.ProcessID {
+	if key == p.lastKey && p.lastFrom != "" {
+		return p.lastFrom
+	}
+	from := snapshot.ProcessID(fmt.Sprintf("#%d", key)) // a sender gone before its first message was read
+	if t := p.sys.reg.lookupKey(key); t != nil {
+		from = t.id
+	}
+	p.lastKey, p.lastFrom = key, from
+	return from
+}
+
+func (p *participant) receive(from snapshot.ProcessID, st snapshot.Stamp, payload interface{}) {
+	if err := p.proc.Receive(from, st, payload); err != nil {
+		// Only a broken FIFO path gets here: every snapshot in progress is lost.
+		for _, id := range p.proc.Active() {
+			p.fail(id, err)
+		}
+	}
+	p.act()
+	if tr := p.sys.trace; tr != nil {
+		tr.Received(snapshot.Channel{From: from, To: p.id}, p.proc.Received(from))
+	}
+}
+
+// fail reports that snapshot id cannot complete because of err.
+func (p *participant) fail(id snapshot.SnapshotID, err error) {
+	if err != nil {
+		p.sys.root.Send(p.sys.guardian, &failMsg{id: id, from: p.id, err: err})
+	}
+}
+
+// target returns the live participant behind pid, or nil when pid is not
+// a participant of this system.
+func (p *participant) target(pid *actor.PID) *participant {
+	if pid == p.lastPID && p.lastT != nil && !p.lastT.stopped.Load() {
+		return p.lastT
+	}
+	t := p.targets[pid]
+	if t == nil || t.stopped.Load() {
+		if pid == nil || pid.Address != p.sys.actors.Address() {
+			return nil
+		}
+		if t = p.sys.reg.lookup(snapshot.ProcessID(pid.Id)); t == nil {
+			return nil
+		}
+		if len(p.targets) >= maxTargets {
+			clear(p.targets)
+		}
+		p.targets[pid] = t
+	}
+	p.lastPID, p.lastT = pid, t
+	return t
+}
+
+// targetByID returns the live participant id, or nil.
+func (p *participant) targetByID(id snapshot.ProcessID) *participant {
+	t := p.byID[id]
+	if t == nil || t.stopped.Load() {
+		if t = p.sys.reg.lookup(id); t == nil {
+			return nil
+		}
+		p.byID[id] = t
+	}
+	return t
+}
+
+// send sends msg (a message or an envelope) to pid: stamped, straight into
+// the receiver's queue for this sender when pid is a participant; through
+// Proto.Actor, outside the snapshot, otherwise.
+func (p *participant) send(ctx actor.Context, pid *actor.PID, msg interface{}) {
+	t := p.target(pid)
+	if t == nil {
+		ctx.Send(pid, msg)
+		return
+	}
+	st := p.proc.Send(t.id)
+	if tr := p.sys.trace; tr != nil {
+		tr.Sent(snapshot.Channel{From: p.id, To: t.id}, st.Seq)
+	}
+	if st.Seq == 1 && (len(st.Recorded) > 0 || st.Horizon > 0) {
+		msg = &firstMsg{stamp: st, msg: msg}
+	}
+	t.mb.PostFrom(p.key, msg)
+}
+
+// act carries out the snapshot actions the last input produced.
+func (p *participant) act() {
+	if !p.proc.HasReady() {
+		return
+	}
+	rd := p.proc.Ready()
+	if len(rd.Records) > 0 {
+		state, err := captureState(p.inner)
+		if err != nil {
+			err = fmt.Errorf("%w: state of %s: %w", ErrCapture, p.id, err)
+		}
+		var children []snapshot.ProcessID
+		for c := range p.children {
+			children = append(children, c)
+		}
+		slices.Sort(children)
+		for _, r := range rd.Records {
+			if tr := p.sys.trace; tr != nil {
+				tr.Recorded(p.id, r.Snapshot)
+			}
+			r.Kind, r.State = p.kind, state
+			p.sys.root.Send(p.sys.guardian, &recordMsg{rec: r, children: children, err: err, at: time.Now()})
+		}
+	}
+	var marker *markerMsg
+	for _, m := range rd.Markers {
+		if marker == nil || marker.id != m.Snapshot {
+			marker = &markerMsg{id: m.Snapshot}
+		}
+		if t := p.targetByID(m.To); t != nil {
+			t.mb.PostFrom(p.key, marker)
+		}
+	}
+	for _, c := range rd.Channels {
+		msgs := make([]snapshot.Message, len(c.Messages))
+		var err error
+		for i, m := range c.Messages {
+			var rm RecordedMessage
+			if rm, err = encodeMessage(m.Payload); err != nil {
+				err = fmt.Errorf("%w: channel %s: %w", ErrCapture, c.Channel, err)
+				break
+			}
+			msgs[i] = snapshot.Message{Seq: m.Seq, Payload: rm}
+		}
+		if err != nil {
+			p.fail(c.Snapshot, err)
+			continue
+		}
+		c.Messages = msgs
+		p.sys.root.Send(p.sys.guardian, &channelMsg{rec: c})
+	}
+	p.proc.Advance()
+}
+
+// depart runs when the actor has stopped: receivers of its channels are
+// told nothing more will come, and the guardian gets its final counters.
+func (p *participant) depart() {
+	p.stopped.Store(true)
+	final := p.proc.Counters()
+	for _, pc := range final.Sent {
+		if t := p.targetByID(pc.Peer); t != nil {
+			t.mb.PostFrom(p.key, &departedMsg{})
+		}
+	}
+	p.sys.unregister(p)
+	p.sys.root.Send(p.sys.guardian, &stoppedMsg{id: p.id, final: final})
+	p.sys.stopped.Done()
+}
+
+// snapContext is the context a participant's actor receives: Proto.Actor's
+// own, with the sends that reach other participants stamped and posted to
+// their queue for this sender.
+type snapContext struct {
+	actor.Context
+	p   *participant
+	msg interface{} // the message being delivered, when not ctx's own
+}
+
+// Message implements actor.Context.
+func (c *snapContext) Message() interface{} {
+	if c.msg != nil {
+		return actor.UnwrapEnvelopeMessage(c.msg)
+	}
+	return c.Context.Message()
+}
+
+// MessageHeader implements actor.Context.
+func (c *snapContext) MessageHeader() actor.ReadonlyMessageHeader {
+	if c.msg != nil {
+		return actor.UnwrapEnvelopeHeader(c.msg)
+	}
+	return c.Context.MessageHeader()
+}
+
+// Sender implements actor.Context.
+func (c *snapContext) Sender() *actor.PID {
+	if c.msg != nil {
+		return actor.UnwrapEnvelopeSender(c.msg)
+	}
+	return c.Context.Sender()
+}
+
+// Send implements actor.Context.
+func (c *snapContext) Send(pid *actor.PID, message interface{}) {
+	c.p.send(c.Context, pid, message)
+}
+
+// Request implements actor.Context.
+func (c *snapContext) Request(pid *actor.PID, message interface{}) {
+	c.p.send(c.Context, pid, &actor.MessageEnvelope{Message: message, Sender: c.Self()})
+}
+
+// RequestWithCustomSender implements actor.Context.
+func (c *snapContext) RequestWithCustomSender(pid *actor.PID, message interface{}, sender *actor.PID) {
+	c.p.send(c.Context, pid, &actor.MessageEnvelope{Message: message, Sender: sender})
+}
+
+// RequestFuture implements actor.Context. The reply goes to a future, which
+// is outside the snapshot.
+func (c *snapContext) RequestFuture(pid *actor.PID, message interface{}, timeout time.Duration) *actor.Future {
+	f := actor.NewFuture(c.ActorSystem(), timeout)
+	c.p.send(c.Context, pid, &actor.MessageEnvelope{Message: message, Sender: f.PID()})
+	return f
+}
+
+// Respond implements actor.Context.
+func (c *snapContext) Respond(response interface{}) {
+	to := c.Sender()
+	if to == nil {
+		c.ActorSystem().DeadLetter.SendUserMessage(nil, response)
+		return
+	}
+	c.p.send(c.Context, to, response)
+}
+
+// Forward implements actor.Context: the message goes on with its sender and
+// headers, as a new message on the channel from this participant.
+func (c *snapContext) Forward(pid *actor.PID) {
+	msg := c.msg
+	if msg == nil {
+		msg = c.Context.Message()
+		hdr, sender := c.Context.MessageHeader(), c.Context.Sender()
+		if sender != nil || (hdr != nil && hdr.Length() > 0) {
+			env := &actor.MessageEnvelope{Message: msg, Sender: sender}
+			if hdr != nil && hdr.Length() > 0 {
+				env.Header = hdr.ToMap()
+			}
+			msg = env
+		}
+	}
+	if _, ok := actor.UnwrapEnvelopeMessage(msg).(actor.SystemMessage); ok {
+		c.Context.Forward(pid) // Proto.Actor refuses these; let it say so
+		return
+	}
+	c.p.send(c.Context, pid, msg)
+}
+
+// Poison implements actor.Context: the pill goes after this participant's
+// earlier messages to pid, as Proto.Actor promises.
+func (c *snapContext) Poison(pid *actor.PID) {
+	if t := c.p.target(pid); t != nil {
+		t.mb.PostFrom(c.p.key, &actor.PoisonPill{})
+		return
+	}
+	c.Context.Poison(pid)
+}
+
+// Spawn implements actor.Context: Props from System.Props spawn a child
+// participant.
+func (c *snapContext) Spawn(props *actor.Props) *actor.PID {
+	if k, ok := c.p.sys.kindOfProps(props); ok {
+		pid, err := c.p.sys.spawn(c.Context, c.p, k, c.ActorSystem().ProcessRegistry.NextId(), nil)
+		if err != nil {
+			c.Logger().Error("actorsnap: spawn failed", "kind", k, "error", err)
+		}
+		return pid
+	}
+	return c.Context.Spawn(props)
+}
+
+// SpawnPrefix implements actor.Context.
+func (c *snapContext) SpawnPrefix(props *actor.Props, prefix string) *actor.PID {
+	if k, ok := c.p.sys.kindOfProps(props); ok {
+		pid, err := c.p.sys.spawn(c.Context, c.p, k, prefix+c.ActorSystem().ProcessRegistry.NextId(), nil)
+		if err != nil {
+			c.Logger().Error("actorsnap: spawn failed", "kind", k, "error", err)
+		}
+		return pid
+	}
+	return c.Context.SpawnPrefix(props, prefix)
+}
+
+// SpawnNamed implements actor.Context.
+func (c *snapContext) SpawnNamed(props *actor.Props, name string) (*actor.PID, error) {
+	if k, ok := c.p.sys.kindOfProps(props); ok {
+		return c.p.sys.spawn(c.Context, c.p, k, name, nil)
+	}
+	return c.Context.SpawnNamed(props, name)
+}

@@ -1,0 +1,360 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/actorsnap/actorsnap/mailbox"
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+// Errors of the System.
+var (
+	// ErrConfig is wrapped by the error of NewSystem for an invalid option;
+	// the message names the bound.
+	ErrConfig = errors.New("actors: invalid option")
+	// ErrShutdown is returned by calls on a System that is shutting down,
+	// and is the reason of the snapshots Shutdown aborts.
+	ErrShutdown = errors.New("actors: system shut down")
+	// ErrBusy is returned by Snapshot when the maximum number of snapshots
+	// is already in progress.
+	ErrBusy = errors.New("actors: too many snapshots in progress")
+	// ErrUnknownKind is returned by Spawn for a kind never registered.
+	ErrUnknownKind = errors.New("actors: unknown kind")
+	// ErrParticipantStopped is the reason of a snapshot aborted because a
+	// participant stopped before it could complete.
+	ErrParticipantStopped = errors.New("actors: participant stopped")
+	// ErrParticipantRestarted is the reason of a snapshot aborted because a
+	// participant crashed and was restarted while it was in progress: the
+	// crash discarded the state the snapshot is built on.
+	ErrParticipantRestarted = errors.New("actors: participant restarted")
+	// ErrCapture is wrapped by the reason of a snapshot aborted because a
+	// participant's state or recorded messages could not be encoded.
+	ErrCapture = errors.New("actors: capture failed")
+)
+
+// controlKey is the sender key of the guardian's control channel in every
+// participant's mailbox; participants' keys start at 1.
+const controlKey mailbox.SenderKey = 0
+
+// kind is a registered actor kind: how to make a fresh instance.
+type kind struct {
+	name     string
+	producer func() actor.Actor
+	opts     []actor.PropsOption
+	props    *actor.Props // the placeholder returned by System.Props
+}
+
+// System is a Proto.Actor actor system whose participants take consistent
+// global snapshots. Participants are actors spawned through it by kind and
+// name (Spawn, or Props inside an actor); other actors keep working as
+// usual and are outside the snapshots.
+//
+// A System's methods may be called from any goroutine.
+type System struct {
+	cfg      config
+	actors   *actor.ActorSystem
+	root     *actor.RootContext
+	guardian *actor.PID
+	metrics  *metrics
+	log      *slog.Logger
+
+	kindsMu sync.RWMutex
+	kinds   map[string]*kind
+	props   map[*actor.Props]string // Props(kind) results, for spawning inside actors
+
+	reg      registry
+	nextKey  atomic.Uint64
+	down     atomic.Bool
+	stopped  sync.WaitGroup // participants not yet stopped
+	guardSTW chan struct{}  // closed when the guardian has stopped
+
+	// trace, when set by tests, records every send, receipt and record.
+	trace tracer
+}
+
+// tracer receives the events the snapshottest checkers need.
+type tracer interface {
+	Sent(ch snapshot.Channel, seq uint64)
+	Received(ch snapshot.Channel, seq uint64)
+	Recorded(p snapshot.ProcessID, id snapshot.SnapshotID)
+}
+
+// registry holds the live participants. Its lock also orders snapshot
+// starts against spawns from outside any actor, so that such a spawn is
+// either a participant of a snapshot (it gets the start) or born after it.
+type registry struct {
+	mu      sync.RWMutex
+	byID    map[snapshot.ProcessID]*participant
+	byKey   map[mailbox.SenderKey]*participant
+	pending []snapshot.SnapshotID // snapshots in progress
+}
+
+func (r *registry) lookup(id snapshot.ProcessID) *participant {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.byID[id]
+}
+
+func (r *registry) lookupKey(k mailbox.SenderKey) *participant {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.byKey[k]
+}
+
+// live returns the participants in id order.
+func (r *registry) live() []*participant {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	ps := make([]*participant, 0, len(r.byID))
+	for _, p := range r.byID {
+		ps = append(ps, p)
+	}
+	slices.SortFunc(ps, func(a, b *participant) int {
+		if a.id < b.id {
+			return -1
+		}
+		if a.id > b.id {
+			return 1
+		}
+		return 0
+	})
+	return ps
+}
+
+// NewSystem starts an actor system and its snapshot guardian.
+func NewSystem(opts ...Option) (*System, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	// Proto.Actor logs through the same logger unless told otherwise.
+	logger := cfg.logger
+	acfg := append([]actor.ConfigOption{actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger })}, cfg.actorConfig...)
+	as := actor.NewActorSystem(acfg...)
+	s := &System{
+		cfg:      cfg,
+		actors:   as,
+		root:     as.Root,
+		log:      cfg.logger,
+		kinds:    make(map[string]*kind),
+		props:    make(map[*actor.Props]string),
+		guardSTW: make(chan struct{}),
+		reg: registry{
+			byID:  make(map[snapshot.ProcessID]*participant),
+			byKey: make(map[mailbox.SenderKey]*participant),
+		},
+	}
+	if s.metrics, err = newMetrics(cfg.meter); err != nil {
+		return nil, err
+	}
+	s.guardian, err = s.root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return newGuardian(s) }), "actorsnap-guardian")
+	if err != nil {
+		return nil, fmt.Errorf("actors: starting the guardian: %w", err)
+	}
+	return s, nil
+}
+
+// ActorSystem returns the underlying Proto.Actor system.
+func (s *System) ActorSystem() *actor.ActorSystem { return s.actors }
+
+// Root returns the system's root context, for messages from outside any
+// actor (they are outside every snapshot: see Ingress).
+func (s *System) Root() *actor.RootContext { return s.root }
+
+// RegisterKind registers an actor kind: a name and how to make a fresh
+// instance, with optional Props options (a supervisor, say; a mailbox or
+// middleware option is overridden). A restore spawns participants by kind.
+func (s *System) RegisterKind(name string, producer func() actor.Actor, opts ...actor.PropsOption) error {
+	if name == "" || producer == nil {
+		return fmt.Errorf("%w: a kind needs a name and a producer", ErrConfig)
+	}
+	s.kindsMu.Lock()
+	defer s.kindsMu.Unlock()
+	if _, ok := s.kinds[name]; ok {
+		return fmt.Errorf("%w: kind %q registered twice", ErrConfig, name)
+	}
+	// A placeholder Props that an actor passes to ctx.Spawn*: the snapshot
+	// context recognises it and spawns a participant of this kind.
+	k := &kind{name: name, producer: producer, opts: opts, props: actor.PropsFromProducer(func() actor.Actor { return producer() }, opts...)}
+	s.kinds[name] = k
+	s.props[k.props] = name
+	return nil
+}
+
+// Props returns Props for spawning a participant of a registered kind from
+// inside a participant: ctx.SpawnNamed(sys.Props("account"), "a1"). Spawn
+// through any other context, and the child is an ordinary actor.
+func (s *System) Props(kindName string) *actor.Props {
+	s.kindsMu.RLock()
+	defer s.kindsMu.RUnlock()
+	if k, ok := s.kinds[kindName]; ok {
+		return k.props
+	}
+	return nil
+}
+
+func (s *System) kind(name string) (*kind, error) {
+	s.kindsMu.RLock()
+	defer s.kindsMu.RUnlock()
+	k, ok := s.kinds[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownKind, name)
+	}
+	return k, nil
+}
+
+func (s *System) kindOfProps(p *actor.Props) (string, bool) {
+	s.kindsMu.RLock()
+	defer s.kindsMu.RUnlock()
+	k, ok := s.props[p]
+	return k, ok
+}
+
+// Spawn starts a participant of a registered kind under name, from outside
+// any actor. It is born outside the cut of any snapshot in progress, so it
+// takes part only in later ones.
+func (s *System) Spawn(kindName, name string) (*actor.PID, error) {
+	return s.spawn(s.root, nil, kindName, name, nil)
+}
+
+// spawn starts a participant. parent is nil for spawns from outside any
+// actor. state, when set, is restored before the first message.
+func (s *System) spawn(spawner actor.SpawnerContext, parent *participant, kindName, name string, state []byte) (*actor.PID, error) {
+	if s.down.Load() {
+		return nil, ErrShutdown
+	}
+	k, err := s.kind(kindName)
+	if err != nil {
+		return nil, err
+	}
+	id := snapshot.ProcessID(name)
+	if parent != nil {
+		id = snapshot.ProcessID(parent.pid.Id + "/" + name)
+	}
+	p := &participant{
+		sys: s, id: id, kind: k.name, key: mailbox.SenderKey(s.nextKey.Add(1)), state: state,
+		mb:       mailbox.New(),
+		targets:  make(map[*actor.PID]*participant),
+		byID:     make(map[snapshot.ProcessID]*participant),
+		children: make(map[snapshot.ProcessID]bool),
+	}
+
+	s.reg.mu.Lock()
+	if _, dup := s.reg.byID[id]; dup {
+		s.reg.mu.Unlock()
+		return nil, fmt.Errorf("actors: spawning %s: %w", id, actor.ErrNameExists)
+	}
+	var pcfg snapshot.Config
+	if parent != nil {
+		pcfg = parent.proc.ChildConfig(id)
+	} else {
+		pcfg = snapshot.Config{ID: id, Mode: s.cfg.mode, Finished: slices.Clone(s.reg.pending)}
+	}
+	if p.proc, err = snapshot.NewProcess(pcfg); err != nil {
+		s.reg.mu.Unlock()
+		return nil, err
+	}
+	s.reg.byID[id] = p
+	s.reg.byKey[p.key] = p
+	s.reg.mu.Unlock()
+
+	opts := append(slices.Clone(k.opts), actor.WithMailbox(func() actor.Mailbox { return p.mb }))
+	props := actor.PropsFromProducer(func() actor.Actor { return &shell{p: p, inner: k.producer()} }, opts...)
+	s.stopped.Add(1)
+	pid, err := spawner.SpawnNamed(props, name)
+	if err != nil {
+		s.stopped.Done()
+		s.unregister(p)
+		return nil, fmt.Errorf("actors: spawning %s: %w", id, err)
+	}
+	p.pid = pid
+	if parent != nil {
+		parent.proc.DeclareOutgoing(id)
+		parent.children[id] = true
+		s.root.Send(s.guardian, &registered{id: id, finished: pcfg.Finished, horizon: pcfg.Horizon})
+	}
+	return pid, nil
+}
+
+func (s *System) unregister(p *participant) {
+	s.reg.mu.Lock()
+	defer s.reg.mu.Unlock()
+	if s.reg.byID[p.id] == p {
+		delete(s.reg.byID, p.id)
+	}
+	delete(s.reg.byKey, p.key)
+}
+
+// Participants returns the ids of the live participants, sorted.
+func (s *System) Participants() []snapshot.ProcessID {
+	ps := s.reg.live()
+	ids := make([]snapshot.ProcessID, len(ps))
+	for i, p := range ps {
+		ids[i] = p.id
+	}
+	return ids
+}
+
+// Snapshot takes one global snapshot and returns it once it is complete and
+// saved in the store. An aborted snapshot returns an error wrapping
+// snapshot.ErrAborted and its reason. If ctx ends first, Snapshot returns
+// ctx's error and the snapshot carries on.
+func (s *System) Snapshot(ctx context.Context) (*snapshot.Global, error) {
+	if s.down.Load() {
+		return nil, ErrShutdown
+	}
+	reply := make(chan result, 1)
+	s.root.Send(s.guardian, &startRequest{reply: reply})
+	select {
+	case r := <-reply:
+		return r.global, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Shutdown aborts the snapshots in progress, stops every participant and
+// the guardian, and shuts the actor system down. It returns an error
+// wrapping ErrShutdown if it aborted snapshots, or ctx's error if the actors
+// did not all stop before ctx ended.
+func (s *System) Shutdown(ctx context.Context) error {
+	if !s.down.CompareAndSwap(false, true) {
+		return ErrShutdown
+	}
+	reply := make(chan int, 1)
+	s.root.Send(s.guardian, &shutdownRequest{reply: reply})
+	var aborted int
+	select {
+	case aborted = <-reply:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	for _, p := range s.reg.live() {
+		s.root.Stop(p.pid)
+	}
+	done := make(chan struct{})
+	go func() {
+		s.stopped.Wait()
+		s.root.Stop(s.guardian)
+		<-s.guardSTW
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	s.actors.Shutdown()
+	if aborted > 0 {
+		return fmt.Errorf("%w: %d snapshots in progress aborted", ErrShutdown, aborted)
+	}
+	return nil
+}
