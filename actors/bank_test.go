@@ -146,3 +146,21 @@ func TestBankSnapshotsUnderLoad(t *testing.T) {
 		t.Logf("snapshot %d: %d in flight, %v", g.ID, g.TotalInFlight(), g.End.Sub(g.Start))
 	}
 }
+
+// TestThousandActorsFiftySnapshots is the acceptance run: 1,000 accounts
+// under full load (every account always has transfers to handle), 50
+// snapshots back to back, every one checked against every invariant.
+func TestThousandActorsFiftySnapshots(t *testing.T) {
+	b := newBank(t, 1000, 1000, 11)
+	defer shutdown(t, b.sys)
+	var inFlight int
+	for range 50 {
+		g, err := b.sys.Snapshot(context.Background())
+		require.NoError(t, err)
+		require.Len(t, g.Participants, 1000)
+		b.check(t, g)
+		inFlight += g.TotalInFlight()
+	}
+	require.Positive(t, inFlight, "the snapshots caught transfers in flight")
+	t.Logf("50 snapshots, %d transfers in flight on average", inFlight/50)
+}

@@ -403,3 +403,33 @@ func TestPeriodicSnapshotsPublishOnEventStream(t *testing.T) {
 		b.check(t, e.Global)
 	}
 }
+
+func TestIngressPutsExternalInputInsideTheCut(t *testing.T) {
+	sys, pids, events := probes(t, 1)
+	defer shutdown(t, sys)
+	in, err := sys.Ingress("input")
+	require.NoError(t, err)
+	release := block(t, sys, pids[0])
+	for i := range 3 {
+		in.Send(pids[0], &note{Text: fmt.Sprint(i)})
+	}
+	// However the notes and the snapshot's start interleave, the ingress's
+	// recorded position equals what p0 recorded plus what was in flight.
+	pending := startAsync(sys)
+	release()
+	r := waitFor(t, pending)
+	require.NoError(t, r.err)
+	g := r.global
+	state, ok := g.State("input")
+	require.True(t, ok)
+	var ing ingressActor
+	require.NoError(t, restoreState(&ing, state))
+	inFlight := g.InFlight(snapshot.Channel{From: "input", To: "p0"})
+	var seen probe
+	st, _ := g.State("p0")
+	require.NoError(t, restoreState(&seen, st))
+	assert.Equal(t, int(ing.Forwarded), len(seen.Seen)+len(inFlight), "forwarded = received + in flight")
+	for range 3 {
+		waitFor(t, events)
+	}
+}

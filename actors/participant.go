@@ -59,6 +59,7 @@ type participant struct {
 	byID     map[snapshot.ProcessID]*participant
 	lastKey  mailbox.SenderKey
 	lastFrom snapshot.ProcessID
+	peers    map[mailbox.SenderKey]snapshot.ProcessID
 	children map[snapshot.ProcessID]bool
 }
 
@@ -97,6 +98,7 @@ func (w *shell) Receive(ctx actor.Context) {
 	case *departedMsg:
 		p.proc.Departed(from)
 		p.act()
+		delete(p.peers, key)
 	case *firstMsg:
 		p.receive(from, m.stamp, actor.UnwrapEnvelopeMessage(m.msg))
 		w.deliver(ctx, m.msg)
@@ -145,9 +147,14 @@ func (p *participant) peer(key mailbox.SenderKey) snapshot.ProcessID {
 	if key == p.lastKey && p.lastFrom != "" {
 		return p.lastFrom
 	}
-	from := snapshot.ProcessID(fmt.Sprintf("#%d", key)) // a sender gone before its first message was read
-	if t := p.sys.reg.lookupKey(key); t != nil {
-		from = t.id
+	from, ok := p.peers[key]
+	if !ok {
+		if t := p.sys.reg.lookupKey(key); t != nil {
+			from = t.id
+		} else {
+			from = snapshot.ProcessID(fmt.Sprintf("#%d", key)) // gone before its first message was read
+		}
+		p.peers[key] = from
 	}
 	p.lastKey, p.lastFrom = key, from
 	return from
@@ -426,3 +433,6 @@ func (c *snapContext) SpawnNamed(props *actor.Props, name string) (*actor.PID, e
 	}
 	return c.Context.SpawnNamed(props, name)
 }
+
+// Actor implements actor.Context: the application's actor, not the shell.
+func (c *snapContext) Actor() actor.Actor { return c.p.inner }

@@ -40,6 +40,9 @@ var (
 	ErrCapture = errors.New("actors: capture failed")
 )
 
+// guardianThroughput is the messages the guardian handles per turn.
+const guardianThroughput = 1 << 16
+
 // controlKey is the sender key of the guardian's control channel in every
 // participant's mailbox; participants' keys start at 1.
 const controlKey mailbox.SenderKey = 0
@@ -155,7 +158,11 @@ func NewSystem(opts ...Option) (*System, error) {
 	if s.metrics, err = newMetrics(cfg.meter); err != nil {
 		return nil, err
 	}
-	s.guardian, err = s.root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return newGuardian(s) }), "actorsnap-guardian")
+	// The guardian takes in every record of every participant: let it work
+	// through its whole queue per turn instead of yielding every 300
+	// messages behind a thousand busy actors.
+	s.guardian, err = s.root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return newGuardian(s) },
+		actor.WithDispatcher(actor.NewDefaultDispatcher(guardianThroughput))), "actorsnap-guardian")
 	if err != nil {
 		return nil, fmt.Errorf("actors: starting the guardian: %w", err)
 	}
@@ -244,6 +251,7 @@ func (s *System) spawn(spawner actor.SpawnerContext, parent *participant, kindNa
 		mb:       mailbox.New(),
 		targets:  make(map[*actor.PID]*participant),
 		byID:     make(map[snapshot.ProcessID]*participant),
+		peers:    make(map[mailbox.SenderKey]snapshot.ProcessID),
 		children: make(map[snapshot.ProcessID]bool),
 	}
 

@@ -1,0 +1,223 @@
+// Package bankdemo is the bank workload of the demos: account actors on a
+// random graph with cycles, each forwarding part of every payment it gets
+// to a random peer, so that money keeps moving and a fixed number of
+// transfers is always in flight. The total is conserved, which makes any
+// inconsistency in a snapshot visible: balances plus money in recorded
+// transfers must equal the initial total.
+package bankdemo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/actorsnap/actorsnap/actors"
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+// Transfer is money moving from one account to another.
+type Transfer struct{ Amount int64 }
+
+func init() { actors.RegisterMessage[*Transfer]("bank.transfer") }
+
+// Peers tells an account whom it pays. It comes from outside the actors
+// and is not part of the state: a restore sends it again.
+type Peers struct{ PIDs []*actor.PID }
+
+// Kick makes an account start N chains of transfers.
+type Kick struct{ N int }
+
+// Account is one bank account. Its exported fields are its snapshot state.
+type Account struct {
+	Balance int64
+	peers   []*actor.PID
+	rng     *rand.Rand
+}
+
+// Receive implements actor.Actor.
+func (a *Account) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *Peers:
+		a.peers = m.PIDs
+	case *Kick:
+		for range m.N {
+			a.pay(ctx)
+		}
+	case *Transfer:
+		a.Balance += m.Amount
+		a.pay(ctx)
+	}
+}
+
+func (a *Account) pay(ctx actor.Context) {
+	if len(a.peers) == 0 {
+		return
+	}
+	if a.rng == nil {
+		a.rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	amount := int64(0)
+	if a.Balance > 0 {
+		amount = a.rng.Int64N(a.Balance/2 + 1)
+	}
+	a.Balance -= amount
+	ctx.Send(a.peers[a.rng.IntN(len(a.peers))], &Transfer{Amount: amount})
+}
+
+// Config describes a bank.
+type Config struct {
+	Accounts int   // number of account actors
+	Initial  int64 // initial balance of each
+	Chords   int   // random extra peers per account, besides the ring
+	InFlight int   // transfer chains each account starts
+	Seed     uint64
+}
+
+// Bank is a running bank of account participants.
+type Bank struct {
+	Config
+	System *actors.System
+	PIDs   []*actor.PID
+}
+
+// Total returns the money in the bank.
+func (c Config) Total() int64 { return int64(c.Accounts) * c.Initial }
+
+// Start spawns the accounts in sys and sets money moving.
+func Start(sys *actors.System, cfg Config) (*Bank, error) {
+	if cfg.Accounts < 2 {
+		return nil, errors.New("bankdemo: need at least 2 accounts")
+	}
+	if err := sys.RegisterKind("account", func() actor.Actor { return &Account{Balance: cfg.Initial} }); err != nil {
+		return nil, err
+	}
+	b := &Bank{Config: cfg, System: sys}
+	for i := range cfg.Accounts {
+		pid, err := sys.Spawn("account", Name(i))
+		if err != nil {
+			return nil, err
+		}
+		b.PIDs = append(b.PIDs, pid)
+	}
+	b.Connect()
+	for _, pid := range b.PIDs {
+		sys.Root().Send(pid, &Kick{N: cfg.InFlight})
+	}
+	return b, nil
+}
+
+// Name is the name of account i.
+func Name(i int) string { return fmt.Sprintf("acct-%05d", i) }
+
+// Connect tells every account its peers: a ring through all of them plus
+// random chords, a graph with cycles.
+func (b *Bank) Connect() {
+	r := rand.New(rand.NewPCG(b.Seed, 1))
+	n := len(b.PIDs)
+	for i, pid := range b.PIDs {
+		ps := []*actor.PID{b.PIDs[(i+1)%n]}
+		for range b.Chords {
+			ps = append(ps, b.PIDs[r.IntN(n)])
+		}
+		b.System.Root().Send(pid, &Peers{PIDs: ps})
+	}
+}
+
+// Check verifies a snapshot of the bank: the counters balance, and the
+// balances plus the money in recorded transfers equal the total.
+func Check(g *snapshot.Global, total int64) error {
+	if err := g.Verify(); err != nil {
+		return err
+	}
+	var sum int64
+	for _, p := range g.Participants {
+		if p.Kind != "account" {
+			continue
+		}
+		var a Account
+		if err := msgpack.Unmarshal(p.State, &a); err != nil {
+			return fmt.Errorf("state of %s: %w", p.ID, err)
+		}
+		sum += a.Balance
+	}
+	for _, c := range g.Channels {
+		for _, m := range c.Messages {
+			v, err := actors.DecodeMessage(m.Payload.(actors.RecordedMessage))
+			if err != nil {
+				return err
+			}
+			t, ok := v.(*Transfer)
+			if !ok {
+				return fmt.Errorf("channel %s: unexpected %T", c.Channel, v)
+			}
+			sum += t.Amount
+		}
+	}
+	if sum != total {
+		return fmt.Errorf("money not conserved: %d, want %d", sum, total)
+	}
+	return nil
+}
+
+// RunConfig is what Run does.
+type RunConfig struct {
+	Config
+	Interval time.Duration // between snapshots
+	Duration time.Duration // of the whole run
+	Options  []actors.Option
+}
+
+// Run starts a bank, takes a snapshot every Interval for Duration, checks
+// each, and writes a line per snapshot to w. It returns an error if any
+// snapshot is inconsistent.
+func Run(ctx context.Context, w io.Writer, cfg RunConfig) error {
+	sys, err := actors.NewSystem(cfg.Options...)
+	if err != nil {
+		return err
+	}
+	defer sys.Shutdown(context.Background())
+	b, err := Start(sys, cfg.Config)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%d accounts, $%d in all, %d transfers in flight; a snapshot every %v for %v\n",
+		cfg.Accounts, cfg.Total(), cfg.Accounts*cfg.InFlight, cfg.Interval, cfg.Duration)
+	fmt.Fprintf(w, "%8s %8s %10s %12s  %s\n", "snapshot", "actors", "in-flight", "duration", "consistent")
+	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
+	defer cancel()
+	tick := time.NewTicker(cfg.Interval)
+	defer tick.Stop()
+	var taken, bad int
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintf(w, "%d snapshots, %d inconsistent\n", taken, bad)
+			if bad > 0 {
+				return fmt.Errorf("bankdemo: %d inconsistent snapshots", bad)
+			}
+			return nil
+		case <-tick.C:
+		}
+		g, err := b.System.Snapshot(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				continue
+			}
+			fmt.Fprintf(w, "snapshot failed: %v\n", err)
+			continue
+		}
+		taken++
+		verdict := "yes"
+		if err := Check(g, cfg.Total()); err != nil {
+			verdict = "NO: " + err.Error()
+			bad++
+		}
+		fmt.Fprintf(w, "%8d %8d %10d %12v  %s\n", g.ID, len(g.Participants), g.TotalInFlight(), g.End.Sub(g.Start).Round(time.Microsecond), verdict)
+	}
+}
