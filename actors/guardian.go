@@ -36,13 +36,18 @@ type (
 		global *snapshot.Global
 		err    error
 	}
-	recordMsg struct {
-		rec      snapshot.LocalRecord
+	// reportMsg is a participant's part of one snapshot: its local record
+	// (nil in a report of channel recordings closed after the first report)
+	// and its channel recordings that hold messages. Recordings that closed
+	// empty are left out: an empty recording means every message sent before
+	// the sender recorded was received before the receiver did, which the
+	// counters already say.
+	reportMsg struct {
+		id       snapshot.SnapshotID
+		rec      *snapshot.LocalRecord
 		children []snapshot.ProcessID // live children: born before the record
-		err      error
-		at       time.Time
+		channels []snapshot.ChannelRecord
 	}
-	channelMsg struct{ rec snapshot.ChannelRecord }
 	failMsg    struct {
 		id   snapshot.SnapshotID
 		from snapshot.ProcessID
@@ -118,13 +123,8 @@ func (g *guardian) Receive(ctx actor.Context) {
 		}
 	case *startRequest:
 		g.start(m.reply)
-	case *recordMsg:
-		g.record(m)
-	case *channelMsg:
-		if r := g.runs[m.rec.Snapshot]; r != nil {
-			_ = r.asm.AddChannel(m.rec)
-			g.check(r)
-		}
+	case *reportMsg:
+		g.report(m)
 	case *failMsg:
 		if r := g.runs[m.id]; r != nil {
 			g.abort(r, fmt.Errorf("%s: %w", m.from, m.err))
@@ -199,7 +199,6 @@ func (g *guardian) start(reply chan<- result) {
 	}
 	reg.pending = append(reg.pending, id)
 	reg.mu.Unlock()
-	slices.SortFunc(parts, func(a, b *participant) int { return compareIDs(a.id, b.id) })
 
 	r := &run{id: id, start: now, members: make(map[snapshot.ProcessID]bool, len(parts))}
 	ids := make([]snapshot.ProcessID, len(parts))
@@ -236,38 +235,31 @@ func (g *guardian) start(reply chan<- result) {
 	g.check(r)
 }
 
-func compareIDs(a, b snapshot.ProcessID) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func (g *guardian) record(m *recordMsg) {
-	r := g.runs[m.rec.Snapshot]
+func (g *guardian) report(m *reportMsg) {
+	r := g.runs[m.id]
 	if r == nil {
 		// A snapshot already over (or never started here): make sure the
 		// participant lets go of it.
-		if p := g.s.reg.lookup(m.rec.Process); p != nil {
-			p.mb.PostFrom(controlKey, &forgetMsg{id: m.rec.Snapshot})
+		if m.rec != nil {
+			if p := g.s.reg.lookup(m.rec.Process); p != nil {
+				p.mb.PostFrom(controlKey, &forgetMsg{id: m.id})
+			}
 		}
 		return
 	}
-	if m.err != nil {
-		g.abort(r, m.err)
-		return
-	}
-	r.members[m.rec.Process] = true
-	for _, c := range m.children {
-		if !r.members[c] {
-			r.members[c] = true
-			r.asm.Require(c)
+	if m.rec != nil {
+		r.members[m.rec.Process] = true
+		for _, c := range m.children {
+			if !r.members[c] {
+				r.members[c] = true
+				r.asm.Require(c)
+			}
 		}
+		_ = r.asm.AddRecord(*m.rec)
 	}
-	_ = r.asm.AddRecord(m.rec)
+	for _, c := range m.channels {
+		_ = r.asm.AddChannel(c)
+	}
 	g.check(r)
 }
 
@@ -375,7 +367,9 @@ func (g *guardian) finish(r *run, gl *snapshot.Global, err error) {
 		w <- result{global: gl, err: err}
 	}
 	msg := &forgetMsg{id: r.id}
-	for _, p := range g.s.reg.live() {
+	reg.mu.RLock()
+	for _, p := range reg.byID {
 		p.mb.PostFrom(controlKey, msg)
 	}
+	reg.mu.RUnlock()
 }

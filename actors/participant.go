@@ -61,6 +61,7 @@ type participant struct {
 	lastFrom snapshot.ProcessID
 	peers    map[mailbox.SenderKey]snapshot.ProcessID
 	children map[snapshot.ProcessID]bool
+	reports  map[snapshot.SnapshotID]*reportMsg // recorded, not yet finished
 }
 
 // shell is the actor Proto.Actor runs for a participant: it keeps the
@@ -87,6 +88,7 @@ func (w *shell) Receive(ctx actor.Context) {
 			p.act()
 		case *forgetMsg:
 			p.proc.Forget(m.id)
+			delete(p.reports, m.id)
 		}
 		return
 	}
@@ -242,9 +244,6 @@ func (p *participant) act() {
 	rd := p.proc.Ready()
 	if len(rd.Records) > 0 {
 		state, err := captureState(p.inner)
-		if err != nil {
-			err = fmt.Errorf("%w: state of %s: %w", ErrCapture, p.id, err)
-		}
 		var children []snapshot.ProcessID
 		for c := range p.children {
 			children = append(children, c)
@@ -254,8 +253,16 @@ func (p *participant) act() {
 			if tr := p.sys.trace; tr != nil {
 				tr.Recorded(p.id, r.Snapshot)
 			}
+			if err != nil {
+				p.fail(r.Snapshot, fmt.Errorf("%w: state of %s: %w", ErrCapture, p.id, err))
+				continue
+			}
 			r.Kind, r.State = p.kind, state
-			p.sys.root.Send(p.sys.guardian, &recordMsg{rec: r, children: children, err: err, at: time.Now()})
+			// The record goes at once, so that the guardian's work spreads
+			// out; the channel recordings follow in one report when all
+			// have closed.
+			p.sys.root.Send(p.sys.guardian, &reportMsg{id: r.Snapshot, rec: &r, children: children})
+			p.reports[r.Snapshot] = &reportMsg{id: r.Snapshot}
 		}
 	}
 	var marker *markerMsg
@@ -268,24 +275,43 @@ func (p *participant) act() {
 		}
 	}
 	for _, c := range rd.Channels {
-		msgs := make([]snapshot.Message, len(c.Messages))
-		var err error
-		for i, m := range c.Messages {
-			var rm RecordedMessage
-			if rm, err = encodeMessage(m.Payload); err != nil {
-				err = fmt.Errorf("%w: channel %s: %w", ErrCapture, c.Channel, err)
-				break
-			}
-			msgs[i] = snapshot.Message{Seq: m.Seq, Payload: rm}
+		if len(c.Messages) == 0 {
+			continue
 		}
-		if err != nil {
+		if err := encodeChannel(&c); err != nil {
 			p.fail(c.Snapshot, err)
 			continue
 		}
-		c.Messages = msgs
-		p.sys.root.Send(p.sys.guardian, &channelMsg{rec: c})
+		if rep := p.reports[c.Snapshot]; rep != nil {
+			rep.channels = append(rep.channels, c)
+		} else {
+			p.sys.root.Send(p.sys.guardian, &reportMsg{id: c.Snapshot, channels: []snapshot.ChannelRecord{c}})
+		}
+	}
+	for _, id := range rd.Finished {
+		if rep := p.reports[id]; rep != nil {
+			delete(p.reports, id)
+			if len(rep.channels) > 0 {
+				p.sys.root.Send(p.sys.guardian, rep)
+			}
+		}
 	}
 	p.proc.Advance()
+}
+
+// encodeChannel replaces the payloads of a closed recording by their
+// RecordedMessage encoding.
+func encodeChannel(c *snapshot.ChannelRecord) error {
+	msgs := make([]snapshot.Message, len(c.Messages))
+	for i, m := range c.Messages {
+		rm, err := encodeMessage(m.Payload)
+		if err != nil {
+			return fmt.Errorf("%w: channel %s: %w", ErrCapture, c.Channel, err)
+		}
+		msgs[i] = snapshot.Message{Seq: m.Seq, Payload: rm}
+	}
+	c.Messages = msgs
+	return nil
 }
 
 // depart runs when the actor has stopped: receivers of its channels are

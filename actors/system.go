@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -38,6 +40,14 @@ var (
 	// ErrCapture is wrapped by the reason of a snapshot aborted because a
 	// participant's state or recorded messages could not be encoded.
 	ErrCapture = errors.New("actors: capture failed")
+)
+
+// participantThroughput is the messages a participant handles per turn
+// before it yields, as Proto.Actor's default; workerIdle is how long a
+// dispatcher worker waits for a turn before it ends.
+const (
+	participantThroughput = 300
+	workerIdle            = time.Second
 )
 
 // guardianThroughput is the messages the guardian handles per turn.
@@ -74,6 +84,7 @@ type System struct {
 	props   map[*actor.Props]string // Props(kind) results, for spawning inside actors
 
 	reg      registry
+	pool     *pool
 	nextKey  atomic.Uint64
 	down     atomic.Bool
 	stopped  sync.WaitGroup // participants not yet stopped
@@ -120,15 +131,7 @@ func (r *registry) live() []*participant {
 	for _, p := range r.byID {
 		ps = append(ps, p)
 	}
-	slices.SortFunc(ps, func(a, b *participant) int {
-		if a.id < b.id {
-			return -1
-		}
-		if a.id > b.id {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(ps, func(a, b *participant) int { return strings.Compare(string(a.id), string(b.id)) })
 	return ps
 }
 
@@ -150,6 +153,7 @@ func NewSystem(opts ...Option) (*System, error) {
 		kinds:    make(map[string]*kind),
 		props:    make(map[*actor.Props]string),
 		guardSTW: make(chan struct{}),
+		pool:     newPool(participantThroughput, workerIdle),
 		reg: registry{
 			byID:  make(map[snapshot.ProcessID]*participant),
 			byKey: make(map[mailbox.SenderKey]*participant),
@@ -253,6 +257,7 @@ func (s *System) spawn(spawner actor.SpawnerContext, parent *participant, kindNa
 		byID:     make(map[snapshot.ProcessID]*participant),
 		peers:    make(map[mailbox.SenderKey]snapshot.ProcessID),
 		children: make(map[snapshot.ProcessID]bool),
+		reports:  make(map[snapshot.SnapshotID]*reportMsg),
 	}
 
 	s.reg.mu.Lock()
@@ -274,7 +279,7 @@ func (s *System) spawn(spawner actor.SpawnerContext, parent *participant, kindNa
 	s.reg.byKey[p.key] = p
 	s.reg.mu.Unlock()
 
-	opts := append(slices.Clone(k.opts), actor.WithMailbox(func() actor.Mailbox { return p.mb }))
+	opts := append(slices.Clone(k.opts), actor.WithMailbox(func() actor.Mailbox { return p.mb }), actor.WithDispatcher(s.pool))
 	props := actor.PropsFromProducer(func() actor.Actor { return &shell{p: p, inner: k.producer()} }, opts...)
 	s.stopped.Add(1)
 	pid, err := spawner.SpawnNamed(props, name)
@@ -360,6 +365,7 @@ func (s *System) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	s.pool.stop()
 	s.actors.Shutdown()
 	if aborted > 0 {
 		return fmt.Errorf("%w: %d snapshots in progress aborted", ErrShutdown, aborted)

@@ -70,11 +70,12 @@ type Process struct {
 	id   ProcessID
 	mode Mode
 
-	out    map[ProcessID]*outChan
-	outs   []*outChan // in order of discovery: markers go out in this order
-	in     map[ProcessID]*inChan
-	ins    []*inChan
-	lastIn *inChan // one-entry cache: most traffic repeats a peer
+	out     map[ProcessID]*outChan
+	outs    []*outChan // in order of discovery: markers go out in this order
+	in      map[ProcessID]*inChan
+	ins     []*inChan
+	lastIn  *inChan // one-entry caches: most traffic repeats a peer
+	lastOut *outChan
 
 	snaps []*snap // live snapshots, in order of arrival
 	done  doneSet
@@ -150,9 +151,12 @@ func (p *Process) inChannel(from ProcessID) *inChan {
 // before it is sent; the returned stamp must travel with the message. It
 // never produces actions.
 func (p *Process) Send(to ProcessID) Stamp {
-	c := p.out[to]
-	if c == nil {
-		c = p.outChannel(to)
+	c := p.lastOut
+	if c == nil || c.to != to {
+		if c = p.out[to]; c == nil {
+			c = p.outChannel(to)
+		}
+		p.lastOut = c
 	}
 	c.sent++
 	if c.sent == 1 {
@@ -472,7 +476,11 @@ func (p *Process) Advance() {
 // exactly-once delivery (an in-process mailbox) stamps a receipt with
 // Received(from)+1 instead of carrying the number in every message.
 func (p *Process) Received(from ProcessID) uint64 {
+	if c := p.lastIn; c != nil && c.from == from {
+		return c.received
+	}
 	if c := p.in[from]; c != nil {
+		p.lastIn = c
 		return c.received
 	}
 	return 0
