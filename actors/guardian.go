@@ -48,7 +48,7 @@ type (
 		children []snapshot.ProcessID // live children: born before the record
 		channels []snapshot.ChannelRecord
 	}
-	failMsg    struct {
+	failMsg struct {
 		id   snapshot.SnapshotID
 		from snapshot.ProcessID
 		err  error
