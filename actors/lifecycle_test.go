@@ -1,7 +1,9 @@
 package actors
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"fmt"
 	"sync"
 	"testing"
@@ -10,6 +12,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/goleak"
 
 	"github.com/actorsnap/actorsnap/snapshot"
@@ -432,4 +436,38 @@ func TestIngressPutsExternalInputInsideTheCut(t *testing.T) {
 	for range 3 {
 		waitFor(t, events)
 	}
+}
+
+func TestMetricsAndLogs(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	var logs bytes.Buffer
+	sys, pids, _ := probes(t, 2,
+		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
+		WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
+		WithTimeout(50*time.Millisecond))
+	defer shutdown(t, sys)
+	_, err := sys.Snapshot(context.Background())
+	require.NoError(t, err)
+	release := block(t, sys, pids[0])
+	_, err = sys.Snapshot(context.Background())
+	require.ErrorIs(t, err, snapshot.ErrTimeout)
+	release()
+
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(context.Background(), &rm))
+	sums := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if s, ok := m.Data.(metricdata.Sum[int64]); ok {
+				for _, dp := range s.DataPoints {
+					sums[m.Name] += dp.Value
+				}
+			}
+		}
+	}
+	assert.Equal(t, int64(2), sums["actorsnap.snapshots.started"])
+	assert.Equal(t, int64(1), sums["actorsnap.snapshots.completed"])
+	assert.Equal(t, int64(1), sums["actorsnap.snapshots.aborted"])
+	assert.Contains(t, logs.String(), "snapshot complete")
+	assert.Contains(t, logs.String(), "snapshot aborted")
 }
