@@ -8,6 +8,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/actorsnap/actorsnap/persistence"
 )
 
 // StateMarshaler is implemented by actors that encode their own state for a
@@ -28,11 +30,9 @@ type StateUnmarshaler interface {
 
 // RecordedMessage is an application message recorded as channel state, in
 // the form a snapshot stores it: its registered type name and its msgpack
-// encoding.
-type RecordedMessage struct {
-	Type string
-	Data []byte
-}
+// encoding. It is the payload of every snapshot.Message in a Global that
+// actors produces.
+type RecordedMessage = persistence.RecordedMessage
 
 // ErrUnregistered is wrapped by the error of a snapshot that recorded a
 // message whose type was never registered with RegisterMessage.

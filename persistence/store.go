@@ -19,6 +19,14 @@ var (
 	ErrExists = errors.New("persistence: snapshot already stored")
 )
 
+// RecordedMessage is the stored form of a message recorded as channel
+// state: a registered type name and the message's encoding. Stores keep
+// snapshot.Message payloads of this type; package actors makes them.
+type RecordedMessage struct {
+	Type string
+	Data []byte
+}
+
 // Store keeps complete global snapshots.
 //
 // Every method may be called from any goroutine, concurrently. A Global
