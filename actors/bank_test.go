@@ -164,3 +164,7 @@ func TestThousandActorsFiftySnapshots(t *testing.T) {
 	require.Positive(t, inFlight, "the snapshots caught transfers in flight")
 	t.Logf("50 snapshots, %d transfers in flight on average", inFlight/50)
 }
+
+func snapshotConservation(g *snapshot.Global, total int64) error {
+	return snapshottest.CheckConservation(g, total, balanceOf, amountOf)
+}

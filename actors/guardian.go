@@ -123,6 +123,22 @@ func (g *guardian) Receive(ctx actor.Context) {
 		}
 	case *startRequest:
 		g.start(m.reply)
+	case *restoreRequest:
+		g.next = m.from.ID
+		for _, p := range m.from.Participants {
+			if !p.Departed {
+				continue
+			}
+			final := snapshot.LocalRecord{Process: p.ID}
+			for _, c := range m.from.Channels {
+				if c.Channel.From == p.ID {
+					final.Sent = append(final.Sent, snapshot.PeerCount{Peer: c.Channel.To, N: c.Sent})
+				}
+			}
+			g.departed[p.ID] = final
+		}
+		g.start(m.reply)
+		close(m.started)
 	case *reportMsg:
 		g.report(m)
 	case *failMsg:

@@ -2,6 +2,8 @@ package actors
 
 import (
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/actorsnap/actorsnap/snapshot"
 )
 
 // ingressKind is the kind of Ingress participants.
@@ -39,19 +41,21 @@ func (a *ingressActor) Receive(ctx actor.Context) {
 
 // Ingress spawns an Ingress participant named name.
 func (s *System) Ingress(name string) (*Ingress, error) {
-	s.kindsMu.Lock()
-	if _, ok := s.kinds[ingressKind]; !ok {
-		k := &kind{name: ingressKind, producer: func() actor.Actor { return &ingressActor{} }}
-		k.props = actor.PropsFromProducer(k.producer)
-		s.kinds[ingressKind] = k
-		s.props[k.props] = ingressKind
-	}
-	s.kindsMu.Unlock()
 	pid, err := s.Spawn(ingressKind, name)
 	if err != nil {
 		return nil, err
 	}
 	return &Ingress{sys: s, pid: pid}, nil
+}
+
+// IngressOf returns the Ingress participant named name, for instance after
+// a restore.
+func (s *System) IngressOf(name string) (*Ingress, bool) {
+	p := s.reg.lookup(snapshot.ProcessID(name))
+	if p == nil || p.kind != ingressKind {
+		return nil, false
+	}
+	return &Ingress{sys: s, pid: p.pid}, true
 }
 
 // PID returns the Ingress participant's PID.

@@ -41,6 +41,7 @@ type config struct {
 	logger      *slog.Logger
 	meter       metric.MeterProvider
 	actorConfig []actor.ConfigOption
+	kinds       []*kind
 }
 
 // Bounds of the options.
@@ -86,6 +87,12 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 // WithMeterProvider sets the OpenTelemetry meter provider for the
 // snapshot metrics. Default: no-op.
 func WithMeterProvider(mp metric.MeterProvider) Option { return func(c *config) { c.meter = mp } }
+
+// WithKind registers an actor kind as the system is built, as RegisterKind
+// does. Restore needs the kinds of a snapshot's participants given this way.
+func WithKind(name string, producer func() actor.Actor, opts ...actor.PropsOption) Option {
+	return func(c *config) { c.kinds = append(c.kinds, &kind{name: name, producer: producer, opts: opts}) }
+}
 
 // WithActorSystemConfig passes options to the Proto.Actor system.
 func WithActorSystemConfig(opts ...actor.ConfigOption) Option {

@@ -162,6 +162,14 @@ func NewSystem(opts ...Option) (*System, error) {
 	if s.metrics, err = newMetrics(cfg.meter); err != nil {
 		return nil, err
 	}
+	if err := s.RegisterKind(ingressKind, func() actor.Actor { return &ingressActor{} }); err != nil {
+		return nil, err
+	}
+	for _, k := range cfg.kinds {
+		if err := s.RegisterKind(k.name, k.producer, k.opts...); err != nil {
+			return nil, err
+		}
+	}
 	// The guardian takes in every record of every participant: let it work
 	// through its whole queue per turn instead of yielding every 300
 	// messages behind a thousand busy actors.
@@ -250,6 +258,34 @@ func (s *System) spawn(spawner actor.SpawnerContext, parent *participant, kindNa
 	if parent != nil {
 		id = snapshot.ProcessID(parent.pid.Id + "/" + name)
 	}
+	var pcfg snapshot.Config
+	p, err := s.newParticipant(k, id, state, func(pending []snapshot.SnapshotID) snapshot.Config {
+		if parent != nil {
+			pcfg = parent.proc.ChildConfig(id)
+		} else {
+			pcfg = snapshot.Config{ID: id, Mode: s.cfg.mode, Finished: slices.Clone(pending)}
+		}
+		return pcfg
+	})
+	if err != nil {
+		return nil, err
+	}
+	pid, err := s.start(spawner, p, k, name)
+	if err != nil {
+		return nil, err
+	}
+	if parent != nil {
+		parent.proc.DeclareOutgoing(id)
+		parent.children[id] = true
+		s.root.Send(s.guardian, &registered{id: id, finished: pcfg.Finished, horizon: pcfg.Horizon})
+	}
+	return pid, nil
+}
+
+// newParticipant registers a participant that is not running yet. config
+// gives its Process's Config, under the registry lock, from the snapshots
+// in progress.
+func (s *System) newParticipant(k *kind, id snapshot.ProcessID, state []byte, config func(pending []snapshot.SnapshotID) snapshot.Config) (*participant, error) {
 	p := &participant{
 		sys: s, id: id, kind: k.name, key: mailbox.SenderKey(s.nextKey.Add(1)), state: state,
 		mb:       mailbox.New(),
@@ -259,26 +295,22 @@ func (s *System) spawn(spawner actor.SpawnerContext, parent *participant, kindNa
 		children: make(map[snapshot.ProcessID]bool),
 		reports:  make(map[snapshot.SnapshotID]*reportMsg),
 	}
-
 	s.reg.mu.Lock()
+	defer s.reg.mu.Unlock()
 	if _, dup := s.reg.byID[id]; dup {
-		s.reg.mu.Unlock()
 		return nil, fmt.Errorf("actors: spawning %s: %w", id, actor.ErrNameExists)
 	}
-	var pcfg snapshot.Config
-	if parent != nil {
-		pcfg = parent.proc.ChildConfig(id)
-	} else {
-		pcfg = snapshot.Config{ID: id, Mode: s.cfg.mode, Finished: slices.Clone(s.reg.pending)}
-	}
-	if p.proc, err = snapshot.NewProcess(pcfg); err != nil {
-		s.reg.mu.Unlock()
+	var err error
+	if p.proc, err = snapshot.NewProcess(config(s.reg.pending)); err != nil {
 		return nil, err
 	}
 	s.reg.byID[id] = p
 	s.reg.byKey[p.key] = p
-	s.reg.mu.Unlock()
+	return p, nil
+}
 
+// start spawns a registered participant's actor.
+func (s *System) start(spawner actor.SpawnerContext, p *participant, k *kind, name string) (*actor.PID, error) {
 	opts := append(slices.Clone(k.opts), actor.WithMailbox(func() actor.Mailbox { return p.mb }), actor.WithDispatcher(s.pool))
 	props := actor.PropsFromProducer(func() actor.Actor { return &shell{p: p, inner: k.producer()} }, opts...)
 	s.stopped.Add(1)
@@ -286,14 +318,9 @@ func (s *System) spawn(spawner actor.SpawnerContext, parent *participant, kindNa
 	if err != nil {
 		s.stopped.Done()
 		s.unregister(p)
-		return nil, fmt.Errorf("actors: spawning %s: %w", id, err)
+		return nil, fmt.Errorf("actors: spawning %s: %w", p.id, err)
 	}
 	p.pid = pid
-	if parent != nil {
-		parent.proc.DeclareOutgoing(id)
-		parent.children[id] = true
-		s.root.Send(s.guardian, &registered{id: id, finished: pcfg.Finished, horizon: pcfg.Horizon})
-	}
 	return pid, nil
 }
 

@@ -414,6 +414,7 @@ func TestMailboxStress(t *testing.T) {
 	inv := &countingInvoker{reached: make(chan struct{}, 1)}
 	m := New(WithSenderKey(keyOf))
 	m.RegisterHandlers(inv, actor.NewDefaultDispatcher(1))
+	m.Start()
 	total := 0
 	for round := 1; round <= rounds; round++ {
 		n := round%3 + 1
@@ -466,6 +467,7 @@ func TestNoStrandedMessageAtRunEnd(t *testing.T) {
 	inv := &countingInvoker{reached: make(chan struct{}, 1)}
 	m := New(WithSenderKey(keyOf))
 	m.RegisterHandlers(inv, actor.NewDefaultDispatcher(300))
+	m.Start()
 	start := time.Now()
 	for i := 1; i <= messages; i++ {
 		m.PostUserMessage(&msg{1, i})

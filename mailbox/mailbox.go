@@ -30,6 +30,7 @@ type Mailbox struct {
 
 	// Shared with posting goroutines.
 	status       atomic.Int32 // idle or running: who may run the mailbox
+	registered   atomic.Bool  // Start ran: runs may be scheduled
 	suspended    atomic.Bool
 	sysMessages  atomic.Int32
 	userMessages atomic.Int32 // posted and not yet delivered, held ones included
@@ -117,11 +118,15 @@ func (m *Mailbox) RegisterHandlers(invoker actor.MessageInvoker, dispatcher acto
 	}
 }
 
-// Start implements actor.Mailbox.
+// Start implements actor.Mailbox. Proto.Actor calls it at spawn after
+// posting Started; nothing runs before, so that Started comes before any
+// user message, even one posted early (see PostFrom).
 func (m *Mailbox) Start() {
 	for _, mw := range m.middlewares {
 		mw.MailboxStarted()
 	}
+	m.registered.Store(true)
+	m.schedule()
 }
 
 // UserMessageCount implements actor.Mailbox: user messages posted and not
@@ -152,7 +157,9 @@ func (m *Mailbox) PostUserMessage(message interface{}) {
 
 // PostFrom posts a user message from the sender key, without asking the
 // key function: for senders that know who they are and should not pay for
-// a wrapper saying so. It may be called from any goroutine.
+// a wrapper saying so. It may be called from any goroutine, and before the
+// mailbox is given to an actor: messages posted then wait, in order, for
+// the actor to start (a restore queues replayed messages this way).
 func (m *Mailbox) PostFrom(key SenderKey, message interface{}) {
 	m.post(posted{msg: message, key: key, keyed: true})
 }
@@ -195,6 +202,9 @@ func (m *Mailbox) PostSystemMessage(message interface{}) {
 }
 
 func (m *Mailbox) schedule() {
+	if !m.registered.Load() {
+		return // queued until the actor starts; see PostFrom
+	}
 	if m.status.CompareAndSwap(idle, running) {
 		m.dispatcher.Schedule(m.process)
 	}

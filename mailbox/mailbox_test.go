@@ -145,6 +145,7 @@ func TestKeyFuncPanicIsEscalated(t *testing.T) {
 	d := &stepDispatcher{throughput: 300}
 	s := &script{}
 	m.RegisterHandlers(s, d)
+	m.Start()
 	post(m, 1, 1)
 	m.PostUserMessage(bad)
 	post(m, 2, 1)
@@ -285,6 +286,7 @@ func TestNoKeyFuncIsFIFO(t *testing.T) {
 	d := &stepDispatcher{throughput: 300}
 	s := &script{}
 	m.RegisterHandlers(s, d)
+	m.Start()
 	post(m, 1, 1, 2)
 	post(m, 2, 1)
 	post(m, 1, 3)
@@ -308,6 +310,7 @@ func TestMessageBatch(t *testing.T) {
 	d := &stepDispatcher{throughput: 300}
 	s := &script{}
 	m.RegisterHandlers(s, d)
+	m.Start()
 	m.PostUserMessage(batch{"b1", "b2"})
 	d.drain()
 	// As Proto.Actor's default mailbox: the messages, then the batch.
@@ -364,6 +367,7 @@ func TestSteadyStateDoesNotAllocate(t *testing.T) {
 	m := New(WithSenderKey(keyOf))
 	d := &stepDispatcher{throughput: 300}
 	m.RegisterHandlers(nopInvoker{}, d)
+	m.Start()
 	msgs := make([]*msg, 8)
 	for i := range msgs {
 		msgs[i] = &msg{SenderKey(i + 1), 1}
@@ -408,4 +412,19 @@ func TestPostFromAndSender(t *testing.T) {
 	assert.Equal(t, []string{"x1:7:true", "plain:0:false", "y1:9:true", "x2:7:true"}, senders)
 	_, ok := m.Sender()
 	assert.False(t, ok, "no message being delivered")
+}
+
+// Messages posted before the mailbox has an actor wait for it, in order.
+func TestPostBeforeRegistration(t *testing.T) {
+	m := New()
+	m.PostFrom(1, "early1")
+	m.PostFrom(1, "early2")
+	d := &stepDispatcher{throughput: 300}
+	s := &script{}
+	m.RegisterHandlers(s, d)
+	m.PostSystemMessage(sysMsg("started"))
+	assert.Empty(t, d.queued, "nothing scheduled before Start")
+	m.Start()
+	d.drain()
+	assert.Equal(t, "started early1 early2", s.String())
 }

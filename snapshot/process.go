@@ -26,6 +26,11 @@ type Config struct {
 	Finished []SnapshotID
 	// Horizon, like Finished, marks every snapshot up to it as finished.
 	Horizon SnapshotID
+	// Sent and Received restore a process's channels from a snapshot: the
+	// messages already sent on each outgoing channel and received on each
+	// incoming one, so that sequence numbers continue and the next snapshot
+	// balances.
+	Sent, Received []PeerCount
 }
 
 // outChan is the sending end of a channel.
@@ -101,6 +106,13 @@ func NewProcess(cfg Config) (*Process, error) {
 	}
 	for _, from := range cfg.Incoming {
 		p.inChannel(from)
+	}
+	for _, pc := range cfg.Sent {
+		p.outChannel(pc.Peer).sent = pc.N
+	}
+	for _, pc := range cfg.Received {
+		c := p.inChannel(pc.Peer)
+		c.received, c.base = pc.N, pc.N
 	}
 	p.done.horizon = cfg.Horizon
 	for _, id := range cfg.Finished {

@@ -434,3 +434,13 @@ func TestRuleChildConfig(t *testing.T) {
 	assert.Equal(t, []snapshot.PeerCount{{Peer: "parent", N: 0}}, c.Received)
 	assert.Equal(t, uint64(0), child.Received("parent"))
 }
+
+// A restored process continues its channels' sequences.
+func TestRestoredCounters(t *testing.T) {
+	p, err := snapshot.NewProcess(snapshot.Config{ID: "b", Sent: []snapshot.PeerCount{pc("c", 7)}, Received: []snapshot.PeerCount{pc("a", 4)}})
+	require.NoError(t, err)
+	assert.Equal(t, snapshot.Stamp{Seq: 8}, p.Send("c"))
+	require.ErrorIs(t, p.Receive("a", snapshot.Stamp{Seq: 1}, nil), snapshot.ErrSequence)
+	require.NoError(t, p.Receive("a", snapshot.Stamp{Seq: 5}, nil))
+	assert.Equal(t, uint64(5), p.Received("a"))
+}

@@ -1,0 +1,161 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/actorsnap/actorsnap/mailbox"
+	"github.com/actorsnap/actorsnap/persistence"
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+// ErrRestore is wrapped by the errors of Restore.
+var ErrRestore = errors.New("actors: restore failed")
+
+// restoreRequest asks the guardian to continue numbering after a restored
+// snapshot and to start the first snapshot of the restored system.
+type restoreRequest struct {
+	from    *snapshot.Global
+	reply   chan<- result
+	started chan<- struct{}
+}
+
+// Restore builds a running system from the stored snapshot id (the latest
+// complete one when id is 0), with opts as for NewSystem; the kinds of the
+// snapshot's participants must be given with WithKind. The system saves its
+// own snapshots in store unless WithStore says otherwise.
+//
+// Every participant is respawned by kind and name, its state restored
+// before its first message; each channel's recorded messages are replayed
+// in FIFO order as if from their original sender, their sequence numbers
+// continuing the channel's, so that the next snapshot balances. A child
+// participant comes back at the top level under its full id: supervision
+// is not part of a snapshot.
+//
+// Before the restored actors handle anything, the system takes its first
+// snapshot, numbered after the restored one: every participant records its
+// restored state, and the replayed messages are its channel state, so it
+// holds what the restored snapshot held. Restore returns once that snapshot
+// is complete and stored, which also means every replayed message has been
+// delivered: input the caller sends afterwards comes after the replay.
+func Restore(ctx context.Context, store persistence.Store, id snapshot.SnapshotID, opts ...Option) (*System, error) {
+	var g *snapshot.Global
+	var err error
+	if id == 0 {
+		g, err = store.Latest(ctx)
+	} else {
+		g, err = store.Load(ctx, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: loading snapshot %d: %w", ErrRestore, id, err)
+	}
+	if err := g.Verify(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrRestore, err)
+	}
+	s, err := NewSystem(append([]Option{WithStore(store)}, opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.restore(ctx, g); err != nil {
+		_ = s.Shutdown(context.Background())
+		return nil, fmt.Errorf("%w: snapshot %d: %w", ErrRestore, g.ID, err)
+	}
+	return s, nil
+}
+
+func (s *System) restore(ctx context.Context, g *snapshot.Global) error {
+	if g.Mode != s.cfg.mode {
+		return fmt.Errorf("snapshot taken in %s mode, system in %s mode", g.Mode, s.cfg.mode)
+	}
+	sent := make(map[snapshot.ProcessID][]snapshot.PeerCount)
+	received := make(map[snapshot.ProcessID][]snapshot.PeerCount)
+	for _, c := range g.Channels {
+		sent[c.Channel.From] = append(sent[c.Channel.From], snapshot.PeerCount{Peer: c.Channel.To, N: c.Sent})
+		received[c.Channel.To] = append(received[c.Channel.To], snapshot.PeerCount{Peer: c.Channel.From, N: c.Received})
+	}
+
+	// Register every participant, and a sender key for each departed one,
+	// before anything runs.
+	type restored struct {
+		p *participant
+		k *kind
+	}
+	live := make(map[snapshot.ProcessID]restored, len(g.Participants))
+	keys := make(map[snapshot.ProcessID]mailbox.SenderKey, len(g.Participants))
+	for _, pt := range g.Participants {
+		if pt.Departed {
+			ghost := &participant{id: pt.ID, key: mailbox.SenderKey(s.nextKey.Add(1))}
+			ghost.stopped.Store(true)
+			s.reg.mu.Lock()
+			s.reg.byKey[ghost.key] = ghost
+			s.reg.mu.Unlock()
+			keys[pt.ID] = ghost.key
+			continue
+		}
+		k, err := s.kind(pt.Kind)
+		if err != nil {
+			return fmt.Errorf("participant %s: %w (give it with WithKind)", pt.ID, err)
+		}
+		p, err := s.newParticipant(k, pt.ID, pt.State, func([]snapshot.SnapshotID) snapshot.Config {
+			return snapshot.Config{ID: pt.ID, Mode: g.Mode, Horizon: g.ID, Sent: sent[pt.ID], Received: received[pt.ID]}
+		})
+		if err != nil {
+			return err
+		}
+		if p.state == nil {
+			p.state = []byte{} // restore even an empty state
+		}
+		live[pt.ID] = restored{p: p, k: k}
+		keys[pt.ID] = p.key
+	}
+
+	// The first snapshot's start goes into every queue first, so that each
+	// participant records its restored state before any replayed message.
+	started := make(chan struct{})
+	reply := make(chan result, 1)
+	s.root.Send(s.guardian, &restoreRequest{from: g, reply: reply, started: started})
+	select {
+	case <-started:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+
+	// Replay each channel's messages as if from their sender; a departed
+	// sender's channels then say it is gone.
+	for _, c := range g.Channels {
+		to, ok := live[c.Channel.To]
+		if !ok {
+			continue
+		}
+		from := keys[c.Channel.From]
+		for _, m := range c.Messages {
+			rm, ok := m.Payload.(RecordedMessage)
+			if !ok {
+				return fmt.Errorf("channel %s seq %d: payload %T is not a RecordedMessage", c.Channel, m.Seq, m.Payload)
+			}
+			msg, err := DecodeMessage(rm)
+			if err != nil {
+				return fmt.Errorf("channel %s seq %d: %w", c.Channel, m.Seq, err)
+			}
+			to.p.mb.PostFrom(from, msg)
+		}
+		if _, gone := live[c.Channel.From]; !gone {
+			to.p.mb.PostFrom(from, &departedMsg{})
+		}
+	}
+
+	for _, pt := range g.Participants {
+		if r, ok := live[pt.ID]; ok {
+			if _, err := s.start(s.root, r.p, r.k, string(pt.ID)); err != nil {
+				return err
+			}
+		}
+	}
+	select {
+	case r := <-reply:
+		return r.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,97 @@
+package actors
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/actorsnap/actorsnap/persistence"
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+// sameContent compares two snapshots but for their ids and times.
+func sameContent(t *testing.T, want, got *snapshot.Global) {
+	t.Helper()
+	require.Equal(t, len(want.Participants), len(got.Participants))
+	for i, p := range want.Participants {
+		q := got.Participants[i]
+		assert.Equal(t, p.ID, q.ID)
+		assert.Equal(t, p.Kind, q.Kind)
+		assert.Equal(t, p.State, q.State, "state of %s", p.ID)
+	}
+	require.Equal(t, len(want.Channels), len(got.Channels))
+	for i, c := range want.Channels {
+		d := got.Channels[i]
+		assert.Equal(t, c.Channel, d.Channel)
+		assert.Equal(t, c.Sent, d.Sent, "sent on %s", c.Channel)
+		assert.Equal(t, c.Received, d.Received, "received on %s", c.Channel)
+		assert.Equal(t, c.Messages, d.Messages, "in flight on %s", c.Channel)
+	}
+}
+
+func TestRestoreTakesTheSameSnapshotFirst(t *testing.T) {
+	store := persistence.NewMemory()
+	b := newBank(t, 200, 1000, 21, WithStore(store))
+	ctx := context.Background()
+	var g *snapshot.Global
+	for range 3 {
+		var err error
+		g, err = b.sys.Snapshot(ctx)
+		require.NoError(t, err)
+		b.check(t, g)
+	}
+	require.Positive(t, g.TotalInFlight())
+	shutdown(t, b.sys)
+
+	sys, err := Restore(ctx, store, g.ID, WithKind("account", func() actor.Actor {
+		return &account{rng: rand.New(rand.NewPCG(1, 2)), paused: &b.paused}
+	}))
+	require.NoError(t, err)
+	defer shutdown(t, sys)
+
+	first, err := store.Load(ctx, g.ID+1)
+	require.NoError(t, err, "the restored system's first snapshot is stored")
+	sameContent(t, g, first)
+
+	// The bank runs on from the restored state, money conserved.
+	b.sys = sys
+	b.pids = b.pids[:0]
+	for _, id := range sys.Participants() {
+		b.pids = append(b.pids, actor.NewPID(sys.ActorSystem().Address(), string(id)))
+	}
+	for i, pid := range b.pids {
+		sys.Root().Send(pid, &peers{pids: []*actor.PID{b.pids[(i+1)%len(b.pids)], b.pids[(i+7)%len(b.pids)]}})
+	}
+	for _, pid := range b.pids {
+		sys.Root().Send(pid, &kick{n: 1})
+	}
+	b.total = 200 * 1000
+	for range 5 {
+		next, err := sys.Snapshot(ctx)
+		require.NoError(t, err)
+		require.NoError(t, next.Verify())
+		require.NoError(t, checkMoney(next, b.total))
+		assert.Greater(t, next.ID, first.ID)
+	}
+}
+
+func checkMoney(g *snapshot.Global, total int64) error {
+	return snapshotConservation(g, total)
+}
+
+func TestRestoreNeedsKinds(t *testing.T) {
+	store := persistence.NewMemory()
+	b := newBank(t, 5, 10, 1, WithStore(store))
+	g, err := b.sys.Snapshot(context.Background())
+	require.NoError(t, err)
+	shutdown(t, b.sys)
+	_, err = Restore(context.Background(), store, g.ID)
+	require.ErrorIs(t, err, ErrRestore)
+	require.ErrorIs(t, err, ErrUnknownKind)
+	_, err = Restore(context.Background(), store, 999)
+	require.ErrorIs(t, err, persistence.ErrNotFound)
+}
