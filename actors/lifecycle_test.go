@@ -3,8 +3,8 @@ package actors
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"

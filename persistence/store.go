@@ -10,14 +10,55 @@ import (
 	"github.com/actorsnap/actorsnap/snapshot"
 )
 
-// Errors returned by stores.
+// Errors returned by stores and the codec. Each is wrapped with the detail
+// of the case; test with errors.Is.
 var (
 	// ErrNotFound is returned when no snapshot has the requested id, or when
 	// the store holds none for Latest.
 	ErrNotFound = errors.New("persistence: snapshot not found")
 	// ErrExists is returned by Save for an id already stored.
 	ErrExists = errors.New("persistence: snapshot already stored")
+	// ErrCorrupt is wrapped by every CorruptError: it is returned when
+	// stored bytes are truncated, fail a checksum, are malformed or exceed a
+	// format limit, or decode to a snapshot that fails Verify.
+	ErrCorrupt = errors.New("persistence: corrupt snapshot")
+	// ErrFormatVersion is returned when stored bytes carry a format version
+	// this build cannot read (see FormatVersion).
+	ErrFormatVersion = errors.New("persistence: unsupported format version")
+	// ErrTooLarge is returned by Save and EncodeGlobal for a snapshot that
+	// exceeds one of the format limits (MaxParticipants and the others).
+	ErrTooLarge = errors.New("persistence: snapshot exceeds a format limit")
+	// ErrPayloadType is returned by Save and EncodeGlobal for a snapshot
+	// holding a message whose payload is not a RecordedMessage.
+	ErrPayloadType = errors.New("persistence: message payload is not a persistence.RecordedMessage")
+	// ErrUnsupportedScheme is returned by OpenURL and Open for a URL whose
+	// scheme has no registered store.
+	ErrUnsupportedScheme = errors.New("persistence: unsupported URL scheme")
 )
+
+// CorruptError reports stored bytes that cannot be a snapshot: truncated,
+// failing a checksum, malformed, or decoding to a snapshot that fails
+// Verify. Such a snapshot is never loaded. It wraps ErrCorrupt.
+type CorruptError struct {
+	// File is the path of the file at fault, or empty for bytes passed to
+	// DecodeGlobal.
+	File string
+	// Offset is the byte offset in the file (or bytes) where the fault was
+	// found.
+	Offset int64
+	// Reason says what is wrong.
+	Reason string
+}
+
+func (e *CorruptError) Error() string {
+	if e.File == "" {
+		return fmt.Sprintf("persistence: corrupt snapshot at offset %d: %s", e.Offset, e.Reason)
+	}
+	return fmt.Sprintf("persistence: corrupt snapshot: %s at offset %d: %s", e.File, e.Offset, e.Reason)
+}
+
+// Unwrap returns ErrCorrupt.
+func (e *CorruptError) Unwrap() error { return ErrCorrupt }
 
 // RecordedMessage is the stored form of a message recorded as channel
 // state: a registered type name and the message's encoding. Stores keep
@@ -29,29 +70,81 @@ type RecordedMessage struct {
 
 // Store keeps complete global snapshots.
 //
-// Every method may be called from any goroutine, concurrently. A Global
-// passed to Save belongs to the store afterwards and must not be changed;
-// a Global returned by Load or Latest is the caller's, but its byte slices
-// may be shared with the store and must not be changed either.
+// Concurrency: every method may be called from any goroutine, concurrently
+// with any other method, on one Store or on several that share storage (two
+// FileStores on one directory, in one process or in several). Two Saves of
+// one id race safely: exactly one succeeds and the others return ErrExists.
+// Load, Latest and List see a snapshot being saved wholly or not at all, and
+// one being deleted wholly or not at all (ErrNotFound).
+//
+// Ownership: a Global passed to Save must not be changed during the call or
+// afterwards, since a store may keep it (Memory does). A Global returned by
+// Load or Latest is the caller's, but its byte slices (states, message
+// data) may be shared with the store and with each other and must not be
+// changed.
+//
+// Cancellation: every method checks its context; one that returns ctx's
+// error has changed nothing visible, except that Delete and Retain may have
+// deleted some of the snapshots they were asked to.
 type Store interface {
 	// Save stores g atomically: it is wholly visible, or absent if Save
-	// fails. g must pass Verify.
+	// fails. g must have a non-zero ID, pass Verify, and hold only
+	// RecordedMessage payloads; a Global that does not is refused with an
+	// error and nothing is stored. An id already stored is refused with
+	// ErrExists and the stored snapshot is left untouched.
 	Save(ctx context.Context, g *snapshot.Global) error
-	// Load returns the snapshot id, or ErrNotFound.
+	// Load returns the snapshot id, or ErrNotFound. A snapshot whose stored
+	// form is damaged is reported with an error wrapping ErrCorrupt, never
+	// returned.
 	Load(ctx context.Context, id snapshot.SnapshotID) (*snapshot.Global, error)
 	// Latest returns the complete snapshot with the highest id, or
-	// ErrNotFound.
+	// ErrNotFound if there is none. Incomplete snapshots (a save cut short)
+	// are skipped; a complete one whose data is damaged is reported as by
+	// Load, not skipped, so that a restore never silently goes back further
+	// than asked.
 	Latest(ctx context.Context) (*snapshot.Global, error)
-	// List returns the stored ids in increasing order.
+	// List returns the ids of the complete snapshots in increasing order.
 	List(ctx context.Context) ([]snapshot.SnapshotID, error)
 	// Delete removes the snapshot id; deleting a missing id is not an error.
 	Delete(ctx context.Context, id snapshot.SnapshotID) error
-	// Retain deletes all but the newest n snapshots.
+	// Retain keeps the newest n complete snapshots and deletes every
+	// snapshot older than them: it never deletes a snapshot unless n newer
+	// ones are complete. n must be at least 1.
 	Retain(ctx context.Context, n int) error
 }
 
+// checkSave returns why g must not be saved, or nil.
+func checkSave(g *snapshot.Global) error {
+	if g == nil {
+		return errors.New("persistence: refusing to save a nil snapshot")
+	}
+	if g.ID == 0 {
+		return fmt.Errorf("persistence: refusing to save: %w", snapshot.ErrInvalidID)
+	}
+	if err := g.Verify(); err != nil {
+		return fmt.Errorf("persistence: refusing to save: %w", err)
+	}
+	for _, c := range g.Channels {
+		for j, m := range c.Messages {
+			if _, ok := m.Payload.(RecordedMessage); !ok {
+				return fmt.Errorf("%w: snapshot %d: channel %s: message %d has payload type %T", ErrPayloadType, g.ID, c.Channel, j, m.Payload)
+			}
+		}
+	}
+	return nil
+}
+
+func checkRetain(n int) error {
+	if n < 1 {
+		return fmt.Errorf("persistence: retain %d: n must be at least 1", n)
+	}
+	return nil
+}
+
 // Memory is an in-memory Store, for tests and for systems that only need
-// their snapshots while they run. The zero value is ready to use.
+// their snapshots while they run. It keeps the Globals it is given; Load
+// returns a copy whose slices are the caller's but whose byte slices are
+// shared. The zero value is ready to use.
 type Memory struct {
 	mu    sync.Mutex
 	snaps map[snapshot.SnapshotID]*snapshot.Global
@@ -67,8 +160,8 @@ func (m *Memory) Save(ctx context.Context, g *snapshot.Global) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := g.Verify(); err != nil {
-		return fmt.Errorf("persistence: refusing to save: %w", err)
+	if err := checkSave(g); err != nil {
+		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -93,19 +186,26 @@ func (m *Memory) Load(ctx context.Context, id snapshot.SnapshotID) (*snapshot.Gl
 	if !ok {
 		return nil, fmt.Errorf("%w: %d", ErrNotFound, id)
 	}
-	return g, nil
+	return shallowCopy(g), nil
 }
 
 // Latest implements Store.
 func (m *Memory) Latest(ctx context.Context) (*snapshot.Global, error) {
-	ids, err := m.List(ctx)
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if len(ids) == 0 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var latest *snapshot.Global
+	for id, g := range m.snaps {
+		if latest == nil || id > latest.ID {
+			latest = g
+		}
+	}
+	if latest == nil {
 		return nil, ErrNotFound
 	}
-	return m.Load(ctx, ids[len(ids)-1])
+	return shallowCopy(latest), nil
 }
 
 // List implements Store.
@@ -136,8 +236,8 @@ func (m *Memory) Delete(ctx context.Context, id snapshot.SnapshotID) error {
 
 // Retain implements Store.
 func (m *Memory) Retain(ctx context.Context, n int) error {
-	if n < 0 {
-		return fmt.Errorf("persistence: retain %d: must be >= 0", n)
+	if err := checkRetain(n); err != nil {
+		return err
 	}
 	ids, err := m.List(ctx)
 	if err != nil {
@@ -149,4 +249,16 @@ func (m *Memory) Retain(ctx context.Context, n int) error {
 		}
 	}
 	return nil
+}
+
+// shallowCopy returns a copy of g whose slices can be changed without
+// changing g; byte slices and payloads are shared.
+func shallowCopy(g *snapshot.Global) *snapshot.Global {
+	c := *g
+	c.Participants = slices.Clone(g.Participants)
+	c.Channels = slices.Clone(g.Channels)
+	for i := range c.Channels {
+		c.Channels[i].Messages = slices.Clone(c.Channels[i].Messages)
+	}
+	return &c
 }
