@@ -1,66 +1,137 @@
 package actors
 
 import (
+	"runtime"
 	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 )
 
-// pool is the dispatcher of participants: it runs mailbox turns on
-// goroutines that stay alive for a while between turns, instead of starting
-// a goroutine per turn as Proto.Actor's default dispatcher does. With
-// thousands of actors each handling a few messages per turn, a fresh
-// goroutine per turn spends more time growing its stack than handling the
-// messages; a worker's stack is already grown.
+// pool is the dispatcher of participants: a few worker goroutines take
+// mailbox turns from one FIFO queue, in the order they were scheduled.
+//
+// Proto.Actor's default dispatcher starts a goroutine per turn. With
+// thousands of busy actors that means thousands of runnable goroutines, and
+// Go's scheduler, which favours the newest, leaves some of them waiting for
+// hundreds of milliseconds: a snapshot, which needs a turn of every actor,
+// waits for the slowest. A FIFO queue gives every actor its turn within one
+// pass over the queue, and the workers' stacks are already grown.
+//
+// An actor may block in its turn (on a future, say). So that blocked turns
+// cannot starve the queue, a watchdog adds a worker whenever the queue has
+// not moved for a tick; workers beyond the base number end after being idle
+// for a while.
 type pool struct {
 	throughput int
-	idle       time.Duration
-	work       chan func()
-	quit       chan struct{}
-	workers    sync.WaitGroup
+	base       int
+	idleFor    time.Duration
+
+	mu      sync.Mutex
+	wake    *sync.Cond
+	queue   []func()
+	head    int
+	idle    int // workers waiting for a turn
+	workers int
+	taken   uint64 // turns started, for the watchdog
+	stopped bool
+
+	done sync.WaitGroup
+	quit chan struct{}
 }
 
 var _ actor.Dispatcher = (*pool)(nil)
 
+// watchdogTick is how long the queue may stand still before a worker is
+// added.
+const watchdogTick = 2 * time.Millisecond
+
 func newPool(throughput int, idle time.Duration) *pool {
-	return &pool{throughput: throughput, idle: idle, work: make(chan func()), quit: make(chan struct{})}
+	d := &pool{throughput: throughput, base: max(2, runtime.GOMAXPROCS(0)), idleFor: idle, quit: make(chan struct{})}
+	d.wake = sync.NewCond(&d.mu)
+	d.done.Add(1)
+	go d.watchdog()
+	return d
 }
 
-// Schedule implements actor.Dispatcher: an idle worker takes fn, or a new
-// worker starts with it.
+// Schedule implements actor.Dispatcher.
 func (d *pool) Schedule(fn func()) {
-	select {
-	case d.work <- fn:
-	default:
-		d.workers.Add(1)
-		go d.worker(fn)
+	d.mu.Lock()
+	d.queue = append(d.queue, fn)
+	switch {
+	case d.idle > 0:
+		d.wake.Signal()
+	case d.workers < d.base:
+		d.spawnLocked()
 	}
+	d.mu.Unlock()
 }
 
 // Throughput implements actor.Dispatcher.
 func (d *pool) Throughput() int { return d.throughput }
 
-func (d *pool) worker(fn func()) {
-	defer d.workers.Done()
-	idle := time.NewTimer(d.idle)
-	defer idle.Stop()
+func (d *pool) spawnLocked() {
+	d.workers++
+	d.done.Add(1)
+	go d.worker()
+}
+
+func (d *pool) worker() {
+	defer d.done.Done()
+	d.mu.Lock()
 	for {
-		fn()
-		idle.Reset(d.idle)
-		select {
-		case fn = <-d.work:
-		case <-idle.C:
-			return
-		case <-d.quit:
-			return
+		for d.head == len(d.queue) {
+			if d.stopped || (d.workers > d.base && d.idle > 0) {
+				d.workers--
+				d.mu.Unlock()
+				return
+			}
+			d.idle++
+			d.wake.Wait()
+			d.idle--
 		}
+		fn := d.queue[d.head]
+		d.queue[d.head] = nil
+		d.head++
+		if d.head == len(d.queue) {
+			d.queue, d.head = d.queue[:0], 0
+		}
+		d.taken++
+		d.mu.Unlock()
+		fn()
+		d.mu.Lock()
 	}
 }
 
-// stop ends the idle workers and waits for the busy ones to finish their
-// turn. Nothing may be scheduled afterwards.
+// watchdog adds a worker when turns are waiting and none started for a
+// tick: every worker is busy with a long or blocked turn.
+func (d *pool) watchdog() {
+	defer d.done.Done()
+	t := time.NewTicker(watchdogTick)
+	defer t.Stop()
+	var last uint64
+	for {
+		select {
+		case <-d.quit:
+			return
+		case <-t.C:
+		}
+		d.mu.Lock()
+		if d.head < len(d.queue) && d.taken == last && d.idle == 0 {
+			d.spawnLocked()
+		}
+		last = d.taken
+		d.mu.Unlock()
+	}
+}
+
+// stop ends the workers once the queue is empty, and the watchdog. Nothing
+// may be scheduled afterwards.
 func (d *pool) stop() {
 	close(d.quit)
-	d.workers.Wait()
+	d.mu.Lock()
+	d.stopped = true
+	d.wake.Broadcast()
+	d.mu.Unlock()
+	d.done.Wait()
 }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -63,19 +65,59 @@ type (
 		final snapshot.LocalRecord
 	}
 	restartedMsg struct{ id snapshot.ProcessID }
+	overMsg      struct{ id snapshot.SnapshotID }
 	deadlineMsg  struct{ id snapshot.SnapshotID }
 	sweepMsg     struct{ id snapshot.SnapshotID }
 	tickMsg      struct{}
 )
 
-// run is a snapshot in progress.
+// run is a snapshot in progress. Participants add their reports to its
+// assembler themselves, on their own goroutines, under mu: the assembly
+// work spreads over the actors instead of queueing at the guardian, which
+// under load would wait its turn behind every busy actor. The one that
+// finds the snapshot complete (or broken) tells the guardian, which owns
+// everything else.
 type run struct {
-	id      snapshot.SnapshotID
-	asm     *snapshot.Assembler
-	start   time.Time
+	id    snapshot.SnapshotID
+	start time.Time
+
+	mu       sync.Mutex
+	asm      *snapshot.Assembler
+	members  map[snapshot.ProcessID]bool // participants it started with or required since
+	signaled bool                        // the guardian has been told it is over
+
+	// Owned by the guardian.
 	waiters []chan<- result
 	timers  []*time.Timer
-	members map[snapshot.ProcessID]bool // participants it started with or required since
+}
+
+// add applies a participant's report and tells the guardian when the
+// snapshot is over. It runs on the participant's goroutine.
+func (r *run) add(s *System, m *reportMsg) {
+	r.mu.Lock()
+	if m.rec != nil {
+		r.members[m.rec.Process] = true
+		for _, c := range m.children {
+			if !r.members[c] {
+				r.members[c] = true
+				r.asm.Require(c)
+			}
+		}
+		_ = r.asm.AddRecord(*m.rec)
+	}
+	for _, c := range m.channels {
+		_ = r.asm.AddChannel(c)
+	}
+	r.signalLocked(s)
+	r.mu.Unlock()
+}
+
+// signalLocked tells the guardian once that r is complete or aborted.
+func (r *run) signalLocked(s *System) {
+	if !r.signaled && r.asm.Status(time.Now()).State != snapshot.Pending {
+		r.signaled = true
+		s.root.Send(s.guardian, &overMsg{id: r.id})
+	}
 }
 
 // guardian numbers snapshots, starts them, assembles the records the
@@ -118,11 +160,11 @@ func (g *guardian) Receive(ctx actor.Context) {
 		close(g.s.guardSTW)
 	case *tickMsg:
 		if !g.down {
-			g.start(nil)
+			g.start(nil, false)
 			g.ticker = g.later(g.s.cfg.interval, &tickMsg{})
 		}
 	case *startRequest:
-		g.start(m.reply)
+		g.start(m.reply, false)
 	case *restoreRequest:
 		g.next = m.from.ID
 		for _, p := range m.from.Participants {
@@ -137,20 +179,24 @@ func (g *guardian) Receive(ctx actor.Context) {
 			}
 			g.departed[p.ID] = final
 		}
-		g.start(m.reply)
+		g.start(m.reply, true)
 		close(m.started)
-	case *reportMsg:
-		g.report(m)
+	case *overMsg:
+		if r := g.runs[m.id]; r != nil {
+			g.check(r)
+		}
 	case *failMsg:
 		if r := g.runs[m.id]; r != nil {
 			g.abort(r, fmt.Errorf("%s: %w", m.from, m.err))
 		}
 	case *registered:
 		for _, r := range g.runs {
+			r.mu.Lock()
 			if m.horizon < r.id && !slices.Contains(m.finished, r.id) && !r.members[m.id] {
 				r.members[m.id] = true
 				r.asm.Require(m.id)
 			}
+			r.mu.Unlock()
 		}
 	case *stoppedMsg:
 		if slices.ContainsFunc(m.final.Sent, func(pc snapshot.PeerCount) bool { return pc.N > 0 }) {
@@ -165,7 +211,10 @@ func (g *guardian) Receive(ctx actor.Context) {
 		}
 	case *sweepMsg:
 		if r := g.runs[m.id]; r != nil {
-			for _, id := range r.asm.Missing().Participants {
+			r.mu.Lock()
+			missing := r.asm.Missing()
+			r.mu.Unlock()
+			for _, id := range missing.Participants {
 				if p := g.s.reg.lookup(id); p != nil {
 					p.mb.PostFrom(controlKey, &initiateMsg{id: r.id})
 				}
@@ -184,8 +233,10 @@ func (g *guardian) Receive(ctx actor.Context) {
 	}
 }
 
-// start begins a new snapshot, or answers why it cannot.
-func (g *guardian) start(reply chan<- result) {
+// start begins a new snapshot, or answers why it cannot. direct posts the
+// start to every participant from here, before start returns (a restore
+// needs it in every queue before the replayed messages).
+func (g *guardian) start(reply chan<- result, direct bool) {
 	fail := func(err error) {
 		if reply != nil {
 			reply <- result{err: err}
@@ -213,10 +264,11 @@ func (g *guardian) start(reply chan<- result) {
 	for _, p := range reg.byID {
 		parts = append(parts, p)
 	}
+	r := &run{id: id, start: now, members: make(map[snapshot.ProcessID]bool, len(parts))}
 	reg.pending = append(reg.pending, id)
+	reg.runs[id] = r
 	reg.mu.Unlock()
 
-	r := &run{id: id, start: now, members: make(map[snapshot.ProcessID]bool, len(parts))}
 	ids := make([]snapshot.ProcessID, len(parts))
 	for i, p := range parts {
 		ids[i] = p.id
@@ -239,50 +291,42 @@ func (g *guardian) start(reply chan<- result) {
 	r.timers = append(r.timers, g.later(g.s.cfg.timeout, &deadlineMsg{id: id}))
 	switch {
 	case len(parts) == 0:
-	case g.s.cfg.initiation == Flooding:
-		parts[g.rng.IntN(len(parts))].mb.PostFrom(controlKey, &initiateMsg{id: id})
-		r.timers = append(r.timers, g.later(g.s.cfg.timeout/4, &sweepMsg{id: id}))
-	default:
+	case direct:
 		msg := &initiateMsg{id: id}
 		for _, p := range parts {
 			p.mb.PostFrom(controlKey, msg)
 		}
+	case g.s.cfg.initiation == Flooding:
+		parts[g.rng.IntN(len(parts))].mb.PostFrom(controlKey, &initiateMsg{id: id})
+		r.timers = append(r.timers, g.later(g.s.cfg.timeout/4, &sweepMsg{id: id}))
+	default:
+		broadcast(id, parts)
 	}
-	g.check(r)
+	r.mu.Lock()
+	r.signalLocked(g.s)
+	r.mu.Unlock()
 }
 
-func (g *guardian) report(m *reportMsg) {
-	r := g.runs[m.id]
-	if r == nil {
-		// A snapshot already over (or never started here): make sure the
-		// participant lets go of it.
-		if m.rec != nil {
-			if p := g.s.reg.lookup(m.rec.Process); p != nil {
-				p.mb.PostFrom(controlKey, &forgetMsg{id: m.id})
-			}
-		}
-		return
+// broadcast starts snapshot id at every participant in two hops: the
+// guardian tells one participant of each group of about sqrt(n), which
+// tells the rest of its group, so that neither the guardian nor any actor
+// posts more than about sqrt(n) starts.
+func broadcast(id snapshot.SnapshotID, parts []*participant) {
+	group := max(1, int(math.Sqrt(float64(len(parts)))))
+	for i := 0; i < len(parts); i += group {
+		end := min(i+group, len(parts))
+		parts[i].mb.PostFrom(controlKey, &initiateMsg{id: id, fanout: parts[i+1 : end]})
 	}
-	if m.rec != nil {
-		r.members[m.rec.Process] = true
-		for _, c := range m.children {
-			if !r.members[c] {
-				r.members[c] = true
-				r.asm.Require(c)
-			}
-		}
-		_ = r.asm.AddRecord(*m.rec)
-	}
-	for _, c := range m.channels {
-		_ = r.asm.AddChannel(c)
-	}
-	g.check(r)
 }
+
 
 // lost aborts every snapshot in progress that p takes part in.
 func (g *guardian) lost(p snapshot.ProcessID, reason error) {
 	for _, r := range g.runs {
-		if r.members[p] {
+		r.mu.Lock()
+		member := r.members[p]
+		r.mu.Unlock()
+		if member {
 			g.abort(r, fmt.Errorf("%w: %s", reason, p))
 		}
 	}
@@ -290,10 +334,13 @@ func (g *guardian) lost(p snapshot.ProcessID, reason error) {
 
 // check finishes r if it is complete or past its deadline.
 func (g *guardian) check(r *run) {
+	r.mu.Lock()
 	st := r.asm.Status(time.Now())
+	gl, _ := r.asm.Global()
+	r.signaled = st.State != snapshot.Pending
+	r.mu.Unlock()
 	switch st.State {
 	case snapshot.Complete:
-		gl, _ := r.asm.Global()
 		g.complete(r, gl)
 	case snapshot.Aborted:
 		g.finish(r, nil, st.Err)
@@ -301,7 +348,9 @@ func (g *guardian) check(r *run) {
 }
 
 func (g *guardian) abort(r *run, reason error) {
+	r.mu.Lock()
 	r.asm.Abort(reason)
+	r.mu.Unlock()
 	g.check(r)
 }
 
@@ -349,6 +398,7 @@ func (g *guardian) finish(r *run, gl *snapshot.Global, err error) {
 	reg := &g.s.reg
 	reg.mu.Lock()
 	reg.pending = slices.DeleteFunc(reg.pending, func(id snapshot.SnapshotID) bool { return id == r.id })
+	delete(reg.runs, r.id)
 	reg.mu.Unlock()
 
 	d := time.Since(r.start)

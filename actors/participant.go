@@ -30,7 +30,10 @@ type (
 
 // Control messages from the guardian, in each participant's control queue.
 type (
-	initiateMsg struct{ id snapshot.SnapshotID }
+	initiateMsg struct {
+		id     snapshot.SnapshotID
+		fanout []*participant // to tell first (broadcast)
+	}
 	forgetMsg   struct{ id snapshot.SnapshotID }
 )
 
@@ -84,6 +87,12 @@ func (w *shell) Receive(ctx actor.Context) {
 	if key == controlKey {
 		switch m := ctx.Message().(type) {
 		case *initiateMsg:
+			if len(m.fanout) > 0 {
+				fwd := &initiateMsg{id: m.id}
+				for _, q := range m.fanout {
+					q.mb.PostFrom(controlKey, fwd)
+				}
+			}
 			p.fail(m.id, p.proc.Initiate(m.id))
 			p.act()
 		case *forgetMsg:
@@ -261,7 +270,7 @@ func (p *participant) act() {
 			// The record goes at once, so that the guardian's work spreads
 			// out; the channel recordings follow in one report when all
 			// have closed.
-			p.sys.root.Send(p.sys.guardian, &reportMsg{id: r.Snapshot, rec: &r, children: children})
+			p.report(&reportMsg{id: r.Snapshot, rec: &r, children: children})
 			p.reports[r.Snapshot] = &reportMsg{id: r.Snapshot}
 		}
 	}
@@ -285,18 +294,29 @@ func (p *participant) act() {
 		if rep := p.reports[c.Snapshot]; rep != nil {
 			rep.channels = append(rep.channels, c)
 		} else {
-			p.sys.root.Send(p.sys.guardian, &reportMsg{id: c.Snapshot, channels: []snapshot.ChannelRecord{c}})
+			p.report(&reportMsg{id: c.Snapshot, channels: []snapshot.ChannelRecord{c}})
 		}
 	}
 	for _, id := range rd.Finished {
 		if rep := p.reports[id]; rep != nil {
 			delete(p.reports, id)
 			if len(rep.channels) > 0 {
-				p.sys.root.Send(p.sys.guardian, rep)
+				p.report(rep)
 			}
 		}
 	}
 	p.proc.Advance()
+}
+
+// report adds a report to its snapshot's assembly. A snapshot already over
+// (or unknown here) is forgotten at once.
+func (p *participant) report(rep *reportMsg) {
+	if r := p.sys.reg.run(rep.id); r != nil {
+		r.add(p.sys, rep)
+		return
+	}
+	p.proc.Forget(rep.id)
+	delete(p.reports, rep.id)
 }
 
 // encodeChannel replaces the payloads of a closed recording by their

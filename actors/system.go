@@ -109,6 +109,13 @@ type registry struct {
 	byID    map[snapshot.ProcessID]*participant
 	byKey   map[mailbox.SenderKey]*participant
 	pending []snapshot.SnapshotID // snapshots in progress
+	runs    map[snapshot.SnapshotID]*run
+}
+
+func (r *registry) run(id snapshot.SnapshotID) *run {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.runs[id]
 }
 
 func (r *registry) lookup(id snapshot.ProcessID) *participant {
@@ -157,6 +164,7 @@ func NewSystem(opts ...Option) (*System, error) {
 		reg: registry{
 			byID:  make(map[snapshot.ProcessID]*participant),
 			byKey: make(map[mailbox.SenderKey]*participant),
+			runs:  make(map[snapshot.SnapshotID]*run),
 		},
 	}
 	if s.metrics, err = newMetrics(cfg.meter); err != nil {
