@@ -319,7 +319,6 @@ func broadcast(id snapshot.SnapshotID, parts []*participant) {
 	}
 }
 
-
 // lost aborts every snapshot in progress that p takes part in.
 func (g *guardian) lost(p snapshot.ProcessID, reason error) {
 	for _, r := range g.runs {

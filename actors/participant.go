@@ -34,7 +34,7 @@ type (
 		id     snapshot.SnapshotID
 		fanout []*participant // to tell first (broadcast)
 	}
-	forgetMsg   struct{ id snapshot.SnapshotID }
+	forgetMsg struct{ id snapshot.SnapshotID }
 )
 
 // maxTargets bounds the cache of PIDs a participant has sent to.
