@@ -18,6 +18,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/actorsnap/actorsnap/actors"
+	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
 
@@ -26,9 +27,9 @@ type Transfer struct{ Amount int64 }
 
 func init() { actors.RegisterMessage[*Transfer]("bank.transfer") }
 
-// Peers tells an account whom it pays. It comes from outside the actors
-// and is not part of the state: a restore sends it again.
-type Peers struct{ PIDs []*actor.PID }
+// Peers tells an account whom it pays, by name. The names are part of the
+// account's state, so a restored account pays the same peers.
+type Peers struct{ Names []string }
 
 // Kick makes an account start N chains of transfers.
 type Kick struct{ N int }
@@ -36,7 +37,8 @@ type Kick struct{ N int }
 // Account is one bank account. Its exported fields are its snapshot state.
 type Account struct {
 	Balance int64
-	peers   []*actor.PID
+	Peers   []string
+	pids    []*actor.PID
 	rng     *rand.Rand
 }
 
@@ -44,7 +46,7 @@ type Account struct {
 func (a *Account) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *Peers:
-		a.peers = m.PIDs
+		a.Peers, a.pids = m.Names, nil
 	case *Kick:
 		for range m.N {
 			a.pay(ctx)
@@ -56,8 +58,13 @@ func (a *Account) Receive(ctx actor.Context) {
 }
 
 func (a *Account) pay(ctx actor.Context) {
-	if len(a.peers) == 0 {
+	if len(a.Peers) == 0 {
 		return
+	}
+	if a.pids == nil {
+		for _, name := range a.Peers {
+			a.pids = append(a.pids, actor.NewPID(ctx.ActorSystem().Address(), name))
+		}
 	}
 	if a.rng == nil {
 		a.rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
@@ -67,7 +74,7 @@ func (a *Account) pay(ctx actor.Context) {
 		amount = a.rng.Int64N(a.Balance/2 + 1)
 	}
 	a.Balance -= amount
-	ctx.Send(a.peers[a.rng.IntN(len(a.peers))], &Transfer{Amount: amount})
+	ctx.Send(a.pids[a.rng.IntN(len(a.pids))], &Transfer{Amount: amount})
 }
 
 // Config describes a bank.
@@ -89,13 +96,11 @@ type Bank struct {
 // Total returns the money in the bank.
 func (c Config) Total() int64 { return int64(c.Accounts) * c.Initial }
 
-// Start spawns the accounts in sys and sets money moving.
-func Start(sys *actors.System, cfg Config) (*Bank, error) {
+// start spawns the accounts in sys, whose account kind is Kind, and sets
+// money moving.
+func start(sys *actors.System, cfg Config) (*Bank, error) {
 	if cfg.Accounts < 2 {
 		return nil, errors.New("bankdemo: need at least 2 accounts")
-	}
-	if err := sys.RegisterKind("account", func() actor.Actor { return &Account{Balance: cfg.Initial} }); err != nil {
-		return nil, err
 	}
 	b := &Bank{Config: cfg, System: sys}
 	for i := range cfg.Accounts {
@@ -105,7 +110,7 @@ func Start(sys *actors.System, cfg Config) (*Bank, error) {
 		}
 		b.PIDs = append(b.PIDs, pid)
 	}
-	b.Connect()
+	b.connect()
 	for _, pid := range b.PIDs {
 		sys.Root().Send(pid, &Kick{N: cfg.InFlight})
 	}
@@ -115,17 +120,17 @@ func Start(sys *actors.System, cfg Config) (*Bank, error) {
 // Name is the name of account i.
 func Name(i int) string { return fmt.Sprintf("acct-%05d", i) }
 
-// Connect tells every account its peers: a ring through all of them plus
+// connect tells every account its peers: a ring through all of them plus
 // random chords, a graph with cycles.
-func (b *Bank) Connect() {
+func (b *Bank) connect() {
 	r := rand.New(rand.NewPCG(b.Seed, 1))
 	n := len(b.PIDs)
 	for i, pid := range b.PIDs {
-		ps := []*actor.PID{b.PIDs[(i+1)%n]}
+		ps := []string{Name((i + 1) % n)}
 		for range b.Chords {
-			ps = append(ps, b.PIDs[r.IntN(n)])
+			ps = append(ps, Name(r.IntN(n)))
 		}
-		b.System.Root().Send(pid, &Peers{PIDs: ps})
+		b.System.Root().Send(pid, &Peers{Names: ps})
 	}
 }
 
@@ -135,29 +140,9 @@ func Check(g *snapshot.Global, total int64) error {
 	if err := g.Verify(); err != nil {
 		return err
 	}
-	var sum int64
-	for _, p := range g.Participants {
-		if p.Kind != "account" {
-			continue
-		}
-		var a Account
-		if err := msgpack.Unmarshal(p.State, &a); err != nil {
-			return fmt.Errorf("state of %s: %w", p.ID, err)
-		}
-		sum += a.Balance
-	}
-	for _, c := range g.Channels {
-		for _, m := range c.Messages {
-			v, err := actors.DecodeMessage(m.Payload.(actors.RecordedMessage))
-			if err != nil {
-				return err
-			}
-			t, ok := v.(*Transfer)
-			if !ok {
-				return fmt.Errorf("channel %s: unexpected %T", c.Channel, v)
-			}
-			sum += t.Amount
-		}
+	sum, err := Money(g)
+	if err != nil {
+		return err
 	}
 	if sum != total {
 		return fmt.Errorf("money not conserved: %d, want %d", sum, total)
@@ -165,7 +150,47 @@ func Check(g *snapshot.Global, total int64) error {
 	return nil
 }
 
-// RunConfig is what Run does.
+// Money returns the money a snapshot of the bank holds: balances plus
+// transfers in flight.
+func Money(g *snapshot.Global) (int64, error) {
+	var sum int64
+	for _, p := range g.Participants {
+		if p.Kind != "account" {
+			continue
+		}
+		var a Account
+		if err := msgpack.Unmarshal(p.State, &a); err != nil {
+			return 0, fmt.Errorf("state of %s: %w", p.ID, err)
+		}
+		sum += a.Balance
+	}
+	for _, c := range g.Channels {
+		for _, m := range c.Messages {
+			rm, ok := m.Payload.(actors.RecordedMessage)
+			if !ok {
+				return 0, fmt.Errorf("channel %s: payload %T", c.Channel, m.Payload)
+			}
+			v, err := actors.DecodeMessage(rm)
+			if err != nil {
+				return 0, err
+			}
+			t, ok := v.(*Transfer)
+			if !ok {
+				return 0, fmt.Errorf("channel %s: unexpected %T", c.Channel, v)
+			}
+			sum += t.Amount
+		}
+	}
+	return sum, nil
+}
+
+// Kind returns the WithKind option of the account kind, for NewSystem and
+// for Restore.
+func Kind(initial int64) actors.Option {
+	return actors.WithKind("account", func() actor.Actor { return &Account{Balance: initial} })
+}
+
+// RunConfig is what Run and Resume do.
 type RunConfig struct {
 	Config
 	Interval time.Duration // between snapshots
@@ -177,17 +202,43 @@ type RunConfig struct {
 // each, and writes a line per snapshot to w. It returns an error if any
 // snapshot is inconsistent.
 func Run(ctx context.Context, w io.Writer, cfg RunConfig) error {
-	sys, err := actors.NewSystem(cfg.Options...)
+	sys, err := actors.NewSystem(append([]actors.Option{Kind(cfg.Initial)}, cfg.Options...)...)
 	if err != nil {
 		return err
 	}
 	defer sys.Shutdown(context.Background())
-	b, err := Start(sys, cfg.Config)
-	if err != nil {
+	if _, err := start(sys, cfg.Config); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "%d accounts, $%d in all, %d transfers in flight; a snapshot every %v for %v\n",
 		cfg.Accounts, cfg.Total(), cfg.Accounts*cfg.InFlight, cfg.Interval, cfg.Duration)
+	return loop(ctx, w, sys, cfg.Total(), cfg)
+}
+
+// Resume restores the bank from snapshot id of store (the latest when id
+// is 0) and runs it as Run does. The total is taken from the snapshot.
+func Resume(ctx context.Context, w io.Writer, store persistence.Store, id snapshot.SnapshotID, cfg RunConfig) error {
+	start := time.Now()
+	sys, err := actors.Restore(ctx, store, id, append([]actors.Option{Kind(0)}, cfg.Options...)...)
+	if err != nil {
+		return err
+	}
+	defer sys.Shutdown(context.Background())
+	first, err := store.Latest(ctx)
+	if err != nil {
+		return err
+	}
+	total, err := Money(first)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "restored %d accounts, $%d in all, from snapshot %d in %v; first snapshot %d\n",
+		len(first.Participants), total, first.ID-1, time.Since(start).Round(time.Millisecond), first.ID)
+	return loop(ctx, w, sys, total, cfg)
+}
+
+// loop takes and checks snapshots every Interval for Duration.
+func loop(ctx context.Context, w io.Writer, sys *actors.System, total int64, cfg RunConfig) error {
 	fmt.Fprintf(w, "%8s %8s %10s %12s  %s\n", "snapshot", "actors", "in-flight", "duration", "consistent")
 	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
@@ -204,7 +255,7 @@ func Run(ctx context.Context, w io.Writer, cfg RunConfig) error {
 			return nil
 		case <-tick.C:
 		}
-		g, err := b.System.Snapshot(ctx)
+		g, err := sys.Snapshot(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				continue
@@ -214,7 +265,7 @@ func Run(ctx context.Context, w io.Writer, cfg RunConfig) error {
 		}
 		taken++
 		verdict := "yes"
-		if err := Check(g, cfg.Total()); err != nil {
+		if err := Check(g, total); err != nil {
 			verdict = "NO: " + err.Error()
 			bad++
 		}
