@@ -81,7 +81,11 @@ type run struct {
 	id    snapshot.SnapshotID
 	start time.Time
 
-	mu       sync.Mutex
+	qmu      sync.Mutex   // guards queue and draining: held for an append only
+	queue    []*reportMsg // reports waiting for the drainer
+	draining bool         // a participant is applying the queue
+
+	mu       sync.Mutex // guards the fields below
 	asm      *snapshot.Assembler
 	members  map[snapshot.ProcessID]bool // participants it started with or required since
 	signaled bool                        // the guardian has been told it is over
@@ -92,9 +96,39 @@ type run struct {
 }
 
 // add applies a participant's report and tells the guardian when the
-// snapshot is over. It runs on the participant's goroutine.
+// snapshot is over. It runs on the participant's goroutine. Participants
+// do not wait for each other: a report is queued, and whichever participant
+// finds no one applying the queue applies it, batches included, while the
+// others go on with their messages.
 func (r *run) add(s *System, m *reportMsg) {
-	r.mu.Lock()
+	r.qmu.Lock()
+	r.queue = append(r.queue, m)
+	if r.draining {
+		r.qmu.Unlock()
+		return
+	}
+	r.draining = true
+	r.qmu.Unlock()
+	for {
+		r.qmu.Lock()
+		batch := r.queue
+		r.queue = nil
+		if len(batch) == 0 {
+			r.draining = false
+			r.qmu.Unlock()
+			return
+		}
+		r.qmu.Unlock()
+		r.mu.Lock()
+		for _, m := range batch {
+			r.applyLocked(m)
+		}
+		r.signalLocked(s)
+		r.mu.Unlock()
+	}
+}
+
+func (r *run) applyLocked(m *reportMsg) {
 	if m.rec != nil {
 		r.members[m.rec.Process] = true
 		for _, c := range m.children {
@@ -108,8 +142,6 @@ func (r *run) add(s *System, m *reportMsg) {
 	for _, c := range m.channels {
 		_ = r.asm.AddChannel(c)
 	}
-	r.signalLocked(s)
-	r.mu.Unlock()
 }
 
 // signalLocked tells the guardian once that r is complete or aborted.

@@ -386,7 +386,9 @@ func (s *System) Shutdown(ctx context.Context) error {
 		return ctx.Err()
 	}
 	for _, p := range s.reg.live() {
-		s.root.Stop(p.pid)
+		if p.pid != nil {
+			s.root.Stop(p.pid)
+		}
 	}
 	done := make(chan struct{})
 	go func() {

@@ -2,6 +2,92 @@
 // snapshot atomically (wholly visible or absent), loads it by id or the
 // latest, lists, deletes and keeps only the newest N.
 //
-// This first version holds the Store contract and the in-memory store; the
-// file store (the embedded default) and the PostgreSQL store follow.
+// # Stores
+//
+//   - FileStore, the embedded default: a directory on local disk (Open).
+//   - Memory, for tests and for systems that need their snapshots only
+//     while they run (NewMemory).
+//   - Other stores (PostgreSQL, for clusters whose members share storage)
+//     plug in with RegisterScheme; OpenURL opens any of them by URL, a
+//     path or file:// URL meaning a FileStore.
+//
+// Every store follows the contract written on Store, which the package
+// storetest checks: any method may run concurrently with any other, on one
+// store or on several sharing storage (two processes on one directory);
+// two Saves of one id race safely, one winning and the others getting
+// ErrExists; a Global given to Save must not be changed afterwards, and
+// the byte slices of one returned by Load must not be changed.
+//
+// Messages in flight are stored as RecordedMessage payloads (a registered
+// type name and the message's encoding; package actors makes them). A
+// snapshot holding any other payload is refused with ErrPayloadType, by
+// every store.
+//
+// # On-disk layout
+//
+// A FileStore directory holds one directory per complete snapshot, named
+// by its id in 20 decimal digits so that names sort as ids do:
+//
+//	DIR/
+//	  snap-00000000000000000042/    snapshot 42
+//	    global.dat                  the snapshot, as EncodeGlobal writes it
+//	    MANIFEST                    written last: the id, and each data
+//	                                file's name, size and CRC-32C
+//	  .tmp-00000000000000000043-<random>/   a save in progress (or crashed)
+//	  .del-snap-00000000000000000040-<random>/  a snapshot being deleted
+//
+// Save creates a temporary directory with a name of its own and both files
+// in it (encoding the snapshot meanwhile), writes and fsyncs global.dat,
+// then writes and fsyncs MANIFEST, so that a manifest never vouches for
+// data not yet durable, fsyncs the temporary directory, renames it to its
+// snap- name and fsyncs DIR. The rename is the commit: it is atomic, and it fails if the snap-
+// directory exists, so concurrent saves of one id (in one process or
+// several) cannot both succeed nor mix their files, and no lock is needed.
+// When Save returns nil the snapshot survives a crash.
+//
+// A snap- directory whose MANIFEST is missing or does not verify is not a
+// snapshot: List and Latest skip it, Load reports it as corrupt. A snapshot
+// whose manifest verifies but whose data does not (a checksum, size or
+// decoding fault) is reported by Load and Latest as a *CorruptError naming
+// the file and byte offset, never loaded, and never skipped silently by
+// Latest (a restore should not quietly go back further than asked). Retain
+// counts a snapshot as complete only once its data checksums verify, and
+// deletes only snapshots older than the newest n complete ones.
+//
+// Delete renames the snapshot's directory to a .del- name before removing
+// its files, so a snapshot disappears wholly and at once. Open removes
+// .del- directories, and .tmp- directories older than a grace period
+// (DefaultTempGrace, see WithTempGrace): a younger one may belong to a save
+// still running in another process. A temporary directory is claimed by
+// renaming it before its removal, so a slow save racing the cleanup either
+// commits first or fails cleanly.
+//
+// # Format
+//
+// Both files share one envelope, the same in every format version: an
+// 8-byte magic ("ASNAPGLB" for a snapshot, "ASNAPMAN" for a manifest), the
+// format version as a big-endian uint16 (FormatVersion, now 1), a msgpack
+// body, and the CRC-32C (Castagnoli) of everything before it as a
+// big-endian uint32. The body of a snapshot, version 1, is the array
+//
+//	[id, mode, start seconds, start nanoseconds, end seconds, end nanoseconds,
+//	 [[process id, kind, state (bin or nil), departed], ...],
+//	 [[from, to, sent, received, [[message type, message data (bin or nil)], ...]], ...]]
+//
+// with times in Unix seconds and nanoseconds (kept as instants, in UTC).
+// Message sequence numbers are not stored: Verify holds them to
+// received+1 onwards. The manifest's body is [id, [[name, size, crc32c], ...]].
+//
+// Decoding trusts nothing: the checksum is checked first, every length is
+// bounded by the format limits (MaxParticipants, MaxStateSize and the
+// others) and by the bytes remaining before anything is allocated for it,
+// and the decoded snapshot must pass Verify. Bytes of another format
+// version are refused with ErrFormatVersion.
+//
+// # Testing
+//
+// A FileStore works through an FS. MemFS simulates a crash (only synced
+// data and synced directory entries survive) and ErrorFS fails a chosen
+// operation; the package's tests crash and fail every operation of a save
+// with them.
 package persistence

@@ -1,0 +1,571 @@
+package actors_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/actorsnap/actorsnap/actors"
+)
+
+// These benchmarks run the same actor code on four kinds of plumbing, in
+// the same run, so that each figure reads as a ratio to bare Proto.Actor:
+//
+//   - bare: Proto.Actor as it comes (default mailbox, no middleware);
+//   - middleware: one pass-through receiver and one pass-through sender
+//     middleware, the cost of the obvious way to hook every message;
+//   - actorsnap: participants of an actors.System, no snapshot running;
+//   - actorsnap-snapshotting: the same while a goroutine takes snapshots
+//     back to back.
+//
+// The actors only call ctx.Send, so the difference is the plumbing. Waits
+// are on channels closed by the actors, bounded by benchDeadline.
+
+// benchDeadline bounds every wait: a failure bound, not a timing assumption.
+const benchDeadline = 2 * time.Minute
+
+func init() {
+	actors.RegisterMessage[*benchPing]("bench.ping")
+	actors.RegisterMessage[*benchTransfer]("bench.transfer")
+}
+
+// variant is one kind of plumbing.
+type variant struct {
+	name         string
+	snap         bool // participants of an actors.System
+	snapshotting bool // snapshots back to back while the benchmark runs
+	props        []actor.PropsOption
+}
+
+func passReceive(next actor.ReceiverFunc) actor.ReceiverFunc {
+	return func(c actor.ReceiverContext, env *actor.MessageEnvelope) { next(c, env) }
+}
+
+func passSend(next actor.SenderFunc) actor.SenderFunc {
+	return func(c actor.SenderContext, target *actor.PID, env *actor.MessageEnvelope) { next(c, target, env) }
+}
+
+var variants = []variant{
+	{name: "bare"},
+	{name: "middleware", props: []actor.PropsOption{
+		actor.WithReceiverMiddleware(passReceive),
+		actor.WithSenderMiddleware(passSend),
+	}},
+	{name: "actorsnap", snap: true},
+	{name: "actorsnap-snapshotting", snap: true, snapshotting: true},
+}
+
+// rig runs actors on one variant's plumbing.
+type rig struct {
+	v     variant
+	sys   *actor.ActorSystem
+	snap  *actors.System // nil for bare Proto.Actor
+	kinds map[string]func() actor.Actor
+	pids  []*actor.PID
+	shots *snapshotter
+}
+
+func newRig(b *testing.B, v variant) *rig {
+	b.Helper()
+	r := &rig{v: v, kinds: make(map[string]func() actor.Actor)}
+	if v.snap {
+		// Retain 1: back-to-back snapshots must not fill the memory store.
+		// The timeout is raised so that a slow run (-race, 10000 actors)
+		// measures a slow snapshot rather than aborting it.
+		s, err := actors.NewSystem(actors.WithRetain(1), actors.WithTimeout(benchDeadline))
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.snap, r.sys = s, s.ActorSystem()
+		return r
+	}
+	r.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.DiscardHandler)
+	}))
+	return r
+}
+
+func (r *rig) register(b *testing.B, kind string, producer func() actor.Actor) {
+	b.Helper()
+	if r.snap != nil {
+		if err := r.snap.RegisterKind(kind, producer); err != nil {
+			b.Fatal(err)
+		}
+		return
+	}
+	r.kinds[kind] = producer
+}
+
+func (r *rig) spawn(b *testing.B, kind, name string) *actor.PID {
+	b.Helper()
+	var pid *actor.PID
+	var err error
+	if r.snap != nil {
+		pid, err = r.snap.Spawn(kind, name)
+	} else {
+		pid, err = r.sys.Root.SpawnNamed(actor.PropsFromProducer(r.kinds[kind], r.v.props...), name)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	r.pids = append(r.pids, pid)
+	return pid
+}
+
+func (r *rig) root() *actor.RootContext { return r.sys.Root }
+
+// startSnapshots starts taking snapshots back to back if the variant says so.
+func (r *rig) startSnapshots() {
+	if r.v.snapshotting {
+		r.shots = startSnapshotter(r.snap)
+	}
+}
+
+// stopSnapshots stops the snapshots and reports their rate over the
+// benchmark's elapsed time.
+func (r *rig) stopSnapshots(b *testing.B) {
+	b.Helper()
+	if r.shots == nil {
+		return
+	}
+	n, err := r.shots.halt()
+	r.shots = nil
+	if err != nil {
+		b.Fatalf("snapshot %d: %v", n+1, err)
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "snapshots/s")
+}
+
+func (r *rig) shutdown(b *testing.B) {
+	b.Helper()
+	if r.shots != nil {
+		_, _ = r.shots.halt()
+	}
+	if r.snap != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), benchDeadline)
+		defer cancel()
+		if err := r.snap.Shutdown(ctx); err != nil {
+			b.Fatal(err)
+		}
+		return
+	}
+	futures := make([]*actor.Future, len(r.pids))
+	for i, pid := range r.pids {
+		futures[i] = r.sys.Root.StopFuture(pid)
+	}
+	for _, f := range futures {
+		if err := f.Wait(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	r.sys.Shutdown()
+}
+
+// snapshotter takes snapshots back to back until halted.
+type snapshotter struct {
+	stop atomic.Bool
+	done chan struct{}
+	n    int
+	err  error
+}
+
+func startSnapshotter(sys *actors.System) *snapshotter {
+	s := &snapshotter{done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		ctx, cancel := context.WithTimeout(context.Background(), benchDeadline)
+		defer cancel()
+		for !s.stop.Load() {
+			if _, err := sys.Snapshot(ctx); err != nil {
+				s.err = err
+				return
+			}
+			s.n++
+		}
+	}()
+	return s
+}
+
+// halt waits for the snapshot in progress and returns how many completed.
+func (s *snapshotter) halt() (int, error) {
+	s.stop.Store(true)
+	<-s.done
+	return s.n, s.err
+}
+
+func await(b *testing.B, ch <-chan struct{}, what string) {
+	b.Helper()
+	select {
+	case <-ch:
+	case <-time.After(benchDeadline):
+		b.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// ready is a set-up message; the actor acknowledges it on ack.
+type ready struct {
+	peers []*actor.PID
+	ack   *sync.WaitGroup
+}
+
+// --- Ping-pong ---
+
+// pingInFlight is the number of messages bouncing between the pair.
+const pingInFlight = 100
+
+// benchPing is sent again and again (one per actor, preallocated), so the
+// allocations measured are the plumbing's.
+type benchPing struct{ From int }
+
+type pingStart struct {
+	n    int // round trips
+	done chan struct{}
+}
+
+// pinger keeps pingInFlight pings going to its peer and closes done when
+// n have come back.
+type pinger struct {
+	Sent, Recv int
+	peer       *actor.PID
+	start      *pingStart
+	msg        benchPing
+}
+
+func (p *pinger) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *ready:
+		p.peer = m.peers[0]
+		m.ack.Done()
+	case *pingStart:
+		p.start = m
+		for p.Sent < min(pingInFlight, m.n) {
+			p.Sent++
+			ctx.Send(p.peer, &p.msg)
+		}
+	case *benchPing:
+		p.Recv++
+		if p.Sent < p.start.n {
+			p.Sent++
+			ctx.Send(p.peer, &p.msg)
+		}
+		if p.Recv == p.start.n {
+			close(p.start.done)
+		}
+	}
+}
+
+// ponger sends every ping back.
+type ponger struct {
+	Recv int
+	peer *actor.PID
+	msg  benchPing
+}
+
+func (p *ponger) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *ready:
+		p.peer = m.peers[0]
+		m.ack.Done()
+	case *benchPing:
+		p.Recv++
+		ctx.Send(p.peer, &p.msg)
+	}
+}
+
+// BenchmarkPingPong bounces pingInFlight messages between one pair of
+// actors. One op is one message delivered (either direction).
+func BenchmarkPingPong(b *testing.B) {
+	for _, v := range variants {
+		b.Run(v.name, func(b *testing.B) { benchPingPong(b, v) })
+	}
+}
+
+func benchPingPong(b *testing.B, v variant) {
+	r := newRig(b, v)
+	defer r.shutdown(b)
+	r.register(b, "pinger", func() actor.Actor { return &pinger{msg: benchPing{From: 1}} })
+	r.register(b, "ponger", func() actor.Actor { return &ponger{msg: benchPing{From: 2}} })
+	ping := r.spawn(b, "pinger", "pinger")
+	pong := r.spawn(b, "ponger", "ponger")
+	var ack sync.WaitGroup
+	ack.Add(2)
+	r.root().Send(ping, &ready{peers: []*actor.PID{pong}, ack: &ack})
+	r.root().Send(pong, &ready{peers: []*actor.PID{ping}, ack: &ack})
+	ack.Wait()
+
+	start := &pingStart{n: max(1, b.N/2), done: make(chan struct{})}
+	b.ReportAllocs()
+	b.ResetTimer()
+	r.startSnapshots()
+	r.root().Send(ping, start)
+	await(b, start.done, "ping-pong")
+	b.StopTimer()
+	r.stopSnapshots(b)
+	b.ReportMetric(float64(2*start.n)/b.Elapsed().Seconds(), "msgs/s")
+}
+
+// --- Bank ---
+
+// benchTransfer moves money between accounts.
+type benchTransfer struct{ Amount int64 }
+
+// kick makes an account start n chains of transfers.
+type kick struct{ n int }
+
+// pause makes an account report that it has arrived, then block until
+// release is closed: the stop-the-world baseline.
+type pause struct {
+	arrived *sync.WaitGroup
+	release <-chan struct{}
+}
+
+// goal is a transfer count the benchmark waits for; with stop set, the
+// accounts stop forwarding from then on, so that traffic drains.
+type goal struct {
+	at      int64
+	stop    bool
+	reached atomic.Bool
+	done    chan struct{}
+}
+
+func newGoal(at int64, stop bool) *goal {
+	return &goal{at: at, stop: stop, done: make(chan struct{})}
+}
+
+// load is the bank's traffic, shared by its accounts.
+type load struct {
+	transfers atomic.Int64 // received
+	goal      atomic.Pointer[goal]
+	chains    int64        // transfers in flight while running: 2 per account
+	ended     atomic.Int64 // chains that ended (not forwarded) after a stop goal
+	drained   chan struct{}
+}
+
+// account forwards a random part of every transfer it gets to a random
+// peer, so the number of transfers in flight stays constant. Only Balance
+// is exported: it is the state msgpack captures.
+type account struct {
+	Balance int64
+	peers   []*actor.PID
+	rng     *rand.Rand
+	load    *load
+}
+
+func (a *account) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *benchTransfer:
+		a.Balance += m.Amount
+		l := a.load
+		n := l.transfers.Add(1)
+		if g := l.goal.Load(); g != nil && n >= g.at {
+			if !g.reached.Load() && g.reached.CompareAndSwap(false, true) {
+				close(g.done)
+			}
+			if g.stop {
+				if l.ended.Add(1) == l.chains {
+					close(l.drained)
+				}
+				return
+			}
+		}
+		a.pay(ctx)
+	case *kick:
+		for range m.n {
+			a.pay(ctx)
+		}
+	case *ready:
+		a.peers = m.peers
+		m.ack.Done()
+	case *pause:
+		m.arrived.Done()
+		<-m.release
+	}
+}
+
+func (a *account) pay(ctx actor.Context) {
+	amount := int64(0)
+	if a.Balance > 0 {
+		amount = a.rng.Int64N(a.Balance + 1)
+	}
+	a.Balance -= amount
+	ctx.Send(a.peers[a.rng.IntN(len(a.peers))], &benchTransfer{Amount: amount})
+}
+
+// bank is n accounts on a ring plus random chords.
+type bank struct {
+	r     *rig
+	pids  []*actor.PID
+	accts []*account
+	load  *load
+}
+
+const chainsPerAccount = 2
+
+// newBank spawns n accounts with their peers set; traffic starts at kick.
+func newBank(b *testing.B, r *rig, n int, seed uint64) *bank {
+	b.Helper()
+	rng := rand.New(rand.NewPCG(seed, 7))
+	bk := &bank{r: r, load: &load{chains: int64(chainsPerAccount * n), drained: make(chan struct{})}}
+	// Spawns are sequential, so a plain append is safe.
+	r.register(b, "account", func() actor.Actor {
+		a := &account{Balance: 1000, rng: rand.New(rand.NewPCG(rng.Uint64(), 1)), load: bk.load}
+		bk.accts = append(bk.accts, a)
+		return a
+	})
+	for i := range n {
+		bk.pids = append(bk.pids, r.spawn(b, "account", fmt.Sprintf("acct-%05d", i)))
+	}
+	// Peers first, acknowledged, then the kicks: an account must know its
+	// peers before its first transfer (in actorsnap, root messages and
+	// transfers are in different per-sender queues).
+	var ack sync.WaitGroup
+	ack.Add(n)
+	for i, pid := range bk.pids {
+		ps := []*actor.PID{bk.pids[(i+1)%n], bk.pids[rng.IntN(n)], bk.pids[rng.IntN(n)]}
+		r.root().Send(pid, &ready{peers: ps, ack: &ack})
+	}
+	ack.Wait()
+	return bk
+}
+
+func (bk *bank) kick() {
+	for _, pid := range bk.pids {
+		bk.r.root().Send(pid, &kick{n: chainsPerAccount})
+	}
+}
+
+// waitTransfers waits until the bank has received n more transfers.
+func (bk *bank) waitTransfers(b *testing.B, n int64) {
+	b.Helper()
+	g := newGoal(bk.load.transfers.Load()+n, false)
+	bk.load.goal.Store(g)
+	await(b, g.done, "transfers")
+	bk.load.goal.CompareAndSwap(g, nil)
+}
+
+// drain stops the traffic and waits until no transfer is in flight, so
+// that shutdown makes no dead letters.
+func (bk *bank) drain(b *testing.B) {
+	b.Helper()
+	bk.load.goal.Store(newGoal(0, true))
+	await(b, bk.load.drained, "the bank to drain")
+}
+
+// BenchmarkBank runs 1000 accounts passing transfers around. One op is one
+// transfer delivered.
+func BenchmarkBank(b *testing.B) {
+	const n = 1000
+	for _, v := range variants {
+		b.Run(v.name, func(b *testing.B) {
+			r := newRig(b, v)
+			defer r.shutdown(b)
+			bk := newBank(b, r, n, 1)
+			g := newGoal(int64(b.N), true)
+			bk.load.goal.Store(g)
+			b.ReportAllocs()
+			b.ResetTimer()
+			r.startSnapshots()
+			bk.kick()
+			await(b, g.done, "transfers")
+			b.StopTimer()
+			r.stopSnapshots(b)
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "transfers/s")
+			await(b, bk.load.drained, "the bank to drain")
+		})
+	}
+}
+
+// --- Snapshot latency ---
+
+// BenchmarkSnapshotLatency takes one snapshot per op of a bank under load.
+// actorsnap is a consistent snapshot of a running actors.System;
+// stop-the-world is the naive alternative on bare Proto.Actor: pause every
+// actor, encode every actor's state, release them. It does NOT capture the
+// transfers still in mailboxes, so its cut loses money: it is a lower
+// bound on what stopping the world costs, not an equivalent.
+//
+// Besides ns/op (mean time from initiation to completion) it reports the
+// median and the worst snapshot, the bank's transfers/s during the
+// snapshots, and throughput-ratio: that rate over the rate of the same bank
+// with no snapshot, measured just before.
+func BenchmarkSnapshotLatency(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("actors=%d", n), func(b *testing.B) {
+			b.Run("actorsnap", func(b *testing.B) {
+				benchLatency(b, n, variants[2], func(b *testing.B, bk *bank) {
+					if _, err := bk.r.snap.Snapshot(context.Background()); err != nil {
+						b.Fatal(err)
+					}
+				})
+			})
+			b.Run("stop-the-world", func(b *testing.B) {
+				benchLatency(b, n, variants[0], stopTheWorld)
+			})
+		})
+	}
+}
+
+// stopTheWorld pauses every account on a shared barrier, encodes each
+// account's state from this goroutine while they are all blocked, then
+// releases them. Transfers queued in mailboxes are not captured.
+func stopTheWorld(b *testing.B, bk *bank) {
+	var arrived sync.WaitGroup
+	arrived.Add(len(bk.pids))
+	release := make(chan struct{})
+	p := &pause{arrived: &arrived, release: release}
+	for _, pid := range bk.pids {
+		bk.r.root().Send(pid, p)
+	}
+	arrived.Wait()
+	states := make([][]byte, len(bk.accts))
+	for i, a := range bk.accts {
+		var err error
+		if states[i], err = msgpack.Marshal(a); err != nil {
+			close(release)
+			b.Fatal(err)
+		}
+	}
+	close(release)
+}
+
+func benchLatency(b *testing.B, n int, v variant, snapshot func(*testing.B, *bank)) {
+	r := newRig(b, v)
+	defer r.shutdown(b)
+	bk := newBank(b, r, n, 1)
+	defer bk.drain(b)
+	bk.kick()
+	window := int64(max(500_000, 50*n))
+	bk.waitTransfers(b, window) // warm up
+	t0 := time.Now()
+	bk.waitTransfers(b, window)
+	base := float64(window) / time.Since(t0).Seconds()
+
+	b.ReportAllocs()
+	var times []time.Duration
+	var c0 int64
+	var start time.Time
+	for b.Loop() {
+		if times == nil { // the timer starts at the first b.Loop
+			c0, start = bk.load.transfers.Load(), time.Now()
+		}
+		s := time.Now()
+		snapshot(b, bk)
+		times = append(times, time.Since(s))
+	}
+	rate := float64(bk.load.transfers.Load()-c0) / time.Since(start).Seconds()
+	slices.Sort(times)
+	b.ReportMetric(float64(times[len(times)/2].Nanoseconds())/1e6, "p50-ms")
+	b.ReportMetric(float64(times[len(times)-1].Nanoseconds())/1e6, "max-ms")
+	b.ReportMetric(rate, "transfers/s")
+	b.ReportMetric(base, "base-transfers/s")
+	b.ReportMetric(rate/base, "throughput-ratio")
+}

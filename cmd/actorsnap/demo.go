@@ -1,0 +1,95 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/actorsnap/actorsnap/actors"
+	"github.com/actorsnap/actorsnap/internal/bankdemo"
+)
+
+// demoFlags are the flags of run bank and restore.
+func demoFlags(cmd *cobra.Command, withSize bool) {
+	if withSize {
+		cmd.Flags().Int("actors", 1000, "number of account actors")
+	}
+	cmd.Flags().Duration("interval", 200*time.Millisecond, "time between snapshots")
+	cmd.Flags().Duration("duration", 10*time.Second, "how long to run")
+	cmd.Flags().Int("retain", 10, "snapshots to keep in the store (0: all)")
+	cmd.Flags().Duration("timeout", 10*time.Second, "a snapshot not complete by then is aborted")
+}
+
+func demoConfig(cmd *cobra.Command) (bankdemo.RunConfig, error) {
+	var cfg bankdemo.RunConfig
+	f := cmd.Flags()
+	cfg.Config = bankdemo.Config{Initial: 1000, Chords: 2, InFlight: 2, Seed: 1}
+	if f.Lookup("actors") != nil {
+		cfg.Accounts, _ = f.GetInt("actors")
+	}
+	cfg.Interval, _ = f.GetDuration("interval")
+	cfg.Duration, _ = f.GetDuration("duration")
+	retain, _ := f.GetInt("retain")
+	timeout, _ := f.GetDuration("timeout")
+	if cfg.Interval <= 0 || cfg.Duration <= 0 {
+		return cfg, fmt.Errorf("--interval and --duration must be positive")
+	}
+	cfg.Options = []actors.Option{actors.WithRetain(retain), actors.WithTimeout(timeout)}
+	return cfg, nil
+}
+
+func runCmd() *cobra.Command {
+	run := &cobra.Command{Use: "run", Short: "Run a demo"}
+	bank := &cobra.Command{
+		Use:   "bank",
+		Short: "Run the bank demo, saving a checked snapshot every --interval",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := demoConfig(cmd)
+			if err != nil {
+				return err
+			}
+			store, err := openStore(cmd, false)
+			if err != nil {
+				return err
+			}
+			defer closeStore(store)
+			cfg.Options = append(cfg.Options, actors.WithStore(store))
+			return bankdemo.Run(cmd.Context(), cmd.OutOrStdout(), cfg)
+		},
+	}
+	demoFlags(bank, true)
+	run.AddCommand(bank)
+	return run
+}
+
+func restoreCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "restore ID|latest",
+		Short: "Resume the bank demo from a stored snapshot",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID(args[0])
+			if err != nil {
+				return err
+			}
+			cfg, err := demoConfig(cmd)
+			if err != nil {
+				return err
+			}
+			store, err := openStore(cmd, true)
+			if err != nil {
+				return err
+			}
+			defer closeStore(store)
+			p := newProgress(cmd.ErrOrStderr())
+			p.step(fmt.Sprintf("restoring snapshot %s", args[0]))
+			defer p.end()
+			cfg.Options = append(cfg.Options, actors.WithStore(store))
+			return bankdemo.Resume(cmd.Context(), p.after(cmd.OutOrStdout()), store, id, cfg)
+		},
+	}
+	demoFlags(cmd, false)
+	return cmd
+}

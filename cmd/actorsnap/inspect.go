@@ -1,0 +1,306 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/actorsnap/actorsnap/actors"
+	"github.com/actorsnap/actorsnap/persistence"
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+func lsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "ls",
+		Short: "List the stored snapshots",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			store, err := openStore(cmd, true)
+			if err != nil {
+				return err
+			}
+			defer closeStore(store)
+			ids, err := store.List(cmd.Context())
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "ID\tTAKEN\tDURATION\tMODE\tACTORS\tIN FLIGHT\tSTATE BYTES\t")
+			for _, id := range ids {
+				g, err := store.Load(cmd.Context(), id)
+				if err != nil {
+					fmt.Fprintf(tw, "%d\t%v\t\t\t\t\t\t\n", id, err)
+					continue
+				}
+				fmt.Fprintf(tw, "%d\t%s\t%v\t%s\t%d\t%d\t%d\t\n", g.ID, g.End.Local().Format(time.DateTime),
+					g.End.Sub(g.Start).Round(time.Microsecond), g.Mode, len(g.Participants), g.TotalInFlight(), g.TotalStateBytes())
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func showCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show ID|latest",
+		Short: "Show a snapshot's participants and the messages in flight per channel",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			g, err := loadArg(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "snapshot %d (%s): %d participants, %d messages in flight, taken %s in %v\n\n",
+				g.ID, g.Mode, len(g.Participants), g.TotalInFlight(), g.End.Local().Format(time.DateTime), g.End.Sub(g.Start).Round(time.Microsecond))
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "PARTICIPANT\tKIND\tSTATE BYTES")
+			for _, p := range g.Participants {
+				kind := p.Kind
+				if p.Departed {
+					kind = "(stopped)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\n", p.ID, kind, len(p.State))
+			}
+			tw.Flush()
+			fmt.Fprintln(w)
+			tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "CHANNEL\tSENT\tRECEIVED\tIN FLIGHT\tTYPES")
+			for _, c := range g.Channels {
+				if len(c.Messages) == 0 {
+					continue
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", c.Channel, c.Sent, c.Received, len(c.Messages), types(c.Messages))
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+// types summarises the message types of a channel's state.
+func types(ms []snapshot.Message) string {
+	count := map[string]int{}
+	for _, m := range ms {
+		name := fmt.Sprintf("%T", m.Payload)
+		if rm, ok := m.Payload.(actors.RecordedMessage); ok {
+			name = rm.Type
+		}
+		count[name]++
+	}
+	var parts []string
+	for name, n := range count {
+		parts = append(parts, fmt.Sprintf("%s×%d", name, n))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
+
+func loadArg(cmd *cobra.Command, arg string) (*snapshot.Global, error) {
+	store, err := openStore(cmd, true)
+	if err != nil {
+		return nil, err
+	}
+	defer closeStore(store)
+	return load(cmd.Context(), store, arg)
+}
+
+func verifyCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "verify ID|latest",
+		Short: "Check a snapshot's checksums and that every channel balances",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			g, err := loadArg(cmd, args[0]) // the store checks the checksums as it loads
+			if err != nil {
+				return err
+			}
+			if err := g.Verify(); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "snapshot %d: ok: checksums match, %d channels balance (sent before = received before + in flight), %d participants\n",
+				g.ID, len(g.Channels), len(g.Participants))
+			return nil
+		},
+	}
+}
+
+func diffCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "diff A B",
+		Short: "List the actors whose state changed and the channels whose contents differ",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			store, err := openStore(cmd, true)
+			if err != nil {
+				return err
+			}
+			defer closeStore(store)
+			a, err := load(cmd.Context(), store, args[0])
+			if err != nil {
+				return err
+			}
+			b, err := load(cmd.Context(), store, args[1])
+			if err != nil {
+				return err
+			}
+			diff(cmd.OutOrStdout(), a, b)
+			return nil
+		},
+	}
+}
+
+// diff writes what changed from a to b.
+func diff(w io.Writer, a, b *snapshot.Global) {
+	fmt.Fprintf(w, "snapshot %d -> %d\n", a.ID, b.ID)
+	changed, added, removed := 0, 0, 0
+	for _, p := range b.Participants {
+		q, ok := a.Participant(p.ID)
+		switch {
+		case !ok:
+			fmt.Fprintf(w, "+ %s (%s)\n", p.ID, p.Kind)
+			added++
+		case !bytes.Equal(p.State, q.State):
+			fmt.Fprintf(w, "~ %s: state %d -> %d bytes\n", p.ID, len(q.State), len(p.State))
+			changed++
+		}
+	}
+	for _, p := range a.Participants {
+		if _, ok := b.Participant(p.ID); !ok {
+			fmt.Fprintf(w, "- %s (%s)\n", p.ID, p.Kind)
+			removed++
+		}
+	}
+	chans := 0
+	for _, c := range b.Channels {
+		d, _ := a.Channel(c.Channel)
+		if !sameMessages(c.Messages, d.Messages) {
+			fmt.Fprintf(w, "~ channel %s: %d -> %d in flight\n", c.Channel, len(d.Messages), len(c.Messages))
+			chans++
+		}
+	}
+	for _, c := range a.Channels {
+		if _, ok := b.Channel(c.Channel); !ok && len(c.Messages) > 0 {
+			fmt.Fprintf(w, "~ channel %s: %d -> 0 in flight\n", c.Channel, len(c.Messages))
+			chans++
+		}
+	}
+	fmt.Fprintf(w, "%d actors changed, %d added, %d removed; %d channels differ\n", changed, added, removed, chans)
+}
+
+func sameMessages(x, y []snapshot.Message) bool {
+	if len(x) != len(y) {
+		return false
+	}
+	for i := range x {
+		rx, okx := x[i].Payload.(persistence.RecordedMessage)
+		ry, oky := y[i].Payload.(persistence.RecordedMessage)
+		if !okx || !oky || rx.Type != ry.Type || !bytes.Equal(rx.Data, ry.Data) {
+			return false
+		}
+	}
+	return true
+}
+
+func exportCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "export ID|latest",
+		Short: "Write a snapshot as JSON, or as a Graphviz DOT graph of actors and channels",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			format, _ := cmd.Flags().GetString("format")
+			if format != "json" && format != "dot" {
+				return fmt.Errorf("unknown --format %q: want json or dot", format)
+			}
+			g, err := loadArg(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			if format == "dot" {
+				return writeDOT(cmd.OutOrStdout(), g)
+			}
+			return writeJSON(cmd.OutOrStdout(), g)
+		},
+	}
+	cmd.Flags().String("format", "json", "json or dot")
+	return cmd
+}
+
+// The JSON form of a snapshot. Bytes are base64, as encoding/json does.
+type (
+	jsonGlobal struct {
+		ID           uint64            `json:"id"`
+		Mode         string            `json:"mode"`
+		Start        time.Time         `json:"start"`
+		End          time.Time         `json:"end"`
+		Participants []jsonParticipant `json:"participants"`
+		Channels     []jsonChannel     `json:"channels"`
+	}
+	jsonParticipant struct {
+		ID       string `json:"id"`
+		Kind     string `json:"kind,omitempty"`
+		State    []byte `json:"state"`
+		Departed bool   `json:"departed,omitempty"`
+	}
+	jsonChannel struct {
+		From     string        `json:"from"`
+		To       string        `json:"to"`
+		Sent     uint64        `json:"sent"`
+		Received uint64        `json:"received"`
+		InFlight []jsonMessage `json:"in_flight,omitempty"`
+	}
+	jsonMessage struct {
+		Seq  uint64 `json:"seq"`
+		Type string `json:"type"`
+		Data []byte `json:"data"`
+	}
+)
+
+func writeJSON(w io.Writer, g *snapshot.Global) error {
+	out := jsonGlobal{ID: uint64(g.ID), Mode: g.Mode.String(), Start: g.Start, End: g.End}
+	for _, p := range g.Participants {
+		out.Participants = append(out.Participants, jsonParticipant{ID: string(p.ID), Kind: p.Kind, State: p.State, Departed: p.Departed})
+	}
+	for _, c := range g.Channels {
+		jc := jsonChannel{From: string(c.Channel.From), To: string(c.Channel.To), Sent: c.Sent, Received: c.Received}
+		for _, m := range c.Messages {
+			rm, _ := m.Payload.(persistence.RecordedMessage)
+			jc.InFlight = append(jc.InFlight, jsonMessage{Seq: m.Seq, Type: rm.Type, Data: rm.Data})
+		}
+		out.Channels = append(out.Channels, jc)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// writeDOT draws actors as nodes and channels as edges labelled with the
+// number of messages in flight on them.
+func writeDOT(w io.Writer, g *snapshot.Global) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "digraph snapshot_%d {\n  rankdir=LR;\n  node [shape=box];\n", g.ID)
+	for _, p := range g.Participants {
+		style := ""
+		if p.Departed {
+			style = ", style=dashed"
+		}
+		fmt.Fprintf(&b, "  %q [label=%q%s];\n", p.ID, fmt.Sprintf("%s\n%s, %d B", p.ID, p.Kind, len(p.State)), style)
+	}
+	for _, c := range g.Channels {
+		attrs := fmt.Sprintf("label=%q", fmt.Sprint(len(c.Messages)))
+		if len(c.Messages) > 0 {
+			attrs += ", penwidth=2"
+		}
+		fmt.Fprintf(&b, "  %q -> %q [%s];\n", c.Channel.From, c.Channel.To, attrs)
+	}
+	b.WriteString("}\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,293 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/actorsnap/actorsnap/internal/bankdemo"
+	"github.com/actorsnap/actorsnap/persistence"
+)
+
+// bin is the actorsnap binary the tests run as a real process.
+var bin string
+
+var crashSeed = flag.Uint64("crash-seed", 0, "seed of TestCrashRecovery (0: from the clock)")
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "actorsnap-bin")
+	if err != nil {
+		panic(err)
+	}
+	bin = filepath.Join(dir, "actorsnap")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// actorsnap runs the binary to completion.
+func actorsnap(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+func TestCommands(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "snaps")
+	out, _, err := actorsnap(t, "run", "bank", "--store", store, "--actors", "100", "--interval", "20ms", "--duration", "600ms")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "0 inconsistent")
+
+	out, _, err = actorsnap(t, "ls", "--store", store)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.GreaterOrEqual(t, len(lines), 3, out)
+	assert.Contains(t, lines[0], "IN FLIGHT")
+
+	out, _, err = actorsnap(t, "show", "latest", "--store", store)
+	require.NoError(t, err)
+	assert.Contains(t, out, "100 participants")
+	assert.Contains(t, out, "acct-00042")
+
+	out, _, err = actorsnap(t, "verify", "latest", "--store", store)
+	require.NoError(t, err)
+	assert.Contains(t, out, "ok: checksums match")
+
+	ids := storedIDs(t, store)
+	out, _, err = actorsnap(t, "diff", fmt.Sprint(ids[0]), fmt.Sprint(ids[len(ids)-1]), "--store", store)
+	require.NoError(t, err)
+	assert.Contains(t, out, "actors changed")
+
+	out, _, err = actorsnap(t, "export", "latest", "--format", "json", "--store", store)
+	require.NoError(t, err)
+	var doc struct {
+		ID           uint64 `json:"id"`
+		Participants []struct {
+			ID string `json:"id"`
+		} `json:"participants"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	assert.Len(t, doc.Participants, 100)
+
+	out, _, err = actorsnap(t, "export", "latest", "--format", "dot", "--store", store)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(out, "digraph snapshot_"))
+	assert.Contains(t, out, `"acct-00000" -> "acct-00001" [label=`)
+
+	out, _, err = actorsnap(t, "restore", "latest", "--store", store, "--interval", "20ms", "--duration", "300ms")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "restored 100 accounts, $100000")
+	assert.Contains(t, out, "0 inconsistent")
+}
+
+// Bad input gives one line on stderr and a non-zero exit.
+func TestCommandErrors(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "snaps")
+	_, _, err := actorsnap(t, "run", "bank", "--store", store, "--actors", "20", "--interval", "20ms", "--duration", "200ms")
+	require.NoError(t, err)
+	ids := storedIDs(t, store)
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ls", "--store", filepath.Join(store, "missing")}, "no store at"},
+		{[]string{"show", "9999", "--store", store}, "snapshot not found"},
+		{[]string{"show", "abc", "--store", store}, "bad snapshot id"},
+		{[]string{"export", "latest", "--format", "xml", "--store", store}, "unknown --format"},
+		{[]string{"restore", "9999", "--store", store, "--duration", "100ms"}, "snapshot not found"},
+	} {
+		_, stderr, err := actorsnap(t, tc.args...)
+		var exit *exec.ExitError
+		require.True(t, errors.As(err, &exit), "%v: %v", tc.args, err)
+		assert.NotZero(t, exit.ExitCode())
+		assert.Contains(t, stderr, tc.want, tc.args)
+		assert.Equal(t, 1, strings.Count(strings.TrimSpace(stderr), "\n")+1, "one line: %q", stderr)
+	}
+
+	// A corrupt snapshot is reported, not loaded.
+	corruptOne(t, store, ids[len(ids)-1])
+	_, stderr, err := actorsnap(t, "verify", fmt.Sprint(ids[len(ids)-1]), "--store", store)
+	require.Error(t, err)
+	assert.Contains(t, stderr, "corrupt")
+	assert.Equal(t, 1, strings.Count(strings.TrimSpace(stderr), "\n")+1, "one line: %q", stderr)
+}
+
+// syncBuffer is a bytes.Buffer that a running command writes while the
+// test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func storedIDs(t *testing.T, dir string) []uint64 {
+	t.Helper()
+	s, err := persistence.Open(context.Background(), dir)
+	require.NoError(t, err)
+	ids, err := s.List(context.Background())
+	require.NoError(t, err)
+	require.NotEmpty(t, ids)
+	out := make([]uint64, len(ids))
+	for i, id := range ids {
+		out[i] = uint64(id)
+	}
+	return out
+}
+
+// corruptOne flips a byte in the middle of the largest file of snapshot id.
+func corruptOne(t *testing.T, dir string, id uint64) {
+	t.Helper()
+	var biggest string
+	var size int64
+	require.NoError(t, filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() && strings.Contains(path, fmt.Sprintf("%016d", id)) && info.Size() > size {
+			biggest, size = path, info.Size()
+		}
+		return nil
+	}))
+	require.NotEmpty(t, biggest, "no file of snapshot %d under %s", id, dir)
+	data, err := os.ReadFile(biggest)
+	require.NoError(t, err)
+	data[len(data)/2] ^= 0xff
+	require.NoError(t, os.WriteFile(biggest, data, 0o644))
+}
+
+// TestCrashRecovery runs the bank demo as a real process saving snapshots
+// to the file store, kills it with SIGKILL at random moments, and resumes
+// from the latest snapshot with a fresh process each time. Every snapshot
+// ever stored must load whole and hold all the money.
+func TestCrashRecovery(t *testing.T) {
+	seed := *crashSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (replay: go test ./cmd/actorsnap -run TestCrashRecovery -crash-seed %d)", seed, seed)
+	crashTrials(t, filepath.Join(t.TempDir(), "snaps"), seed, 10)
+}
+
+// TestCrashRecoveryPostgres is TestCrashRecovery on the PostgreSQL store.
+func TestCrashRecoveryPostgres(t *testing.T) {
+	url := os.Getenv("ACTORSNAP_TEST_POSTGRES")
+	if url == "" {
+		t.Skip("set ACTORSNAP_TEST_POSTGRES to a PostgreSQL URL to run this test; `eval \"$(bash .ci/postgres.sh)\"` starts a server and sets it")
+	}
+	seed := *crashSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (replay: go test ./cmd/actorsnap -run TestCrashRecoveryPostgres -crash-seed %d)", seed, seed)
+	schema := fmt.Sprintf("crash_%d", seed%1_000_000_007)
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	store := url + sep + "schema=" + schema
+	t.Cleanup(func() { dropSchema(t, url, schema) })
+	crashTrials(t, store, seed, 10)
+}
+
+func crashTrials(t *testing.T, store string, seed uint64, trials int) {
+	r := rand.New(rand.NewPCG(seed, 9))
+	const accounts, total = 300, 300 * 1000
+	for trial := range trials {
+		args := []string{"restore", "latest"}
+		if trial == 0 {
+			args = []string{"run", "bank", "--actors", fmt.Sprint(accounts)}
+		}
+		args = append(args, "--store", store, "--interval", "25ms", "--duration", "1h", "--retain", "5")
+		cmd := exec.Command(bin, args...)
+		stdout, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		var stderr syncBuffer
+		cmd.Stderr = &stderr
+		require.NoError(t, cmd.Start())
+
+		// Wait for a few snapshots, then kill at a random moment after.
+		want := 1 + r.IntN(4)
+		lines := make(chan string)
+		go func() {
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+			close(lines)
+		}()
+		deadline := time.After(time.Minute)
+		for seen := 0; seen < want; {
+			select {
+			case l, ok := <-lines:
+				require.True(t, ok, "trial %d: process ended early: %s", trial, stderr.String())
+				require.NotContains(t, l, "NO:", "trial %d", trial)
+				if strings.HasSuffix(strings.TrimSpace(l), "yes") {
+					seen++
+				}
+			case <-deadline:
+				t.Fatalf("trial %d: no snapshot within a minute: %s", trial, stderr.String())
+			}
+		}
+		kill := time.AfterFunc(time.Duration(r.IntN(40))*time.Millisecond, func() { _ = cmd.Process.Signal(syscall.SIGKILL) })
+		go func() { _, _ = io.Copy(io.Discard, stdout) }()
+		for range lines {
+		}
+		err = cmd.Wait()
+		kill.Stop()
+		require.Error(t, err, "trial %d: killed", trial)
+
+		// The store yields no torn snapshot, and every one holds all the money.
+		s, err := persistence.OpenURL(context.Background(), store)
+		require.NoError(t, err)
+		defer closeStore(s)
+		ids, err := s.List(context.Background())
+		require.NoError(t, err)
+		require.NotEmpty(t, ids)
+		for _, id := range ids {
+			g, err := s.Load(context.Background(), id)
+			require.NoError(t, err, "trial %d: snapshot %d", trial, id)
+			require.NoError(t, bankdemo.Check(g, total), "trial %d: snapshot %d", trial, id)
+		}
+		latest, err := s.Latest(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, ids[len(ids)-1], latest.ID)
+		t.Logf("trial %d: killed after %d snapshots; store holds %v", trial, want, ids)
+	}
+}

@@ -1,0 +1,261 @@
+package persistence_test
+
+import (
+	"bytes"
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/actorsnap/actorsnap/persistence"
+	"github.com/actorsnap/actorsnap/persistence/storetest"
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+func TestEncodeRoundTrip(t *testing.T) {
+	for _, g := range []*snapshot.Global{
+		{ID: 1},
+		{ID: 1<<64 - 1, Mode: 200, Start: time.Unix(-1<<40, 999999999).UTC(), End: time.Unix(1<<40, 1).UTC()},
+		storetest.NewGlobal(2, storetest.Small),
+		storetest.NewGlobal(3, storetest.Shape{Participants: 1000, StateSize: 100, Channels: 3000, InFlight: 2, MessageSize: 300}),
+		{ID: 4, Participants: []snapshot.Participant{{ID: "", State: []byte{}}, {ID: "x", Departed: true}}},
+	} {
+		b, err := persistence.EncodeGlobal(g)
+		require.NoError(t, err)
+		got, err := persistence.DecodeGlobal(b)
+		require.NoError(t, err)
+		requireSame(t, g, got)
+	}
+}
+
+// requireSame checks that got is want exactly, nil and empty byte slices
+// told apart, except that times are compared as instants.
+func requireSame(t testing.TB, want, got *snapshot.Global) {
+	t.Helper()
+	require.True(t, want.Start.Equal(got.Start) && want.End.Equal(got.End), "times: want %v %v, got %v %v", want.Start, want.End, got.Start, got.End)
+	w, g := *want, *got
+	w.Start, w.End, g.Start, g.End = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	if len(w.Participants) == 0 {
+		w.Participants = nil
+	}
+	if len(w.Channels) == 0 {
+		w.Channels = nil
+	}
+	for i := range w.Channels {
+		if len(w.Channels[i].Messages) == 0 {
+			w.Channels[i].Messages = nil
+		}
+	}
+	require.Equal(t, w, g)
+}
+
+func TestEncodeRefuses(t *testing.T) {
+	g := storetest.NewGlobal(1, storetest.Small)
+	g.Channels[0].Messages[1].Payload = 42
+	_, err := persistence.EncodeGlobal(g)
+	require.ErrorIs(t, err, persistence.ErrPayloadType)
+	assert.Contains(t, err.Error(), "int")
+
+	long := &snapshot.Global{ID: 1, Participants: []snapshot.Participant{{ID: snapshot.ProcessID(strings.Repeat("x", persistence.MaxNameSize+1))}}}
+	_, err = persistence.EncodeGlobal(long)
+	require.ErrorIs(t, err, persistence.ErrTooLarge)
+	assert.Contains(t, err.Error(), "65536")
+
+	_, err = persistence.EncodeGlobal(&snapshot.Global{})
+	require.ErrorIs(t, err, snapshot.ErrInvalidID)
+}
+
+// body returns an envelope around a msgpack body written by fn, with a
+// valid checksum.
+func body(t testing.TB, fn func(e *msgpack.Encoder)) []byte {
+	var buf bytes.Buffer
+	buf.WriteString("ASNAPGLB\x00\x01")
+	fn(msgpack.NewEncoder(&buf))
+	buf.Write(make([]byte, 4))
+	return persistence.FixChecksum(buf.Bytes())
+}
+
+// header writes the fields of a snapshot before its participants.
+func header(e *msgpack.Encoder) {
+	_ = e.EncodeArrayLen(8)
+	for range 6 {
+		_ = e.EncodeUint(1)
+	}
+}
+
+func requireCorruptAt(t *testing.T, data []byte, off int64, reason string) {
+	t.Helper()
+	_, err := persistence.DecodeGlobal(data)
+	var ce *persistence.CorruptError
+	require.ErrorAs(t, err, &ce)
+	require.ErrorIs(t, err, persistence.ErrCorrupt)
+	assert.Equal(t, off, ce.Offset, "%v", err)
+	assert.Contains(t, ce.Reason, reason)
+}
+
+func TestDecodeFaults(t *testing.T) {
+	valid, err := persistence.EncodeGlobal(storetest.NewGlobal(9, storetest.Small))
+	require.NoError(t, err)
+	n := int64(len(valid))
+	const h = persistence.HeaderSize
+
+	requireCorruptAt(t, nil, 0, "truncated")
+	requireCorruptAt(t, valid[:10], 10, "truncated")
+	requireCorruptAt(t, append([]byte("XSNAPGLB"), valid[8:]...), 0, "magic")
+	requireCorruptAt(t, valid[:n-1], n-5, "checksum")
+	flipped := bytes.Clone(valid)
+	flipped[n/2] ^= 1
+	requireCorruptAt(t, flipped, n-4, "checksum")
+	_, err = persistence.DecodeGlobal(persistence.Reseal(valid, 7))
+	require.ErrorIs(t, err, persistence.ErrFormatVersion)
+	require.NotErrorIs(t, err, persistence.ErrCorrupt)
+
+	requireCorruptAt(t, body(t, func(e *msgpack.Encoder) { _ = e.EncodeArrayLen(7) }), h, "want 8 fields")
+	requireCorruptAt(t, body(t, func(e *msgpack.Encoder) { _ = e.EncodeString("x") }), h, "want an array")
+	requireCorruptAt(t, body(t, func(e *msgpack.Encoder) {
+		_ = e.EncodeArrayLen(8)
+		_ = e.EncodeUint(0)
+	}), h+1, "id is 0")
+	requireCorruptAt(t, body(t, func(e *msgpack.Encoder) {
+		_ = e.EncodeArrayLen(8)
+		_ = e.EncodeInt(-1)
+	}), h+1, "unsigned")
+	requireCorruptAt(t, body(t, func(e *msgpack.Encoder) {
+		header(e)
+		_ = e.EncodeArrayLen(1)
+	}), h+7, "cannot fit")
+	requireCorruptAt(t, body(t, func(e *msgpack.Encoder) {
+		header(e)
+		_ = e.EncodeArrayLen(persistence.MaxParticipants + 1)
+	}), h+7, "limit")
+	requireCorruptAt(t, body(t, func(e *msgpack.Encoder) {
+		header(e)
+		_ = e.EncodeArrayLen(1)
+		_ = e.EncodeArrayLen(4)
+		_ = e.EncodeBytes([]byte("id"))
+		_ = e.EncodeString("kind")
+		_ = e.EncodeNil()
+		_ = e.EncodeBool(false)
+	}), h+9, "want a string")
+	requireCorruptAt(t, body(t, func(e *msgpack.Encoder) {
+		header(e)
+		_ = e.EncodeArrayLen(0)
+		_ = e.EncodeArrayLen(0)
+		_ = e.EncodeNil()
+	}), h+9, "after the end")
+	requireCorruptAt(t, body(t, func(e *msgpack.Encoder) {
+		header(e)
+		_ = e.EncodeArrayLen(0)
+		_ = e.EncodeArrayLen(1)
+		_ = e.EncodeArrayLen(5)
+		_ = e.EncodeString("a")
+		_ = e.EncodeString("b")
+		_ = e.EncodeUint(2)
+		_ = e.EncodeUint(1)
+		_ = e.EncodeArrayLen(0)
+	}), h, "fails Verify")
+	// The nanoseconds of a time must be below one second.
+	requireCorruptAt(t, body(t, func(e *msgpack.Encoder) {
+		_ = e.EncodeArrayLen(8)
+		_ = e.EncodeUint(1)
+		_ = e.EncodeUint(0)
+		_ = e.EncodeInt(0)
+		_ = e.EncodeUint(uint64(time.Second))
+	}), h+4, "nanoseconds")
+
+	// Every truncation of the body, with a checksum that matches it, is
+	// reported as corruption.
+	for k := int64(h); k < n-4; k++ {
+		cut := append(bytes.Clone(valid[:k]), 0, 0, 0, 0)
+		_, err := persistence.DecodeGlobal(persistence.FixChecksum(cut))
+		require.ErrorIs(t, err, persistence.ErrCorrupt, "body cut at %d", k)
+	}
+}
+
+// TestDecodeHugeLengths feeds lengths of up to 4 GiB claimed by a few
+// bytes: the decoder refuses them without allocating for them.
+func TestDecodeHugeLengths(t *testing.T) {
+	inputs := map[string][]byte{
+		"participants": body(t, func(e *msgpack.Encoder) {
+			header(e)
+			_, _ = e.Writer().Write([]byte{0xdd, 0xff, 0xff, 0xff, 0xff})
+		}),
+		"participants-under-limit": body(t, func(e *msgpack.Encoder) {
+			header(e)
+			_ = e.EncodeArrayLen(persistence.MaxParticipants)
+		}),
+		"string": body(t, func(e *msgpack.Encoder) {
+			header(e)
+			_ = e.EncodeArrayLen(1)
+			_ = e.EncodeArrayLen(4)
+			_, _ = e.Writer().Write([]byte{0xdb, 0xff, 0xff, 0xff, 0xff})
+		}),
+		"state": body(t, func(e *msgpack.Encoder) {
+			header(e)
+			_ = e.EncodeArrayLen(1)
+			_ = e.EncodeArrayLen(4)
+			_ = e.EncodeString("a")
+			_ = e.EncodeString("k")
+			_, _ = e.Writer().Write([]byte{0xc6, 0x03, 0xff, 0xff, 0xff})
+		}),
+		"messages": body(t, func(e *msgpack.Encoder) {
+			header(e)
+			_ = e.EncodeArrayLen(0)
+			_ = e.EncodeArrayLen(1)
+			_ = e.EncodeArrayLen(5)
+			_ = e.EncodeString("a")
+			_ = e.EncodeString("b")
+			_ = e.EncodeUint(0)
+			_ = e.EncodeUint(0)
+			_, _ = e.Writer().Write([]byte{0xdd, 0x00, 0xff, 0xff, 0xff})
+		}),
+	}
+	for name, data := range inputs {
+		t.Run(name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			_, err := persistence.DecodeGlobal(data)
+			runtime.ReadMemStats(&after)
+			require.ErrorIs(t, err, persistence.ErrCorrupt)
+			assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<10), "bytes allocated")
+		})
+	}
+}
+
+func TestManifestRoundTrip(t *testing.T) {
+	m := persistence.Manifest{ID: 77, Files: []persistence.ManifestFile{{Name: "global.dat", Size: 1234, CRC: 0xdeadbeef}, {Name: "x", Size: 0, CRC: 0}}}
+	b, err := persistence.EncodeManifest(m)
+	require.NoError(t, err)
+	got, err := persistence.DecodeManifest(b)
+	require.NoError(t, err)
+	assert.Equal(t, m, got)
+	for _, bad := range []persistence.Manifest{
+		{ID: 0},
+		{ID: 1, Files: []persistence.ManifestFile{{Name: "../x"}}},
+		{ID: 1, Files: []persistence.ManifestFile{{Name: ".hidden"}}},
+		{ID: 1, Files: []persistence.ManifestFile{{Name: "MANIFEST"}}},
+		{ID: 1, Files: []persistence.ManifestFile{{Name: "a"}, {Name: "a"}}},
+		{ID: 1, Files: []persistence.ManifestFile{{Name: "a", Size: -1}}},
+	} {
+		_, err := persistence.EncodeManifest(bad)
+		require.Error(t, err, "%+v", bad)
+	}
+	_, err = persistence.DecodeManifest(make([]byte, 1<<17))
+	require.ErrorIs(t, err, persistence.ErrCorrupt)
+	global, err := persistence.EncodeGlobal(&snapshot.Global{ID: 77})
+	require.NoError(t, err)
+	_, err = persistence.DecodeManifest(global)
+	require.ErrorIs(t, err, persistence.ErrCorrupt, "a snapshot is not a manifest")
+}
+
+func TestCorruptErrorMessage(t *testing.T) {
+	err := error(&persistence.CorruptError{File: "/d/snap-1/global.dat", Offset: 12, Reason: "checksum mismatch"})
+	assert.Equal(t, "persistence: corrupt snapshot: /d/snap-1/global.dat at offset 12: checksum mismatch", err.Error())
+	assert.True(t, errors.Is(err, persistence.ErrCorrupt))
+}

@@ -1,0 +1,710 @@
+package persistence
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"log/slog"
+	"math/rand/v2"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+// Names in a FileStore directory. See the package documentation for the
+// layout.
+const (
+	manifestName = "MANIFEST"
+	dataName     = "global.dat"
+	snapPrefix   = "snap-"
+	tmpPrefix    = ".tmp-"
+	delPrefix    = ".del-"
+	idDigits     = 20 // enough for any uint64, so names sort as ids do
+)
+
+// DefaultTempGrace is how old a temporary directory left by a save must be
+// before Open removes it, unless WithTempGrace says otherwise.
+const DefaultTempGrace = time.Hour
+
+// FileOption configures a FileStore.
+type FileOption func(*fileConfig)
+
+type fileConfig struct {
+	fs    FS
+	grace time.Duration
+	now   func() time.Time
+	log   *slog.Logger
+}
+
+// WithFS makes the store work through fsys instead of the operating
+// system's file system; tests pass a MemFS or an ErrorFS.
+func WithFS(fsys FS) FileOption { return func(c *fileConfig) { c.fs = fsys } }
+
+// WithTempGrace sets how old a temporary directory must be before Open
+// treats it as left by a crashed save and removes it. It must be longer
+// than any save takes: a save whose directory is removed fails (cleanly).
+// Zero means DefaultTempGrace; negative values are refused.
+func WithTempGrace(d time.Duration) FileOption { return func(c *fileConfig) { c.grace = d } }
+
+// WithClock sets the clock Open compares temporary directories' times
+// with. Nil means time.Now.
+func WithClock(now func() time.Time) FileOption { return func(c *fileConfig) { c.now = now } }
+
+// WithLogger sets where the store reports what it could not clean up (it
+// retries at the next Open). Nil means discard.
+func WithLogger(l *slog.Logger) FileOption { return func(c *fileConfig) { c.log = l } }
+
+// FileStore is the embedded default Store: one directory per snapshot under
+// a root directory, written under a temporary name, checksummed, fsynced and
+// renamed into place. See the package documentation for the layout and the
+// guarantees. Several FileStores, in one process or several, may share a
+// root directory.
+type FileStore struct {
+	dir   string
+	fs    FS
+	grace time.Duration
+	now   func() time.Time
+	log   *slog.Logger
+}
+
+var _ Store = (*FileStore)(nil)
+
+// Open opens the file store in dir, a path or a file:// URL (file:// followed
+// by the path: file:///var/lib/snaps, file://./snaps), creating the
+// directory if needed. It removes what crashed saves and deletes left
+// behind: temporary directories older than the grace period (see
+// WithTempGrace) and directories of deleted snapshots.
+func Open(ctx context.Context, dir string, opts ...FileOption) (*FileStore, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	path, err := filePath(dir)
+	if err != nil {
+		return nil, err
+	}
+	cfg := fileConfig{fs: OS(), grace: DefaultTempGrace, now: time.Now, log: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	switch {
+	case cfg.fs == nil:
+		return nil, errors.New("persistence: WithFS(nil)")
+	case cfg.grace < 0:
+		return nil, fmt.Errorf("persistence: temporary directory grace %v: must be >= 0", cfg.grace)
+	case cfg.grace == 0:
+		cfg.grace = DefaultTempGrace
+	}
+	if cfg.now == nil {
+		cfg.now = time.Now
+	}
+	if cfg.log == nil {
+		cfg.log = slog.New(slog.DiscardHandler)
+	}
+	s := &FileStore{dir: path, fs: cfg.fs, grace: cfg.grace, now: cfg.now, log: cfg.log}
+	if err := s.mkdirAll(); err != nil {
+		return nil, fmt.Errorf("persistence: open %s: %w", path, err)
+	}
+	if err := s.cleanup(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// mkdirAll creates the store's directory and any missing parent, and makes
+// each one it created durable by syncing the directory holding it.
+func (s *FileStore) mkdirAll() error {
+	var missing []string
+	for p := s.dir; ; {
+		if _, err := s.fs.Stat(p); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		missing = append(missing, p)
+		parent := filepath.Dir(p)
+		if parent == p {
+			break
+		}
+		p = parent
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := s.fs.MkdirAll(s.dir); err != nil {
+		return err
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := s.fs.SyncDir(filepath.Dir(missing[i])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// filePath returns the directory named by a path or file:// URL.
+func filePath(dir string) (string, error) {
+	if scheme, rest, ok := splitScheme(dir); ok {
+		if scheme != "file" {
+			return "", fmt.Errorf("%w: %q", ErrUnsupportedScheme, scheme)
+		}
+		dir = rest
+	}
+	if dir == "" {
+		return "", errors.New("persistence: empty directory name")
+	}
+	return filepath.Clean(dir), nil
+}
+
+// Dir returns the store's root directory.
+func (s *FileStore) Dir() string { return s.dir }
+
+func (s *FileStore) snapDir(id snapshot.SnapshotID) string {
+	return filepath.Join(s.dir, fmt.Sprintf("%s%0*d", snapPrefix, idDigits, uint64(id)))
+}
+
+// parseSnapDir returns the id of a snapshot directory name.
+func parseSnapDir(name string) (snapshot.SnapshotID, bool) {
+	digits, ok := strings.CutPrefix(name, snapPrefix)
+	if !ok || len(digits) != idDigits {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(digits, 10, 64)
+	if err != nil || n == 0 {
+		return 0, false
+	}
+	return snapshot.SnapshotID(n), true
+}
+
+func randomSuffix() string { return fmt.Sprintf("%016x", rand.Uint64()) }
+
+// cleanup removes leftovers: directories already renamed for deletion,
+// and temporary directories older than the grace period. A temporary
+// directory is claimed by renaming it before it is removed, so that a save
+// still running and renaming it into place at that moment either wins (the
+// snapshot is complete) or finds it gone (the save fails): never a
+// half-removed snapshot.
+func (s *FileStore) cleanup(ctx context.Context) error {
+	entries, err := s.fs.ReadDir(s.dir)
+	if err != nil {
+		return fmt.Errorf("persistence: open %s: %w", s.dir, err)
+	}
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		name := e.Name()
+		path := filepath.Join(s.dir, name)
+		switch {
+		case strings.HasPrefix(name, delPrefix):
+			s.removeAll(path)
+		case strings.HasPrefix(name, tmpPrefix):
+			info, err := s.fs.Stat(path)
+			if err != nil || s.now().Sub(info.ModTime()) < s.grace {
+				continue
+			}
+			del := filepath.Join(s.dir, delPrefix+strings.TrimPrefix(name, ".")+"-"+randomSuffix())
+			if err := s.fs.Rename(path, del); err != nil {
+				continue // committed or claimed by another process meanwhile
+			}
+			s.removeAll(del)
+		}
+	}
+	return nil
+}
+
+// removeAll removes a directory that no longer holds a snapshot. A failure
+// is only logged: the next Open retries.
+func (s *FileStore) removeAll(path string) {
+	if err := s.fs.RemoveAll(path); err != nil {
+		s.log.Warn("persistence: could not remove leftover directory", slog.String("path", path), slog.Any("error", err))
+	}
+}
+
+// Save implements Store. It writes the snapshot's data file and then its
+// manifest into a new temporary directory, fsyncing each file and the
+// directory, renames the directory into place and fsyncs the root
+// directory. The rename is the commit: it fails if the id exists, so that
+// of two Saves of one id, in one process or two, exactly one succeeds.
+//
+// The snapshot is encoded on another goroutine while the directory and
+// files are created: encoding waits on the CPU, creating files on the file
+// system's journal, and the two overlap.
+func (s *FileStore) Save(ctx context.Context, g *snapshot.Global) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkSave(g); err != nil {
+		return err
+	}
+	var (
+		data   []byte
+		encErr error
+		done   = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		data, encErr = encodeChecked(g)
+	}()
+	defer func() { <-done }()
+	return s.save(ctx, g.ID, func() ([]byte, error) {
+		<-done
+		return data, encErr
+	})
+}
+
+// save does Save's work; encoded waits for the encoding.
+func (s *FileStore) save(ctx context.Context, id snapshot.SnapshotID, encoded func() ([]byte, error)) error {
+	final := s.snapDir(id)
+	if _, err := s.fs.Stat(final); err == nil {
+		return fmt.Errorf("%w: %d", ErrExists, id)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("persistence: save %d: %w", id, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	tmp, err := s.mkTemp(id)
+	if err != nil {
+		return fmt.Errorf("persistence: save %d: %w", id, err)
+	}
+	committed := false
+	var dataFile, manFile File
+	defer func() {
+		for _, f := range []File{dataFile, manFile} {
+			if f != nil {
+				f.Close()
+			}
+		}
+		if !committed {
+			s.removeAll(tmp)
+		}
+	}()
+	if dataFile, err = s.fs.Create(filepath.Join(tmp, dataName)); err != nil {
+		return fmt.Errorf("persistence: save %d: %w", id, err)
+	}
+	// The manifest is created now, empty, and written last.
+	if manFile, err = s.fs.Create(filepath.Join(tmp, manifestName)); err != nil {
+		return fmt.Errorf("persistence: save %d: %w", id, err)
+	}
+	data, err := encoded()
+	if err != nil {
+		return err
+	}
+	err = writeSync(dataFile, data)
+	dataFile = nil
+	if err != nil {
+		return fmt.Errorf("persistence: save %d: %w", id, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// The file's checksum continues the one its trailer holds, over the
+	// trailer: no second pass over the data.
+	trailer := data[len(data)-trailerSize:]
+	sum := crc32.Update(binary.BigEndian.Uint32(trailer), castagnoli, trailer)
+	man, err := encodeManifest(manifest{ID: id, Files: []manifestFile{{Name: dataName, Size: int64(len(data)), CRC: sum}}})
+	if err != nil {
+		return fmt.Errorf("persistence: save %d: %w", id, err)
+	}
+	err = writeSync(manFile, man)
+	manFile = nil
+	if err != nil {
+		return fmt.Errorf("persistence: save %d: %w", id, err)
+	}
+	if err := s.fs.SyncDir(tmp); err != nil {
+		return fmt.Errorf("persistence: save %d: %w", id, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.fs.Rename(tmp, final); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%w: %d", ErrExists, id)
+		}
+		return fmt.Errorf("persistence: save %d: %w", id, err)
+	}
+	committed = true
+	if err := s.fs.SyncDir(s.dir); err != nil {
+		// The snapshot is visible but might not survive a crash. Take it
+		// back, so that a failed Save leaves nothing.
+		del := filepath.Join(s.dir, delPrefix+filepath.Base(final)+"-"+randomSuffix())
+		if rerr := s.fs.Rename(final, del); rerr != nil {
+			return fmt.Errorf("persistence: save %d: %w (and the snapshot, already visible, could not be taken back: %v)", id, err, rerr)
+		}
+		s.removeAll(del)
+		return fmt.Errorf("persistence: save %d: %w", id, err)
+	}
+	return nil
+}
+
+// mkTemp creates a temporary directory for saving id. Its name is unique
+// to this call, so concurrent saves never share one.
+func (s *FileStore) mkTemp(id snapshot.SnapshotID) (string, error) {
+	for {
+		tmp := filepath.Join(s.dir, fmt.Sprintf("%s%0*d-%s", tmpPrefix, idDigits, uint64(id), randomSuffix()))
+		err := s.fs.Mkdir(tmp)
+		if err == nil {
+			return tmp, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", err
+		}
+	}
+}
+
+// writeSync writes data to f, makes it durable and closes f.
+func writeSync(f File, data []byte) error {
+	_, err := f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Load implements Store.
+func (s *FileStore) Load(ctx context.Context, id snapshot.SnapshotID) (*snapshot.Global, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m, err := s.readManifest(id)
+	if err != nil {
+		return nil, err
+	}
+	return s.load(ctx, id, m)
+}
+
+// loadAttempts bounds how often load starts over.
+const loadAttempts = 3
+
+// load reads snapshot id, whose manifest is m. A fault found while another
+// process deletes the snapshot, or deletes and saves it again, is not
+// damage: before reporting one, load reads the manifest again, and starts
+// over or reports ErrNotFound if the snapshot has gone meanwhile.
+func (s *FileStore) load(ctx context.Context, id snapshot.SnapshotID, m manifest) (*snapshot.Global, error) {
+	for attempt := 1; ; attempt++ {
+		g, err := s.loadOnce(ctx, id, m)
+		if err == nil || !errors.Is(err, ErrCorrupt) || attempt == loadAttempts {
+			return g, err
+		}
+		again, merr := s.readManifest(id)
+		if errors.Is(merr, ErrNotFound) {
+			return nil, merr
+		}
+		if merr != nil {
+			return nil, err
+		}
+		m = again
+	}
+}
+
+func (s *FileStore) loadOnce(ctx context.Context, id snapshot.SnapshotID, m manifest) (*snapshot.Global, error) {
+	dir := s.snapDir(id)
+	var data []byte
+	for _, f := range m.Files {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		b, err := s.readData(id, f)
+		if err != nil {
+			return nil, err
+		}
+		if f.Name == dataName {
+			data = b
+		}
+	}
+	path := filepath.Join(dir, dataName)
+	if data == nil {
+		return nil, &CorruptError{File: filepath.Join(dir, manifestName), Offset: headerSize, Reason: "manifest does not list " + dataName}
+	}
+	g, _, err := decodeGlobal(data, false) // readData checked the checksum
+	if err != nil {
+		return nil, inFile(err, path)
+	}
+	if g.ID != id {
+		return nil, &CorruptError{File: path, Offset: headerSize, Reason: fmt.Sprintf("holds snapshot %d, not %d", g.ID, id)}
+	}
+	return g, nil
+}
+
+// inFile names path in err if it is a CorruptError.
+func inFile(err error, path string) error {
+	var ce *CorruptError
+	if errors.As(err, &ce) {
+		c := *ce
+		c.File = path
+		return &c
+	}
+	return fmt.Errorf("persistence: %s: %w", path, err)
+}
+
+// gone returns the error for a file of snapshot id that does not exist:
+// ErrNotFound if its directory is gone too (deleted meanwhile), else a
+// CorruptError.
+func (s *FileStore) gone(id snapshot.SnapshotID, path string) error {
+	if _, err := s.fs.Stat(s.snapDir(id)); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %d", ErrNotFound, id)
+	}
+	return &CorruptError{File: path, Reason: "missing"}
+}
+
+// readManifest reads and checks the manifest of snapshot id.
+func (s *FileStore) readManifest(id snapshot.SnapshotID) (manifest, error) {
+	path := filepath.Join(s.snapDir(id), manifestName)
+	f, err := s.fs.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if gerr := s.gone(id, path); !errors.Is(gerr, ErrCorrupt) {
+			return manifest{}, gerr
+		}
+		// The snapshot may have been committed between the two looks.
+		if f, err = s.fs.Open(path); errors.Is(err, fs.ErrNotExist) {
+			return manifest{}, s.gone(id, path)
+		}
+	}
+	if err != nil {
+		return manifest{}, fmt.Errorf("persistence: load %d: %w", id, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxManifestSize+1))
+	if err != nil {
+		return manifest{}, fmt.Errorf("persistence: load %d: %w", id, err)
+	}
+	m, err := decodeManifest(b)
+	if err != nil {
+		return manifest{}, inFile(err, path)
+	}
+	if m.ID != id {
+		return manifest{}, &CorruptError{File: path, Offset: headerSize, Reason: fmt.Sprintf("manifest of snapshot %d, not %d", m.ID, id)}
+	}
+	return m, nil
+}
+
+// readData reads a data file of snapshot id and checks it against the
+// manifest's entry before returning it.
+func (s *FileStore) readData(id snapshot.SnapshotID, mf manifestFile) ([]byte, error) {
+	path := filepath.Join(s.snapDir(id), mf.Name)
+	f, err := s.fs.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, s.gone(id, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("persistence: load %d: %w", id, err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("persistence: load %d: %w", id, err)
+	}
+	if err := checkSize(path, info.Size(), mf.Size); err != nil {
+		return nil, err
+	}
+	// The size is bounded by the manifest's check, so this allocation is.
+	b := make([]byte, mf.Size)
+	if n, err := io.ReadFull(f, b); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return nil, &CorruptError{File: path, Offset: int64(n), Reason: fmt.Sprintf("truncated: manifest says %d bytes", mf.Size)}
+		}
+		return nil, fmt.Errorf("persistence: load %d: %w", id, err)
+	}
+	if n, _ := f.Read(make([]byte, 1)); n > 0 {
+		return nil, &CorruptError{File: path, Offset: mf.Size, Reason: "longer than the manifest says"}
+	}
+	if sum := crc32.Checksum(b, castagnoli); sum != mf.CRC {
+		return nil, &CorruptError{File: path, Offset: 0, Reason: fmt.Sprintf("checksum mismatch: manifest says %08x, file has %08x", mf.CRC, sum)}
+	}
+	return b, nil
+}
+
+func checkSize(path string, got, want int64) error {
+	switch {
+	case got < want:
+		return &CorruptError{File: path, Offset: got, Reason: fmt.Sprintf("truncated: %d bytes, manifest says %d", got, want)}
+	case got > want:
+		return &CorruptError{File: path, Offset: want, Reason: fmt.Sprintf("%d bytes, manifest says %d", got, want)}
+	}
+	return nil
+}
+
+// verifyData checks the data files of snapshot id against its manifest
+// without decoding them or holding them in memory.
+func (s *FileStore) verifyData(id snapshot.SnapshotID, m manifest) error {
+	for _, mf := range m.Files {
+		path := filepath.Join(s.snapDir(id), mf.Name)
+		f, err := s.fs.Open(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return s.gone(id, path)
+		}
+		if err != nil {
+			return err
+		}
+		h := crc32.New(castagnoli)
+		n, err := io.Copy(h, f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		if err := checkSize(path, n, mf.Size); err != nil {
+			return err
+		}
+		if h.Sum32() != mf.CRC {
+			return &CorruptError{File: path, Reason: fmt.Sprintf("checksum mismatch: manifest says %08x, file has %08x", mf.CRC, h.Sum32())}
+		}
+	}
+	return nil
+}
+
+// ids returns the ids of all snapshot directories, complete or not, in
+// increasing order.
+func (s *FileStore) ids() ([]snapshot.SnapshotID, error) {
+	entries, err := s.fs.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("persistence: %w", err)
+	}
+	var ids []snapshot.SnapshotID
+	for _, e := range entries { // sorted by name, so by id
+		if id, ok := parseSnapDir(e.Name()); ok && e.IsDir() {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+// incomplete reports whether err, from readManifest, marks a directory
+// that is not (or no longer) a snapshot.
+func incomplete(err error) bool {
+	return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrNotFound)
+}
+
+// Latest implements Store.
+func (s *FileStore) Latest(ctx context.Context) (*snapshot.Global, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ids, err := s.ids()
+	if err != nil {
+		return nil, err
+	}
+	for i := len(ids) - 1; i >= 0; i-- {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		m, err := s.readManifest(ids[i])
+		if incomplete(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		g, err := s.load(ctx, ids[i], m)
+		if errors.Is(err, ErrNotFound) {
+			continue // deleted since its manifest was read
+		}
+		return g, err
+	}
+	return nil, ErrNotFound
+}
+
+// List implements Store. A snapshot whose manifest is of another format
+// version is listed: it is complete, though this build cannot load it.
+func (s *FileStore) List(ctx context.Context) ([]snapshot.SnapshotID, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ids, err := s.ids()
+	if err != nil {
+		return nil, err
+	}
+	out := ids[:0]
+	for _, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		_, err := s.readManifest(id)
+		if incomplete(err) {
+			continue
+		}
+		if err != nil && !errors.Is(err, ErrFormatVersion) {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// Delete implements Store. The snapshot directory is first renamed to a
+// name no reader looks at, so the snapshot disappears at once and wholly;
+// its files are removed after.
+func (s *FileStore) Delete(ctx context.Context, id snapshot.SnapshotID) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	dir := s.snapDir(id)
+	del := filepath.Join(s.dir, delPrefix+filepath.Base(dir)+"-"+randomSuffix())
+	if err := s.fs.Rename(dir, del); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("persistence: delete %d: %w", id, err)
+	}
+	if err := s.fs.SyncDir(s.dir); err != nil {
+		// Until the rename is durable the files must stay: after a crash
+		// the snapshot may be back, and must be whole. Open removes them
+		// otherwise.
+		return fmt.Errorf("persistence: delete %d: %w", id, err)
+	}
+	s.removeAll(del)
+	return nil
+}
+
+// Retain implements Store. Walking from the newest snapshot down, it
+// counts those whose manifest and data checksums verify; once it has
+// counted n, it deletes every older one. A damaged or incomplete snapshot
+// newer than that is neither counted nor deleted.
+func (s *FileStore) Retain(ctx context.Context, n int) error {
+	if err := checkRetain(n); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ids, err := s.ids()
+	if err != nil {
+		return err
+	}
+	kept := 0
+	for i := len(ids) - 1; i >= 0; i-- {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		id := ids[i]
+		if kept >= n {
+			if err := s.Delete(ctx, id); err != nil {
+				return err
+			}
+			continue
+		}
+		m, err := s.readManifest(id)
+		if err == nil {
+			err = s.verifyData(id, m)
+		}
+		switch {
+		case err == nil:
+			kept++
+		case incomplete(err), errors.Is(err, ErrFormatVersion):
+			// Not counted, and not deleted: only snapshots older than n
+			// complete ones are.
+		default:
+			return fmt.Errorf("persistence: retain: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,231 @@
+package persistence_test
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/actorsnap/actorsnap/persistence"
+	"github.com/actorsnap/actorsnap/persistence/storetest"
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+// allocBound is what decoding len bytes may allocate for its result: the
+// decoder charges every slice and string it makes, and may make no more
+// than a small multiple of its input (the smallest encodings of a
+// participant or message cost about 25 times their size in memory).
+func allocBound(n int) int { return 32*n + 4096 }
+
+// validEncodings returns small valid encodings: the fuzzing engine
+// minimizes every input it finds interesting, which takes long on large
+// ones.
+func validEncodings(f *testing.F) [][]byte {
+	var out [][]byte
+	for i, g := range []*snapshot.Global{
+		{ID: 1},
+		storetest.NewGlobal(2, storetest.Shape{Participants: 2, StateSize: 3, Channels: 1, InFlight: 1, MessageSize: 2}),
+		storetest.NewGlobal(3, storetest.Shape{Participants: 3, StateSize: 2, Channels: 4, InFlight: 2, MessageSize: 1}),
+		randomGlobal(rand.New(rand.NewPCG(4, 4)), 4),
+		randomGlobal(rand.New(rand.NewPCG(5, 5)), 4),
+	} {
+		b, err := persistence.EncodeGlobal(g)
+		if err != nil {
+			f.Fatalf("seed %d: %v", i, err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// FuzzDecodeGlobal decodes arbitrary bytes, as found in a damaged file:
+// the decoder never panics, allocates within allocBound, reports failures
+// as ErrCorrupt (or ErrFormatVersion), and whatever it accepts passes
+// Verify and survives a round trip. With fix set the checksum is
+// recomputed first, so that mutations reach the body's decoder.
+//
+//	go test ./persistence -run '^$' -fuzz FuzzDecodeGlobal -fuzztime 30s
+func FuzzDecodeGlobal(f *testing.F) {
+	for _, b := range validEncodings(f) {
+		f.Add(b, false)
+		f.Add(b, true)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, fix bool) {
+		if fix {
+			data = persistence.FixChecksum(bytes.Clone(data))
+		}
+		g, alloc, err := persistence.DecodeGlobalCounted(data)
+		if alloc > allocBound(len(data)) {
+			t.Fatalf("decoding %d bytes allocated %d, more than %d", len(data), alloc, allocBound(len(data)))
+		}
+		if err != nil {
+			if !errors.Is(err, persistence.ErrCorrupt) && !errors.Is(err, persistence.ErrFormatVersion) {
+				t.Fatalf("error neither corrupt nor version: %v", err)
+			}
+			return
+		}
+		require.NoError(t, g.Verify())
+		again, err := persistence.EncodeGlobal(g)
+		require.NoError(t, err)
+		g2, err := persistence.DecodeGlobal(again)
+		require.NoError(t, err)
+		requireSame(t, g, g2)
+	})
+}
+
+// FuzzDecodeManifest is FuzzDecodeGlobal for manifests.
+//
+//	go test ./persistence -run '^$' -fuzz FuzzDecodeManifest -fuzztime 30s
+func FuzzDecodeManifest(f *testing.F) {
+	for _, m := range []persistence.Manifest{
+		{ID: 1, Files: []persistence.ManifestFile{{Name: persistence.DataName, Size: 4096, CRC: 0x12345678}}},
+		{ID: math.MaxUint64, Files: []persistence.ManifestFile{{Name: "a", Size: persistence.MaxEncodedSize}, {Name: "b"}}},
+		{ID: 3},
+	} {
+		b, err := persistence.EncodeManifest(m)
+		require.NoError(f, err)
+		f.Add(b, false)
+		f.Add(b, true)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, fix bool) {
+		if fix {
+			data = persistence.FixChecksum(bytes.Clone(data))
+		}
+		m, err := persistence.DecodeManifest(data)
+		if err != nil {
+			if !errors.Is(err, persistence.ErrCorrupt) && !errors.Is(err, persistence.ErrFormatVersion) {
+				t.Fatalf("error neither corrupt nor version: %v", err)
+			}
+			return
+		}
+		again, err := persistence.EncodeManifest(m)
+		require.NoError(t, err)
+		m2, err := persistence.DecodeManifest(again)
+		require.NoError(t, err)
+		require.Equal(t, m, m2)
+	})
+}
+
+// FuzzRoundTrip encodes and decodes random valid snapshots built from a
+// seed: names with odd bytes, nil and empty states and data, extreme
+// counters and times. decode(encode(g)) must be g.
+//
+//	go test ./persistence -run '^$' -fuzz FuzzRoundTrip -fuzztime 30s
+func FuzzRoundTrip(f *testing.F) {
+	for seed := range uint64(16) {
+		f.Add(seed, seed*7)
+	}
+	f.Fuzz(func(t *testing.T, s1, s2 uint64) {
+		g := randomGlobal(rand.New(rand.NewPCG(s1, s2)), 24)
+		require.NoError(t, g.Verify())
+		b, err := persistence.EncodeGlobal(g)
+		require.NoError(t, err)
+		got, alloc, err := persistence.DecodeGlobalCounted(b)
+		require.NoError(t, err)
+		require.LessOrEqual(t, alloc, allocBound(len(b)))
+		requireSame(t, g, got)
+	})
+}
+
+// randomGlobal returns a valid snapshot drawn from rng, with fewer than
+// size participants and 2*size channels.
+func randomGlobal(rng *rand.Rand, size int) *snapshot.Global {
+	pick := func(options ...string) string { return options[rng.IntN(len(options))] }
+	name := func() string {
+		switch rng.IntN(4) {
+		case 0:
+			return pick("", "a", "\x00", "é", "node-1/$42/child", strings.Repeat("long", 20))
+		default:
+			b := make([]byte, rng.IntN(12))
+			for i := range b {
+				b[i] = byte(rng.IntN(256))
+			}
+			return string(b)
+		}
+	}
+	data := func() []byte {
+		switch rng.IntN(4) {
+		case 0:
+			return nil
+		case 1:
+			return []byte{}
+		default:
+			b := make([]byte, rng.IntN(12*size))
+			for i := range b {
+				b[i] = byte(rng.Uint32())
+			}
+			return b
+		}
+	}
+	when := func() time.Time {
+		switch rng.IntN(3) {
+		case 0:
+			return time.Time{}
+		default:
+			return time.Unix(rng.Int64N(1<<40)-1<<39, rng.Int64N(int64(time.Second))).In(time.FixedZone("Z", 3600*rng.IntN(12)))
+		}
+	}
+	g := &snapshot.Global{ID: snapshot.SnapshotID(max(1, rng.Uint64()>>rng.IntN(64))), Mode: snapshot.Mode(rng.IntN(256)), Start: when(), End: when()}
+	ids := map[string]bool{}
+	for range rng.IntN(size) {
+		ids[name()] = true
+	}
+	names := slices.Sorted(func(yield func(string) bool) {
+		for id := range ids {
+			if !yield(id) {
+				return
+			}
+		}
+	})
+	for _, id := range names {
+		p := snapshot.Participant{ID: snapshot.ProcessID(id), Kind: pick("account", "", "router"), State: data()}
+		if rng.IntN(5) == 0 {
+			p.Kind, p.State, p.Departed = "", nil, true
+		}
+		g.Participants = append(g.Participants, p)
+	}
+	seen := map[snapshot.Channel]bool{}
+	for range rng.IntN(2 * size) {
+		var c snapshot.Channel
+		if len(names) == 0 || rng.IntN(6) == 0 {
+			// Nothing crossed it: its ends need not be participants.
+			c = snapshot.Channel{From: snapshot.ProcessID(name()), To: snapshot.ProcessID(name())}
+			if !seen[c] {
+				seen[c] = true
+				g.Channels = append(g.Channels, snapshot.ChannelState{Channel: c})
+			}
+			continue
+		}
+		c = snapshot.Channel{From: snapshot.ProcessID(names[rng.IntN(len(names))]), To: snapshot.ProcessID(names[rng.IntN(len(names))])}
+		if seen[c] {
+			continue
+		}
+		seen[c] = true
+		k := rng.IntN(6)
+		cs := snapshot.ChannelState{Channel: c}
+		switch rng.IntN(3) {
+		case 0:
+			cs.Received = math.MaxUint64 - uint64(k)
+		default:
+			cs.Received = uint64(rng.IntN(1 << 20))
+		}
+		for j := range k {
+			cs.Messages = append(cs.Messages, snapshot.Message{Seq: cs.Received + 1 + uint64(j), Payload: persistence.RecordedMessage{Type: pick("t", "", "bank.Transfer", name()), Data: data()}})
+		}
+		cs.Sent = cs.Received + uint64(k)
+		g.Channels = append(g.Channels, cs)
+	}
+	slices.SortFunc(g.Channels, func(x, y snapshot.ChannelState) int {
+		if r := strings.Compare(string(x.Channel.From), string(y.Channel.From)); r != 0 {
+			return r
+		}
+		return strings.Compare(string(x.Channel.To), string(y.Channel.To))
+	})
+	return g
+}

@@ -1,0 +1,145 @@
+package persistence
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+// manifest lists the data files of a stored snapshot with their sizes and
+// CRC-32C checksums. A FileStore writes it last: a snapshot directory
+// without a valid manifest is not a snapshot.
+type manifest struct {
+	ID    snapshot.SnapshotID
+	Files []manifestFile
+}
+
+type manifestFile struct {
+	Name string
+	Size int64
+	CRC  uint32
+}
+
+// Limits of a manifest.
+const (
+	maxManifestSize  = 1 << 16
+	maxManifestFiles = 16
+	maxFileNameSize  = 255
+)
+
+// encodeManifest returns the stored form of m: the envelope (magic
+// "ASNAPMAN", FormatVersion, CRC-32C) around the msgpack array
+// [id, [[name, size, crc32c], ...]].
+func encodeManifest(m manifest) ([]byte, error) {
+	if err := m.check(); err != nil {
+		return nil, err
+	}
+	e := newEncoder(manifestMagic, 64+len(m.Files)*(maxFileNameSize+16))
+	e.array(2)
+	e.uint(uint64(m.ID))
+	e.array(len(m.Files))
+	for _, f := range m.Files {
+		e.array(3)
+		e.string(f.Name)
+		e.uint(uint64(f.Size))
+		e.uint(uint64(f.CRC))
+	}
+	return e.finish()
+}
+
+// check returns why m cannot be stored or trusted.
+func (m manifest) check() error {
+	if m.ID == 0 {
+		return fmt.Errorf("manifest: snapshot id is 0")
+	}
+	if len(m.Files) > maxManifestFiles {
+		return fmt.Errorf("manifest: %d files, more than %d", len(m.Files), maxManifestFiles)
+	}
+	seen := make(map[string]bool, len(m.Files))
+	for _, f := range m.Files {
+		if !validFileName(f.Name) {
+			return fmt.Errorf("manifest: invalid file name %q", f.Name)
+		}
+		if seen[f.Name] {
+			return fmt.Errorf("manifest: file %q listed twice", f.Name)
+		}
+		seen[f.Name] = true
+		if f.Size < 0 || f.Size > MaxEncodedSize {
+			return fmt.Errorf("manifest: file %q: size %d out of range", f.Name, f.Size)
+		}
+	}
+	return nil
+}
+
+// validFileName reports whether name can be a data file of a snapshot
+// directory: a plain name, not hidden, not the manifest's.
+func validFileName(name string) bool {
+	return name != "" && len(name) <= maxFileNameSize && name != manifestName &&
+		!strings.HasPrefix(name, ".") && !strings.ContainsAny(name, "/\\\x00")
+}
+
+// decodeManifest decodes the stored form written by encodeManifest,
+// reporting any fault as a *CorruptError.
+func decodeManifest(data []byte) (manifest, error) {
+	if len(data) > maxManifestSize {
+		return manifest{}, &CorruptError{Offset: maxManifestSize, Reason: fmt.Sprintf("manifest of %d bytes, more than %d", len(data), maxManifestSize)}
+	}
+	d, err := openEnvelope(data, manifestMagic, "manifest", true)
+	if err != nil {
+		return manifest{}, err
+	}
+	if err := d.tuple(2, "manifest"); err != nil {
+		return manifest{}, err
+	}
+	var m manifest
+	id, err := d.uint("snapshot id")
+	if err != nil {
+		return manifest{}, err
+	}
+	m.ID = snapshot.SnapshotID(id)
+	n, err := d.array("files", maxManifestFiles, 4, 48)
+	if err != nil {
+		return manifest{}, err
+	}
+	if n > 0 {
+		m.Files = make([]manifestFile, n)
+	}
+	for i := range m.Files {
+		f := &m.Files[i]
+		if err := d.tuple(3, "file"); err != nil {
+			return manifest{}, err
+		}
+		b, err := d.raw("file name", true, maxFileNameSize)
+		if err != nil {
+			return manifest{}, err
+		}
+		f.Name = string(b)
+		off := d.off()
+		size, err := d.uint("file size")
+		if err != nil {
+			return manifest{}, err
+		}
+		if size > MaxEncodedSize {
+			return manifest{}, d.corrupt(off, "file size %d, more than %d", size, MaxEncodedSize)
+		}
+		f.Size = int64(size)
+		off = d.off()
+		crc, err := d.uint("file checksum")
+		if err != nil {
+			return manifest{}, err
+		}
+		if crc > math.MaxUint32 {
+			return manifest{}, d.corrupt(off, "file checksum %d out of range", crc)
+		}
+		f.CRC = uint32(crc)
+	}
+	if err := d.end(); err != nil {
+		return manifest{}, err
+	}
+	if err := m.check(); err != nil {
+		return manifest{}, &CorruptError{Offset: headerSize, Reason: err.Error()}
+	}
+	return m, nil
+}

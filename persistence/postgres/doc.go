@@ -1,0 +1,127 @@
+// Package postgres is a persistence.Store in a PostgreSQL database, through
+// pgx, for systems whose members share storage (a Proto.Actor cluster).
+// It keeps the guarantees of the file store: a snapshot is saved
+// atomically (wholly visible or absent), Latest is never torn, damage is
+// reported as persistence.ErrCorrupt and never loaded, and Retain only
+// deletes snapshots older than n complete ones. Every method may be called
+// concurrently, on one Store or on several sharing a database, in one
+// process or several.
+//
+// Open a Store with Open, or, in a program that imports this package
+// (a blank import will do), with persistence.OpenURL:
+//
+//	import _ "github.com/actorsnap/actorsnap/persistence/postgres"
+//
+//	store, err := persistence.OpenURL(ctx, "postgres://app@db.internal/app?schema=snaps")
+//
+// Both postgres:// and postgresql:// are registered. The URL is pgx's (so
+// pool settings such as pool_max_conns work), plus one parameter of this
+// package: schema, the schema the tables live in (DefaultSchema,
+// "actorsnap", unless it or WithSchema says otherwise). A Store holds a
+// connection pool: Close it when done (a Store from OpenURL is an
+// io.Closer).
+//
+// # Tables
+//
+// Open creates the schema and its tables on first use and brings them up
+// to date later, by numbered migrations recorded in schema_migrations
+// (version, applied_at). They run in one transaction under an advisory
+// lock of the schema's own, so processes opening at once take turns and
+// the migrations are applied once; a schema already up to date is only
+// read, so a role without the CREATE privilege can use it. A schema of a
+// newer version than this build knows is refused with ErrSchemaVersion.
+//
+// Version 1 has four tables. Names, kinds and message types are bytea,
+// not text: a process id may hold any bytes, NUL included, which text
+// cannot. Counters are stored as the bits of a uint64 in a bigint.
+//
+//	snapshots     one header row per snapshot
+//	  id            bigint primary key (snapshot ids must be at most 2^63-1)
+//	  format        smallint, the row format (1)
+//	  mode          smallint
+//	  start_sec, start_nsec, end_sec, end_nsec   the instants, in Unix
+//	                seconds and nanoseconds (timestamptz keeps microseconds)
+//	  participants, channels, messages            row counts
+//	  checksum      bigint, the CRC-32C of the header and every row's checksum
+//	  complete      boolean, set last
+//	  saved_at      timestamptz, for people
+//	participants  (snapshot_id, ord) primary key; process, kind bytea;
+//	              state bytea (NULL for a nil state); departed boolean; crc
+//	channels      (snapshot_id, ord) primary key; sender, receiver bytea;
+//	              sent, received bigint; crc
+//	messages      (snapshot_id, channel_ord, ord) primary key; type bytea;
+//	              data bytea (NULL for nil); crc
+//
+// ord is a row's position in the Global (participants sorted by id,
+// channels by sender then receiver, a channel's messages in FIFO order):
+// the database's collation does not order bytes as Go does, so the order
+// is stored, not recomputed. A message's sequence number is not stored:
+// Verify holds it to the channel's received count + 1 + its position. No
+// foreign keys: each snapshot's rows are written in one transaction and
+// deleted in one statement, and per-row key checks would slow COPY down.
+//
+// # Saving
+//
+// Save checks the snapshot as persistence.EncodeGlobal does (a non-zero
+// id, Verify, RecordedMessage payloads, the format's limits on counts and
+// sizes; there is no limit on the total size) and then, in one
+// transaction: inserts the header row, not yet complete (ON CONFLICT DO
+// NOTHING: an id already stored gives persistence.ErrExists, and a Save
+// racing another for one id waits for it at the primary key); copies the
+// participants, then the channels, then the messages with COPY; and
+// finally sets the header's checksum and complete mark. The rows are
+// streamed: each COPY reads the Global one row at a time through a
+// pgx.CopyFromSource that computes the row's checksum as it goes, and pgx
+// encodes rows into a send buffer of about 64 KiB, sent as it fills. So a
+// Save holds no second copy of the states, only the buffer (or one row,
+// if larger). A Save whose context is cancelled before it commits rolls
+// back; the commit itself is not cut short by the context (a Save that
+// returned the context's error would then not know whether it had
+// committed), but is bounded by a timeout.
+//
+// # Checksums
+//
+// Each row's crc is the CRC-32C (Castagnoli) of a canonical encoding of
+// the row: a tag byte ('p', 'c', 'm'), the snapshot id (8 bytes), the
+// row's position (4 bytes each: ord, or channel_ord and ord), then its
+// columns in order: byte strings as a 4-byte length and the bytes (length
+// 0xffffffff for NULL), numbers in 8 bytes, booleans in one; every number
+// is big-endian. The header's checksum is the CRC-32C of 'h',
+// the id, format, mode, instants and counts, then of every row's crc in
+// order: participants, channels, messages. A row moved to another
+// snapshot or position, changed, added or removed therefore fails a
+// check.
+//
+// # Reading
+//
+// Load reads the header and then the rows of each table in ord order, in
+// one read-only REPEATABLE READ transaction: it sees a snapshot being
+// saved or deleted meanwhile wholly or not at all. It checks every row's
+// checksum, the rows' positions and counts against the header, the
+// header's checksum, the format's limits, and finally Verify. A fault is
+// reported as a *persistence.CorruptError whose File is the
+// schema-qualified table (such as "actorsnap.participants") and whose
+// Offset is the row's position among the snapshot's rows of that table
+// (0 for the header), with the row named in the Reason. A header of
+// another row format is reported with persistence.ErrFormatVersion.
+// Names and byte strings are copied from the connection's buffer into a
+// few shared blocks, so a Global costs a few allocations beyond one per
+// message.
+//
+// Latest chooses the newest complete snapshot and reads it in one
+// transaction; a damaged one is reported, not skipped. List lists the
+// complete snapshots. Delete removes a snapshot's rows from every table in
+// one statement. Retain reads and checks the newest snapshots, from the
+// newest down, until n pass, in one REPEATABLE READ transaction that
+// locks those n and deletes every older snapshot: a damaged snapshot is
+// neither counted nor deleted.
+//
+// # Testing
+//
+// The tests run against a real server named by the environment variable
+// ACTORSNAP_TEST_POSTGRES, each in a fresh schema that it drops; without
+// it they are skipped. From the module root:
+//
+//	eval "$(bash .ci/postgres.sh)"    # starts a local server, prints the export line
+//	go test -race ./persistence/postgres/
+package postgres

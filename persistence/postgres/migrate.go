@@ -1,0 +1,139 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// migrations are the schema's versions: applying migrations[i] takes the
+// schema from version i to i+1. A migration is never changed once
+// released; a change of layout is a new one. "{schema}" stands for the
+// quoted schema name.
+var migrations = []string{
+	// 1: the tables of row format 1. No foreign keys: a Save writes the
+	// rows of one snapshot in one transaction and a Delete removes them in
+	// one statement, and per-row key checks would slow COPY down.
+	`CREATE TABLE {schema}.snapshots (
+		id           bigint      PRIMARY KEY CHECK (id > 0),
+		format       smallint    NOT NULL,
+		mode         smallint    NOT NULL,
+		start_sec    bigint      NOT NULL,
+		start_nsec   integer     NOT NULL,
+		end_sec      bigint      NOT NULL,
+		end_nsec     integer     NOT NULL,
+		participants integer     NOT NULL,
+		channels     integer     NOT NULL,
+		messages     integer     NOT NULL,
+		checksum     bigint      NOT NULL,
+		complete     boolean     NOT NULL DEFAULT false,
+		saved_at     timestamptz NOT NULL DEFAULT now()
+	);
+	CREATE TABLE {schema}.participants (
+		snapshot_id bigint  NOT NULL,
+		ord         integer NOT NULL,
+		process     bytea   NOT NULL,
+		kind        bytea   NOT NULL,
+		state       bytea,
+		departed    boolean NOT NULL,
+		crc         bigint  NOT NULL,
+		PRIMARY KEY (snapshot_id, ord)
+	);
+	CREATE TABLE {schema}.channels (
+		snapshot_id bigint  NOT NULL,
+		ord         integer NOT NULL,
+		sender      bytea   NOT NULL,
+		receiver    bytea   NOT NULL,
+		sent        bigint  NOT NULL,
+		received    bigint  NOT NULL,
+		crc         bigint  NOT NULL,
+		PRIMARY KEY (snapshot_id, ord)
+	);
+	CREATE TABLE {schema}.messages (
+		snapshot_id bigint  NOT NULL,
+		channel_ord integer NOT NULL,
+		ord         integer NOT NULL,
+		type        bytea   NOT NULL,
+		data        bytea,
+		crc         bigint  NOT NULL,
+		PRIMARY KEY (snapshot_id, channel_ord, ord)
+	);`,
+}
+
+// SchemaVersion is the version of the database schema this build
+// migrates to.
+const SchemaVersion = 1
+
+// migrate brings the schema up to SchemaVersion in one transaction, under
+// a transaction-scoped advisory lock of the schema's own: processes
+// opening stores at once take turns, the first migrates, the others find
+// the schema up to date. A migration that fails leaves the schema as it
+// was. Nothing is created when the schema is up to date already, so a
+// role without the CREATE privilege can open a migrated schema.
+func (s *Store) migrate(ctx context.Context) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return failed(ctx, "migrate", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := s.migrateTx(ctx, tx); err != nil {
+		return failed(ctx, "migrate", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return failed(ctx, "migrate", err)
+	}
+	return nil
+}
+
+func (s *Store) migrateTx(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockKey(s.schema)); err != nil {
+		return err
+	}
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_namespace WHERE nspname = $1)`, s.schema).Scan(&exists); err != nil {
+		return err
+	}
+	if !exists {
+		if _, err := tx.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{s.schema}.Sanitize()); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+s.t.qMigrations+` (
+		version    integer     PRIMARY KEY,
+		applied_at timestamptz NOT NULL DEFAULT now()
+	)`); err != nil {
+		return err
+	}
+	var version int
+	if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM `+s.t.qMigrations).Scan(&version); err != nil {
+		return err
+	}
+	if version > len(migrations) {
+		return fmt.Errorf("%w: schema %s is at version %d, this build knows up to %d", ErrSchemaVersion, s.schema, version, len(migrations))
+	}
+	quoted := pgx.Identifier{s.schema}.Sanitize()
+	for v := version; v < len(migrations); v++ {
+		// Without arguments pgx sends the simple protocol, which runs
+		// several statements in one Exec.
+		if _, err := tx.Exec(ctx, strings.ReplaceAll(migrations[v], "{schema}", quoted)); err != nil {
+			return fmt.Errorf("migration %d: %w", v+1, err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO `+s.t.qMigrations+` (version) VALUES ($1)`, v+1); err != nil {
+			return fmt.Errorf("migration %d: %w", v+1, err)
+		}
+	}
+	return nil
+}
+
+// lockKey is the advisory lock key of migrations of schema: the package's
+// name and the schema's, hashed, so that stores of different schemas do
+// not wait for each other.
+func lockKey(schema string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("github.com/actorsnap/actorsnap/persistence/postgres migrate\x00"))
+	h.Write([]byte(schema))
+	return int64(h.Sum64())
+}

@@ -1,0 +1,556 @@
+package postgres_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/actorsnap/actorsnap/persistence"
+	"github.com/actorsnap/actorsnap/persistence/postgres"
+	"github.com/actorsnap/actorsnap/persistence/storetest"
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// envURL names the environment variable holding the test server's URL.
+const envURL = "ACTORSNAP_TEST_POSTGRES"
+
+// serverURL returns the test server's URL, or skips the test.
+func serverURL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv(envURL)
+	if u == "" {
+		t.Skip(envURL + ` is not set, so there is no PostgreSQL server to test against. ` +
+			`From the module root, run: eval "$(bash .ci/postgres.sh)" && go test -race ./persistence/postgres/ ` +
+			`(the script starts a local server, as root installing PostgreSQL if needed, and prints ` +
+			`export ` + envURL + `=postgres://postgres@127.0.0.1:5432/actorsnap_test?sslmode=disable)`)
+	}
+	return u
+}
+
+// exec runs sql on the test server in a connection of its own.
+func exec(t testing.TB, sql string, args ...any) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, serverURL(t))
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql, args...)
+	require.NoError(t, err, sql)
+}
+
+// query returns the single column of the rows sql selects.
+func query[T any](t testing.TB, sql string, args ...any) []T {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, serverURL(t))
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, sql, args...)
+	require.NoError(t, err, sql)
+	out, err := pgx.CollectRows(rows, pgx.RowTo[T])
+	require.NoError(t, err, sql)
+	return out
+}
+
+// freshSchema returns the name of a schema no test uses, dropped with
+// everything in it when the test ends.
+func freshSchema(t testing.TB) string {
+	t.Helper()
+	serverURL(t)
+	name := fmt.Sprintf("test_%016x", rand.Uint64())
+	t.Cleanup(func() { exec(t, `DROP SCHEMA IF EXISTS `+name+` CASCADE`) })
+	return name
+}
+
+// open opens a Store on schema, closed when the test ends (before its
+// schema is dropped).
+func open(t testing.TB, schema string) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(context.Background(), serverURL(t), postgres.WithSchema(schema))
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	serverURL(t)
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T) persistence.Store { return open(t, freshSchema(t)) })
+}
+
+// TestTwoStores saves through two Stores on one schema at once, as two
+// cluster members would: distinct ids all succeed, of the Saves racing for
+// one id exactly one does, and both stores read the same.
+func TestTwoStores(t *testing.T) {
+	serverURL(t)
+	t.Parallel()
+	ctx := context.Background()
+	schema := freshSchema(t)
+	stores := []*postgres.Store{open(t, schema), open(t, schema)}
+	shape := storetest.Shape{Participants: 200, StateSize: 100, Channels: 100, InFlight: 2, MessageSize: 32}
+	const workers, each, contested = 6, 4, snapshot.SnapshotID(1000)
+	start := make(chan struct{})
+	errs := make([]error, workers)
+	won := make([]bool, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		s := stores[w%2]
+		wg.Go(func() {
+			<-start
+			for i := range each {
+				if err := s.Save(ctx, storetest.NewGlobal(snapshot.SnapshotID(1+w*each+i), shape)); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+			err := s.Save(ctx, storetest.NewGlobal(contested, storetest.Shape{Participants: 2 + w, StateSize: 10}))
+			switch {
+			case err == nil:
+				won[w] = true
+			case !errors.Is(err, persistence.ErrExists):
+				errs[w] = err
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	for w, err := range errs {
+		require.NoError(t, err, "worker %d", w)
+	}
+	require.Equal(t, 1, countTrue(won), "exactly one Save of the contested id succeeds: %v", won)
+	winner := slices.Index(won, true)
+	var want []snapshot.SnapshotID
+	for id := snapshot.SnapshotID(1); id <= workers*each; id++ {
+		want = append(want, id)
+	}
+	want = append(want, contested)
+	for i, s := range stores {
+		ids, err := s.List(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, want, ids, "store %d", i)
+		for _, id := range want {
+			g, err := s.Load(ctx, id)
+			require.NoError(t, err, "store %d, snapshot %d", i, id)
+			wantG := storetest.NewGlobal(id, shape)
+			if id == contested {
+				wantG = storetest.NewGlobal(contested, storetest.Shape{Participants: 2 + winner, StateSize: 10})
+			}
+			require.NoError(t, storetest.Equal(wantG, g), "store %d, snapshot %d", i, id)
+		}
+	}
+}
+
+func countTrue(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
+// TestCorrupt damages one stored snapshot in SQL, as a faulty disk, a
+// careless operator or a bug elsewhere might, and checks that the damage
+// is reported, naming the table and row, never loaded, and not skipped by
+// Latest; and that Retain neither counts nor deletes the damaged snapshot.
+func TestCorrupt(t *testing.T) {
+	serverURL(t)
+	t.Parallel()
+	// storetest.Small: 12 participants, the last departed; 16 channels of
+	// 3 messages each, so message (channel c, j) is row 3c+j.
+	tests := []struct {
+		name   string
+		sql    string // %[1]s is the schema
+		table  string
+		offset int64
+		reason string
+	}{
+		{"state byte",
+			`UPDATE %[1]s.participants SET state = set_byte(state, 7, get_byte(state, 7) # 1) WHERE snapshot_id = 5 AND ord = 3`,
+			"participants", 3, "participant 3: checksum mismatch"},
+		{"kind",
+			`UPDATE %[1]s.participants SET kind = 'auditor' WHERE snapshot_id = 5 AND ord = 0`,
+			"participants", 0, "participant 0: checksum mismatch"},
+		{"departed flag",
+			`UPDATE %[1]s.participants SET departed = false WHERE snapshot_id = 5 AND ord = 11`,
+			"participants", 11, "checksum mismatch"},
+		{"row copied from another snapshot with its checksum",
+			`UPDATE %[1]s.participants p SET state = q.state, crc = q.crc FROM %[1]s.participants q
+			 WHERE p.snapshot_id = 5 AND p.ord = 2 AND q.snapshot_id = 4 AND q.ord = 2`,
+			"participants", 2, "checksum mismatch"},
+		{"participant missing",
+			`DELETE FROM %[1]s.participants WHERE snapshot_id = 5 AND ord = 11`,
+			"participants", 11, "11 participant rows, the header counts 12"},
+		{"channel counters",
+			`UPDATE %[1]s.channels SET sent = sent + 1, received = received + 1 WHERE snapshot_id = 5 AND ord = 4`,
+			"channels", 4, "channel 4: checksum mismatch"},
+		{"message data byte",
+			`UPDATE %[1]s.messages SET data = set_byte(data, 0, get_byte(data, 0) # 128) WHERE snapshot_id = 5 AND channel_ord = 2 AND ord = 1`,
+			"messages", 7, "message (channel 2, 1): checksum mismatch"},
+		{"message missing",
+			`DELETE FROM %[1]s.messages WHERE snapshot_id = 5 AND channel_ord = 0 AND ord = 2`,
+			"messages", 2, "out of place"},
+		{"message added",
+			`INSERT INTO %[1]s.messages SELECT snapshot_id, channel_ord, 3, type, data, crc FROM %[1]s.messages
+			 WHERE snapshot_id = 5 AND channel_ord = 15 AND ord = 2`,
+			"messages", 48, "out of place"},
+		{"header mode",
+			`UPDATE %[1]s.snapshots SET mode = 1 WHERE id = 5`,
+			"snapshots", 0, "header checksum mismatch"},
+		{"header time",
+			`UPDATE %[1]s.snapshots SET end_nsec = end_nsec + 1 WHERE id = 5`,
+			"snapshots", 0, "header checksum mismatch"},
+		{"header checksum",
+			`UPDATE %[1]s.snapshots SET checksum = checksum # 1 WHERE id = 5`,
+			"snapshots", 0, "header checksum mismatch"},
+		{"rows swapped with their checksums",
+			`UPDATE %[1]s.participants SET ord = -1 WHERE snapshot_id = 5 AND ord = 0;
+			 UPDATE %[1]s.participants SET ord = 0 WHERE snapshot_id = 5 AND ord = 1;
+			 UPDATE %[1]s.participants SET ord = 1 WHERE snapshot_id = 5 AND ord = -1`,
+			"participants", 0, "checksum mismatch"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			schema := freshSchema(t)
+			s := open(t, schema)
+			require.NoError(t, s.Save(ctx, storetest.NewGlobal(4, storetest.Small)))
+			require.NoError(t, s.Save(ctx, storetest.NewGlobal(5, storetest.Small)))
+			exec(t, fmt.Sprintf(tt.sql, schema))
+
+			_, err := s.Load(ctx, 5)
+			requireCorrupt(t, err, schema+"."+tt.table, tt.offset, tt.reason)
+			_, err = s.Latest(ctx)
+			requireCorrupt(t, err, schema+"."+tt.table, tt.offset, tt.reason)
+
+			g, err := s.Load(ctx, 4)
+			require.NoError(t, err)
+			require.NoError(t, storetest.Equal(storetest.NewGlobal(4, storetest.Small), g))
+			require.NoError(t, s.Retain(ctx, 1))
+			ids, err := s.List(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, []snapshot.SnapshotID{4, 5}, ids, "Retain neither counts nor deletes the damaged snapshot")
+		})
+	}
+}
+
+func requireCorrupt(t *testing.T, err error, table string, offset int64, reason string) {
+	t.Helper()
+	require.ErrorIs(t, err, persistence.ErrCorrupt)
+	var ce *persistence.CorruptError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, table, ce.File, "the error names the table: %v", err)
+	assert.Equal(t, offset, ce.Offset, "the error names the row: %v", err)
+	assert.Contains(t, ce.Reason, reason)
+	assert.Contains(t, ce.Reason, "snapshot 5")
+}
+
+// TestSaveCutShort stops a Save at each stage of its transaction, by an
+// error, by cancelling its context, or by killing its server session, and
+// checks that nothing of it is visible and that the id can be saved after.
+func TestSaveCutShort(t *testing.T) {
+	serverURL(t)
+	t.Parallel()
+	errInjected := errors.New("injected")
+	for _, stage := range postgres.SaveStages {
+		for _, how := range []string{"error", "cancel", "kill"} {
+			t.Run(stage+"/"+how, func(t *testing.T) {
+				t.Parallel()
+				s := open(t, freshSchema(t))
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				require.NoError(t, s.Save(ctx, storetest.NewGlobal(1, storetest.Small)))
+				postgres.SetSaveHook(s, func(ctx context.Context, at string, tx pgx.Tx) error {
+					if at != stage {
+						return nil
+					}
+					switch how {
+					case "error":
+						return errInjected
+					case "cancel":
+						cancel()
+						return nil
+					default:
+						_, err := tx.Exec(ctx, `SELECT pg_terminate_backend(pg_backend_pid())`)
+						return err
+					}
+				})
+				err := s.Save(ctx, storetest.NewGlobal(2, storetest.Small))
+				require.Error(t, err)
+				switch how {
+				case "error":
+					require.ErrorIs(t, err, errInjected)
+				case "cancel":
+					require.ErrorIs(t, err, context.Canceled)
+				}
+				postgres.SetSaveHook(s, nil)
+
+				bg := context.Background()
+				ids, err := s.List(bg)
+				require.NoError(t, err)
+				assert.Equal(t, []snapshot.SnapshotID{1}, ids)
+				_, err = s.Load(bg, 2)
+				require.ErrorIs(t, err, persistence.ErrNotFound)
+				g, err := s.Latest(bg)
+				require.NoError(t, err)
+				require.NoError(t, storetest.Equal(storetest.NewGlobal(1, storetest.Small), g))
+				require.NoError(t, s.Save(bg, storetest.NewGlobal(2, storetest.Small)))
+				g, err = s.Load(bg, 2)
+				require.NoError(t, err)
+				require.NoError(t, storetest.Equal(storetest.NewGlobal(2, storetest.Small), g))
+			})
+		}
+	}
+}
+
+// TestMigrationsConcurrent opens several Stores on one new schema at once,
+// as processes starting together would: all succeed, the migrations are
+// applied once, and opening again changes nothing.
+func TestMigrationsConcurrent(t *testing.T) {
+	serverURL(t)
+	t.Parallel()
+	ctx := context.Background()
+	schema := freshSchema(t)
+	const openers = 8
+	start := make(chan struct{})
+	stores := make([]*postgres.Store, openers)
+	errs := make([]error, openers)
+	var wg sync.WaitGroup
+	for i := range openers {
+		wg.Go(func() {
+			<-start
+			stores[i], errs[i] = postgres.Open(ctx, serverURL(t), postgres.WithSchema(schema))
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, s := range stores {
+		if s != nil {
+			t.Cleanup(func() { s.Close() })
+		}
+		require.NoError(t, errs[i], "opener %d", i)
+	}
+	var want []int32
+	for v := int32(1); v <= postgres.SchemaVersion; v++ {
+		want = append(want, v)
+	}
+	versions := func() []int32 {
+		return query[int32](t, `SELECT version FROM `+schema+`.schema_migrations ORDER BY version`)
+	}
+	assert.Equal(t, want, versions())
+	require.NoError(t, stores[0].Save(ctx, storetest.NewGlobal(1, storetest.Small)))
+
+	again := open(t, schema)
+	assert.Equal(t, want, versions(), "opening a migrated schema applies nothing")
+	g, err := again.Load(ctx, 1)
+	require.NoError(t, err)
+	require.NoError(t, storetest.Equal(storetest.NewGlobal(1, storetest.Small), g))
+}
+
+// TestSchemaNewer opens a schema migrated by a newer build.
+func TestSchemaNewer(t *testing.T) {
+	serverURL(t)
+	t.Parallel()
+	schema := freshSchema(t)
+	open(t, schema)
+	exec(t, `INSERT INTO `+schema+`.schema_migrations (version) VALUES ($1)`, postgres.SchemaVersion+1)
+	_, err := postgres.Open(context.Background(), serverURL(t), postgres.WithSchema(schema))
+	require.ErrorIs(t, err, postgres.ErrSchemaVersion)
+}
+
+// TestOpenURL opens stores through persistence.OpenURL, as a program that
+// imports this package for its side effect does, with the schema in the
+// URL.
+func TestOpenURL(t *testing.T) {
+	base := serverURL(t)
+	t.Parallel()
+	ctx := context.Background()
+	schema := freshSchema(t)
+	u, err := url.Parse(base)
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set("schema", schema)
+	u.RawQuery = q.Encode()
+	for _, scheme := range []string{"postgres", "postgresql"} {
+		u.Scheme = scheme
+		s, err := persistence.OpenURL(ctx, u.String())
+		require.NoError(t, err, scheme)
+		ps, ok := s.(*postgres.Store)
+		require.True(t, ok, "OpenURL(%s://...) returns a *postgres.Store, got %T", scheme, s)
+		assert.Equal(t, schema, ps.Schema())
+		require.Implements(t, (*io.Closer)(nil), s)
+		if scheme == "postgres" {
+			require.NoError(t, s.Save(ctx, storetest.NewGlobal(1, storetest.Small)))
+		} else {
+			g, err := s.Load(ctx, 1)
+			require.NoError(t, err)
+			require.NoError(t, storetest.Equal(storetest.NewGlobal(1, storetest.Small), g))
+		}
+		require.NoError(t, s.(io.Closer).Close())
+	}
+}
+
+func TestOpenRefused(t *testing.T) {
+	ctx := context.Background()
+	_, err := postgres.Open(ctx, "postgres://127.0.0.1:1/x", postgres.WithSchema(strings.Repeat("s", 64)))
+	require.ErrorContains(t, err, "more than 63")
+	_, err = postgres.Open(ctx, "postgres://127.0.0.1:1/x", postgres.WithSchema("a\x00b"))
+	require.ErrorContains(t, err, "NUL")
+	_, err = postgres.Open(ctx, "postgres://127.0.0.1:1/x?schema="+strings.Repeat("s", 64))
+	require.ErrorContains(t, err, "more than 63")
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = postgres.Open(cancelled, "postgres://127.0.0.1:1/x")
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+// TestLimits saves and loads ids beyond PostgreSQL's bigint.
+func TestLimits(t *testing.T) {
+	serverURL(t)
+	t.Parallel()
+	ctx := context.Background()
+	s := open(t, freshSchema(t))
+	huge := snapshot.SnapshotID(1 << 63)
+	require.ErrorIs(t, s.Save(ctx, storetest.NewGlobal(huge, storetest.Small)), persistence.ErrTooLarge)
+	_, err := s.Load(ctx, huge)
+	require.ErrorIs(t, err, persistence.ErrNotFound)
+	require.NoError(t, s.Delete(ctx, huge))
+	largest := snapshot.SnapshotID(1<<63 - 1)
+	require.NoError(t, s.Save(ctx, storetest.NewGlobal(largest, storetest.Small)))
+	g, err := s.Latest(ctx)
+	require.NoError(t, err)
+	require.NoError(t, storetest.Equal(storetest.NewGlobal(largest, storetest.Small), g))
+}
+
+// TestIncompleteAndFormat covers header rows that a Save of this build
+// never leaves visible: one not marked complete (written by hand, or by a
+// build that saved across transactions) and one of another row format.
+func TestIncompleteAndFormat(t *testing.T) {
+	serverURL(t)
+	t.Parallel()
+	ctx := context.Background()
+	schema := freshSchema(t)
+	s := open(t, schema)
+	for id := snapshot.SnapshotID(1); id <= 3; id++ {
+		require.NoError(t, s.Save(ctx, storetest.NewGlobal(id, storetest.Small)))
+	}
+	exec(t, `INSERT INTO `+schema+`.snapshots (id, format, mode, start_sec, start_nsec, end_sec, end_nsec, participants, channels, messages, checksum)
+		VALUES (9, $1, 0, 0, 0, 0, 0, 0, 0, 0, 0)`, postgres.RowFormat)
+	ids, err := s.List(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []snapshot.SnapshotID{1, 2, 3}, ids, "an incomplete snapshot is not listed")
+	g, err := s.Latest(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, snapshot.SnapshotID(3), g.ID, "Latest skips an incomplete snapshot")
+	_, err = s.Load(ctx, 9)
+	require.ErrorIs(t, err, persistence.ErrCorrupt)
+
+	exec(t, `UPDATE `+schema+`.snapshots SET format = $1 WHERE id = 3`, postgres.RowFormat+1)
+	_, err = s.Load(ctx, 3)
+	require.ErrorIs(t, err, persistence.ErrFormatVersion)
+	_, err = s.Latest(ctx)
+	require.ErrorIs(t, err, persistence.ErrFormatVersion, "Latest does not go back past a snapshot it cannot read")
+	ids, err = s.List(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []snapshot.SnapshotID{1, 2, 3}, ids, "a snapshot of another format is listed")
+
+	// Retain counts neither; the incomplete one, newer than those kept,
+	// stays too.
+	require.NoError(t, s.Retain(ctx, 1))
+	ids, err = s.List(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []snapshot.SnapshotID{2, 3}, ids)
+	assert.Equal(t, []int64{2, 3, 9}, query[int64](t, `SELECT id FROM `+schema+`.snapshots ORDER BY id`))
+}
+
+// TestDeleteLeavesNothing checks that Delete and Retain remove every row
+// of a snapshot, in every table.
+func TestDeleteLeavesNothing(t *testing.T) {
+	serverURL(t)
+	t.Parallel()
+	ctx := context.Background()
+	schema := freshSchema(t)
+	s := open(t, schema)
+	for id := snapshot.SnapshotID(1); id <= 4; id++ {
+		require.NoError(t, s.Save(ctx, storetest.NewGlobal(id, storetest.Small)))
+	}
+	require.NoError(t, s.Delete(ctx, 2))
+	require.NoError(t, s.Retain(ctx, 1))
+	for _, table := range []string{"participants", "channels", "messages"} {
+		assert.Equal(t, []int64{4}, query[int64](t, `SELECT DISTINCT snapshot_id FROM `+schema+`.`+table), table)
+	}
+	assert.Equal(t, []int64{4}, query[int64](t, `SELECT id FROM `+schema+`.snapshots`))
+}
+
+// TestExecModes round-trips snapshots under each of pgx's query exec
+// modes, which a URL may choose (default_query_exec_mode): the simple
+// protocol, for one, sends and receives every value as text.
+func TestExecModes(t *testing.T) {
+	base := serverURL(t)
+	t.Parallel()
+	edge := &snapshot.Global{
+		ID: 3,
+		Participants: []snapshot.Participant{
+			{ID: "", Kind: "", State: []byte{}},
+			{ID: "a", Kind: "k\x00\xff", State: nil},
+			{ID: "b", Kind: "k", State: bytes.Repeat([]byte{0, 0xff}, 40000)},
+			{ID: "c/\u00e9\x00", Departed: true},
+		},
+		Channels: []snapshot.ChannelState{
+			{Channel: snapshot.Channel{From: "a", To: "b"}, Sent: 1 << 63, Received: 1<<63 - 2, Messages: []snapshot.Message{
+				{Seq: 1<<63 - 1, Payload: persistence.RecordedMessage{Type: "\x00", Data: nil}},
+				{Seq: 1 << 63, Payload: persistence.RecordedMessage{Type: "", Data: []byte{}}},
+			}},
+		},
+	}
+	for _, mode := range []string{"cache_statement", "cache_describe", "describe_exec", "exec", "simple_protocol"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			u, err := url.Parse(base)
+			require.NoError(t, err)
+			q := u.Query()
+			q.Set("default_query_exec_mode", mode)
+			q.Set("schema", freshSchema(t))
+			u.RawQuery = q.Encode()
+			s, err := postgres.Open(ctx, u.String())
+			require.NoError(t, err)
+			defer s.Close()
+			for _, g := range []*snapshot.Global{edge, storetest.NewGlobal(5, storetest.Small)} {
+				require.NoError(t, s.Save(ctx, g))
+				got, err := s.Load(ctx, g.ID)
+				require.NoError(t, err)
+				require.NoError(t, storetest.Equal(g, got))
+			}
+			got, err := s.Load(ctx, 3)
+			require.NoError(t, err)
+			assert.Nil(t, got.Participants[1].State, "a nil state stays nil")
+			assert.NotNil(t, got.Participants[0].State, "an empty state stays empty, not nil")
+			assert.Nil(t, got.Channels[0].Messages[0].Payload.(persistence.RecordedMessage).Data)
+			assert.NotNil(t, got.Channels[0].Messages[1].Payload.(persistence.RecordedMessage).Data)
+			require.NoError(t, s.Retain(ctx, 1))
+			require.NoError(t, s.Delete(ctx, 5))
+			ids, err := s.List(ctx)
+			require.NoError(t, err)
+			assert.Empty(t, ids)
+		})
+	}
+}

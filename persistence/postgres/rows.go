@@ -1,0 +1,660 @@
+package postgres
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"time"
+	"unsafe"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/actorsnap/actorsnap/persistence"
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+// rowFormat is the version of the row layout and checksums this build
+// writes and reads, stored in each header row. A snapshot of another
+// version is listed but refused by Load with persistence.ErrFormatVersion.
+const rowFormat = 1
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Row kinds, the first byte of each row's checksummed encoding, so that a
+// row of one table cannot pass for a row of another.
+const (
+	tagHeader      = 'h'
+	tagParticipant = 'p'
+	tagChannel     = 'c'
+	tagMessage     = 'm'
+)
+
+// hasher computes the CRC-32C of a row's canonical encoding (see the
+// package documentation): fixed-size big-endian numbers, byte strings as
+// a uint32 length and the bytes, a NULL as the length 0xffffffff. Small
+// fields are gathered in buf; large byte strings are summed in place, not
+// copied.
+type hasher struct {
+	crc uint32
+	buf []byte
+}
+
+const hashInPlace = 256
+
+func (h *hasher) reset() { h.crc, h.buf = 0, h.buf[:0] }
+
+func (h *hasher) u8(v byte)    { h.buf = append(h.buf, v) }
+func (h *hasher) u16(v uint16) { h.buf = binary.BigEndian.AppendUint16(h.buf, v) }
+func (h *hasher) u32(v uint32) { h.buf = binary.BigEndian.AppendUint32(h.buf, v) }
+func (h *hasher) u64(v uint64) { h.buf = binary.BigEndian.AppendUint64(h.buf, v) }
+
+func (h *hasher) flush() {
+	h.crc = crc32.Update(h.crc, castagnoli, h.buf)
+	h.buf = h.buf[:0]
+}
+
+// bytes adds b as a byte string; nil is NULL, distinct from empty.
+func (h *hasher) bytes(b []byte) {
+	if b == nil {
+		h.u32(math.MaxUint32)
+		return
+	}
+	h.u32(uint32(len(b)))
+	if len(b) < hashInPlace {
+		h.buf = append(h.buf, b...)
+		return
+	}
+	h.flush()
+	h.crc = crc32.Update(h.crc, castagnoli, b)
+}
+
+func (h *hasher) sum() uint32 {
+	h.flush()
+	return h.crc
+}
+
+// header is a snapshot's row of the snapshots table.
+type header struct {
+	id                     int64
+	format, mode           int16
+	startSec, endSec       int64
+	startNsec, endNsec     int32
+	participants, channels int32
+	messages               int32
+	checksum               int64
+	complete               bool
+}
+
+func newHeader(g *snapshot.Global) header {
+	return header{
+		id:           int64(g.ID),
+		format:       rowFormat,
+		mode:         int16(g.Mode),
+		startSec:     g.Start.Unix(),
+		startNsec:    int32(g.Start.Nanosecond()),
+		endSec:       g.End.Unix(),
+		endNsec:      int32(g.End.Nanosecond()),
+		participants: int32(len(g.Participants)),
+		channels:     int32(len(g.Channels)),
+		messages:     int32(g.TotalInFlight()),
+	}
+}
+
+// newHeaderSum starts the header's checksum: its own columns, to which
+// the checksum of every row is added in order (participants, channels,
+// messages).
+func newHeaderSum(h header) *hasher {
+	s := &hasher{buf: make([]byte, 0, 128)}
+	s.u8(tagHeader)
+	s.u64(uint64(h.id))
+	s.u16(uint16(h.format))
+	s.u16(uint16(h.mode))
+	s.u64(uint64(h.startSec))
+	s.u32(uint32(h.startNsec))
+	s.u64(uint64(h.endSec))
+	s.u32(uint32(h.endNsec))
+	s.u32(uint32(h.participants))
+	s.u32(uint32(h.channels))
+	s.u32(uint32(h.messages))
+	return s
+}
+
+// add adds a row's checksum to the header's, flushing now and then so
+// that buf stays small.
+func (h *hasher) add(crc uint32) {
+	h.u32(crc)
+	if len(h.buf) >= 1024 {
+		h.flush()
+	}
+}
+
+func participantSum(h *hasher, id int64, ord int32, process, kind, state []byte, departed bool) uint32 {
+	h.reset()
+	h.u8(tagParticipant)
+	h.u64(uint64(id))
+	h.u32(uint32(ord))
+	h.bytes(process)
+	h.bytes(kind)
+	h.bytes(state)
+	h.u8(b2u(departed))
+	return h.sum()
+}
+
+func channelSum(h *hasher, id int64, ord int32, sender, receiver []byte, sent, received uint64) uint32 {
+	h.reset()
+	h.u8(tagChannel)
+	h.u64(uint64(id))
+	h.u32(uint32(ord))
+	h.bytes(sender)
+	h.bytes(receiver)
+	h.u64(sent)
+	h.u64(received)
+	return h.sum()
+}
+
+func messageSum(h *hasher, id int64, channel, ord int32, typ, data []byte) uint32 {
+	h.reset()
+	h.u8(tagMessage)
+	h.u64(uint64(id))
+	h.u32(uint32(channel))
+	h.u32(uint32(ord))
+	h.bytes(typ)
+	h.bytes(data)
+	return h.sum()
+}
+
+func b2u(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// empty is the non-nil empty byte string: a NOT NULL bytea column's
+// value for an empty string.
+var empty = []byte{}
+
+// strBytes returns the bytes of s without copying them. pgx and the
+// hasher only read them.
+func strBytes(s string) []byte {
+	if s == "" {
+		return empty
+	}
+	return unsafe.Slice(unsafe.StringData(s), len(s))
+}
+
+// The columns each COPY writes, in the order of the rows' values.
+var (
+	participantColumns = []string{"snapshot_id", "ord", "process", "kind", "state", "departed", "crc"}
+	channelColumns     = []string{"snapshot_id", "ord", "sender", "receiver", "sent", "received", "crc"}
+	messageColumns     = []string{"snapshot_id", "channel_ord", "ord", "type", "data", "crc"}
+)
+
+// Cells of a row being copied. pgx encodes a value through the interface
+// it implements; a pointer to a cell implements it without boxing, so a
+// row costs no allocation (a pointer to a plain int64 would: pgx
+// dereferences it by reflection).
+type (
+	intCell   struct{ v int64 }
+	boolCell  struct{ v bool }
+	bytesCell struct{ v []byte } // nil is NULL
+)
+
+func (c *intCell) Int64Value() (pgtype.Int8, error) { return pgtype.Int8{Int64: c.v, Valid: true}, nil }
+func (c *boolCell) BoolValue() (pgtype.Bool, error) { return pgtype.Bool{Bool: c.v, Valid: true}, nil }
+func (c *bytesCell) BytesValue() ([]byte, error)    { return c.v, nil }
+
+// participantRows is the pgx.CopyFromSource of a snapshot's participants.
+// It reads them from the Global one at a time, computing each row's
+// checksum as it goes; pgx encodes each row into its send buffer before
+// asking for the next, so nothing holds a second copy of all the states.
+// The values are the row's cells, set up once.
+type participantRows struct {
+	g    *snapshot.Global
+	sum  *hasher
+	h    hasher
+	i    int
+	vals []any
+	row  struct {
+		id, ord, crc         intCell
+		process, kind, state bytesCell
+		departed             boolCell
+	}
+}
+
+func (r *participantRows) Next() bool {
+	if r.i >= len(r.g.Participants) {
+		return false
+	}
+	if r.vals == nil {
+		w := &r.row
+		r.vals = []any{&w.id, &w.ord, &w.process, &w.kind, &w.state, &w.departed, &w.crc}
+	}
+	p, w := &r.g.Participants[r.i], &r.row
+	w.id.v, w.ord.v = int64(r.g.ID), int64(r.i)
+	w.process.v, w.kind.v, w.state.v, w.departed.v = strBytes(string(p.ID)), strBytes(p.Kind), p.State, p.Departed
+	crc := participantSum(&r.h, w.id.v, int32(r.i), w.process.v, w.kind.v, p.State, p.Departed)
+	r.sum.add(crc)
+	w.crc.v = int64(crc)
+	r.i++
+	return true
+}
+
+func (r *participantRows) Values() ([]any, error) { return r.vals, nil }
+func (r *participantRows) Err() error             { return nil }
+
+// channelRows is the pgx.CopyFromSource of a snapshot's channels.
+type channelRows struct {
+	g    *snapshot.Global
+	sum  *hasher
+	h    hasher
+	i    int
+	vals []any
+	row  struct {
+		id, ord, sent, received, crc intCell
+		sender, receiver             bytesCell
+	}
+}
+
+func (r *channelRows) Next() bool {
+	if r.i >= len(r.g.Channels) {
+		return false
+	}
+	if r.vals == nil {
+		w := &r.row
+		r.vals = []any{&w.id, &w.ord, &w.sender, &w.receiver, &w.sent, &w.received, &w.crc}
+	}
+	c, w := &r.g.Channels[r.i], &r.row
+	w.id.v, w.ord.v = int64(r.g.ID), int64(r.i)
+	w.sender.v, w.receiver.v = strBytes(string(c.Channel.From)), strBytes(string(c.Channel.To))
+	// The counters are stored as their bits: bigint has no unsigned form.
+	w.sent.v, w.received.v = int64(c.Sent), int64(c.Received)
+	crc := channelSum(&r.h, w.id.v, int32(r.i), w.sender.v, w.receiver.v, c.Sent, c.Received)
+	r.sum.add(crc)
+	w.crc.v = int64(crc)
+	r.i++
+	return true
+}
+
+func (r *channelRows) Values() ([]any, error) { return r.vals, nil }
+func (r *channelRows) Err() error             { return nil }
+
+// messageRows is the pgx.CopyFromSource of a snapshot's messages in
+// flight, channel by channel in FIFO order. A message's sequence number
+// is not stored: Verify holds it to the channel's received count + 1 +
+// its position.
+type messageRows struct {
+	g    *snapshot.Global
+	sum  *hasher
+	h    hasher
+	c, j int
+	vals []any
+	row  struct {
+		id, channel, ord, crc intCell
+		typ, data             bytesCell
+	}
+}
+
+func (r *messageRows) Next() bool {
+	for r.c < len(r.g.Channels) && r.j >= len(r.g.Channels[r.c].Messages) {
+		r.c, r.j = r.c+1, 0
+	}
+	if r.c >= len(r.g.Channels) {
+		return false
+	}
+	if r.vals == nil {
+		w := &r.row
+		r.vals = []any{&w.id, &w.channel, &w.ord, &w.typ, &w.data, &w.crc}
+	}
+	rm := r.g.Channels[r.c].Messages[r.j].Payload.(persistence.RecordedMessage) // checked by checkSave
+	w := &r.row
+	w.id.v, w.channel.v, w.ord.v = int64(r.g.ID), int64(r.c), int64(r.j)
+	w.typ.v, w.data.v = strBytes(rm.Type), rm.Data
+	crc := messageSum(&r.h, w.id.v, int32(r.c), int32(r.j), w.typ.v, rm.Data)
+	r.sum.add(crc)
+	w.crc.v = int64(crc)
+	r.j++
+	return true
+}
+
+func (r *messageRows) Values() ([]any, error) { return r.vals, nil }
+func (r *messageRows) Err() error             { return nil }
+
+// The loader never allocates for more elements than a header claims up
+// front, beyond this: a damaged count cannot make it allocate much before
+// the rows disprove it.
+const maxPrealloc = 1 << 16
+
+// loader reads one snapshot's rows, checking every checksum, and builds
+// the Global. Names and byte strings are copied into shared blocks (an
+// arena), so a snapshot costs a few allocations rather than several per
+// participant.
+type loader struct {
+	s     *Store
+	id    snapshot.SnapshotID
+	h     hasher
+	sum   *hasher
+	arena []byte
+	names map[string]string
+}
+
+const (
+	arenaBlock = 64 << 10
+	maxShared  = 1024
+)
+
+// corrupt returns the error for a damaged row of table (unquoted,
+// schema-qualified), at position ord among the snapshot's rows of that
+// table.
+func (l *loader) corrupt(table pgx.Identifier, ord int64, format string, args ...any) error {
+	return &persistence.CorruptError{
+		File:   table[0] + "." + table[1],
+		Offset: ord,
+		Reason: fmt.Sprintf("snapshot %d: ", l.id) + fmt.Sprintf(format, args...),
+	}
+}
+
+// bytes copies b into the arena and returns the copy, nil for nil. The
+// copy's capacity is its length, so appending to it cannot reach its
+// neighbours.
+func (l *loader) bytes(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	if len(b) == 0 {
+		return empty
+	}
+	if len(b) > arenaBlock/4 {
+		return append([]byte(nil), b...)
+	}
+	if len(l.arena)+len(b) > cap(l.arena) {
+		l.arena = make([]byte, 0, arenaBlock)
+	}
+	start := len(l.arena)
+	l.arena = append(l.arena, b...)
+	return l.arena[start:len(l.arena):len(l.arena)]
+}
+
+// string copies b into the arena as a string. Arena bytes are never
+// changed once written, and those of strings are never handed out as
+// slices.
+func (l *loader) string(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	c := l.bytes(b)
+	return unsafe.String(&c[0], len(c))
+}
+
+// shared returns b as a string, one copy per distinct value (kinds and
+// message types repeat).
+func (l *loader) shared(b []byte) string {
+	if s, ok := l.names[string(b)]; ok {
+		return s
+	}
+	s := l.string(b)
+	if len(l.names) < maxShared {
+		l.names[s] = s
+	}
+	return s
+}
+
+// load reads snapshot id in tx. It returns persistence.ErrNotFound if the
+// snapshot has no header row, persistence.ErrFormatVersion if it was
+// written in another row format, and a *persistence.CorruptError for any
+// damage.
+func (s *Store) load(ctx context.Context, tx pgx.Tx, id snapshot.SnapshotID) (*snapshot.Global, error) {
+	l := &loader{s: s, id: id, h: hasher{buf: make([]byte, 0, 256)}, names: map[string]string{}}
+	var h header
+	err := tx.QueryRow(ctx, `SELECT format, mode, start_sec, start_nsec, end_sec, end_nsec,
+			participants, channels, messages, checksum, complete
+		FROM `+s.t.qSnapshots+` WHERE id = $1`, int64(id)).Scan(
+		&h.format, &h.mode, &h.startSec, &h.startNsec, &h.endSec, &h.endNsec,
+		&h.participants, &h.channels, &h.messages, &h.checksum, &h.complete)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %d", persistence.ErrNotFound, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	h.id = int64(id)
+	if h.format != rowFormat {
+		return nil, fmt.Errorf("%w: snapshot %d has row format %d, this build reads %d", persistence.ErrFormatVersion, id, h.format, rowFormat)
+	}
+	t := s.t.snapshots
+	switch {
+	case !h.complete:
+		return nil, l.corrupt(t, 0, "header not marked complete")
+	case h.mode < 0 || h.mode > math.MaxUint8:
+		return nil, l.corrupt(t, 0, "mode %d out of range", h.mode)
+	case h.startNsec < 0 || h.startNsec >= int32(time.Second) || h.endNsec < 0 || h.endNsec >= int32(time.Second):
+		return nil, l.corrupt(t, 0, "nanoseconds out of range")
+	case h.participants < 0 || h.participants > persistence.MaxParticipants:
+		return nil, l.corrupt(t, 0, "participant count %d out of range", h.participants)
+	case h.channels < 0 || h.channels > persistence.MaxChannels:
+		return nil, l.corrupt(t, 0, "channel count %d out of range", h.channels)
+	case h.messages < 0 || h.messages > persistence.MaxMessages:
+		return nil, l.corrupt(t, 0, "message count %d out of range", h.messages)
+	}
+	g := &snapshot.Global{
+		ID:    id,
+		Mode:  snapshot.Mode(h.mode),
+		Start: time.Unix(h.startSec, int64(h.startNsec)).UTC(),
+		End:   time.Unix(h.endSec, int64(h.endNsec)).UTC(),
+	}
+	l.sum = newHeaderSum(h)
+	if err := l.participants(ctx, tx, g, int(h.participants)); err != nil {
+		return nil, err
+	}
+	if err := l.channels(ctx, tx, g, int(h.channels), int(h.messages)); err != nil {
+		return nil, err
+	}
+	if err := l.messages(ctx, tx, g, int(h.messages)); err != nil {
+		return nil, err
+	}
+	if got := l.sum.sum(); int64(got) != h.checksum {
+		return nil, l.corrupt(t, 0, "header checksum mismatch: stored %08x, computed %08x", uint32(h.checksum), got)
+	}
+	if err := g.Verify(); err != nil {
+		return nil, l.corrupt(t, 0, "loaded snapshot fails Verify: %v", err)
+	}
+	return g, nil
+}
+
+// checkCRC compares a row's stored checksum with the computed one.
+func (l *loader) checkCRC(table pgx.Identifier, ord int64, key func() string, stored int64, computed uint32) error {
+	if stored != int64(computed) {
+		return l.corrupt(table, ord, "%s: checksum mismatch: stored %08x, computed %08x", key(), uint32(stored), computed)
+	}
+	return nil
+}
+
+func (l *loader) participants(ctx context.Context, tx pgx.Tx, g *snapshot.Global, n int) error {
+	t := l.s.t.participants
+	rows, err := tx.Query(ctx, `SELECT ord, process, kind, state, departed, crc
+		FROM `+l.s.t.qParticipants+` WHERE snapshot_id = $1 ORDER BY ord`, int64(l.id))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if n > 0 {
+		g.Participants = make([]snapshot.Participant, 0, min(n, maxPrealloc))
+	}
+	var (
+		ord                  int32
+		process, kind, state pgtype.DriverBytes
+		departed             bool
+		crc                  int64
+		i                    int
+	)
+	// One slice for every row: a variadic call would allocate one each.
+	dest := []any{&ord, &process, &kind, &state, &departed, &crc}
+	for ; rows.Next(); i++ {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		if i >= n || int(ord) != i {
+			return l.corrupt(t, int64(ord), "participant row %d out of place (the header counts %d, the next expected is %d)", ord, n, i)
+		}
+		key := func() string { return fmt.Sprintf("participant %d", ord) }
+		if err := l.checkCRC(t, int64(ord), key, crc, participantSum(&l.h, int64(l.id), ord, process, kind, state, departed)); err != nil {
+			return err
+		}
+		if len(process) > persistence.MaxNameSize || len(kind) > persistence.MaxNameSize || len(state) > persistence.MaxStateSize {
+			return l.corrupt(t, int64(ord), "%s exceeds a format limit", key())
+		}
+		l.sum.add(uint32(crc))
+		g.Participants = append(g.Participants, snapshot.Participant{
+			ID:       snapshot.ProcessID(l.string(process)),
+			Kind:     l.shared(kind),
+			State:    l.bytes(state),
+			Departed: departed,
+		})
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if i != n {
+		return l.corrupt(t, int64(i), "%d participant rows, the header counts %d", i, n)
+	}
+	return nil
+}
+
+func (l *loader) channels(ctx context.Context, tx pgx.Tx, g *snapshot.Global, n, messages int) error {
+	t := l.s.t.channels
+	rows, err := tx.Query(ctx, `SELECT ord, sender, receiver, sent, received, crc
+		FROM `+l.s.t.qChannels+` WHERE snapshot_id = $1 ORDER BY ord`, int64(l.id))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if n > 0 {
+		g.Channels = make([]snapshot.ChannelState, 0, min(n, maxPrealloc))
+	}
+	var (
+		ord              int32
+		sender, receiver pgtype.DriverBytes
+		sent, received   int64
+		crc              int64
+		i, total         int
+	)
+	// One slice for every row: a variadic call would allocate one each.
+	dest := []any{&ord, &sender, &receiver, &sent, &received, &crc}
+	for ; rows.Next(); i++ {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		if i >= n || int(ord) != i {
+			return l.corrupt(t, int64(ord), "channel row %d out of place (the header counts %d, the next expected is %d)", ord, n, i)
+		}
+		key := func() string { return fmt.Sprintf("channel %d", ord) }
+		if err := l.checkCRC(t, int64(ord), key, crc, channelSum(&l.h, int64(l.id), ord, sender, receiver, uint64(sent), uint64(received))); err != nil {
+			return err
+		}
+		if len(sender) > persistence.MaxNameSize || len(receiver) > persistence.MaxNameSize {
+			return l.corrupt(t, int64(ord), "%s exceeds a format limit", key())
+		}
+		// Sent - Received is the channel's message count (Verify checks
+		// it again); it must fit what the header counts.
+		if uint64(received) > uint64(sent) || uint64(sent)-uint64(received) > uint64(messages-total) {
+			return l.corrupt(t, int64(ord), "%s: sent %d, received %d: more messages than the header counts (%d)", key(), uint64(sent), uint64(received), messages)
+		}
+		total += int(uint64(sent) - uint64(received))
+		l.sum.add(uint32(crc))
+		g.Channels = append(g.Channels, snapshot.ChannelState{
+			Channel:  snapshot.Channel{From: snapshot.ProcessID(l.string(sender)), To: snapshot.ProcessID(l.string(receiver))},
+			Sent:     uint64(sent),
+			Received: uint64(received),
+		})
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if i != n {
+		return l.corrupt(t, int64(i), "%d channel rows, the header counts %d", i, n)
+	}
+	if total != messages {
+		return l.corrupt(l.s.t.snapshots, 0, "the channels hold %d messages, the header counts %d", total, messages)
+	}
+	return nil
+}
+
+func (l *loader) messages(ctx context.Context, tx pgx.Tx, g *snapshot.Global, n int) error {
+	if n == 0 {
+		// Still look: a stray message row is damage too.
+		var stray bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM `+l.s.t.qMessages+` WHERE snapshot_id = $1)`, int64(l.id)).Scan(&stray); err != nil {
+			return err
+		}
+		if stray {
+			return l.corrupt(l.s.t.messages, 0, "message rows, but the header counts none")
+		}
+		return nil
+	}
+	t := l.s.t.messages
+	rows, err := tx.Query(ctx, `SELECT channel_ord, ord, type, data, crc
+		FROM `+l.s.t.qMessages+` WHERE snapshot_id = $1 ORDER BY channel_ord, ord`, int64(l.id))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	msgs := make([]snapshot.Message, 0, min(n, maxPrealloc))
+	var (
+		ch, ord   int32
+		typ, data pgtype.DriverBytes
+		crc       int64
+		c, j      int // the channel and position the next row must have
+		i         int
+	)
+	next := func() {
+		for c < len(g.Channels) && uint64(j) >= g.Channels[c].Sent-g.Channels[c].Received {
+			c, j = c+1, 0
+		}
+	}
+	next()
+	// One slice for every row: a variadic call would allocate one each.
+	dest := []any{&ch, &ord, &typ, &data, &crc}
+	for ; rows.Next(); i++ {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		if i >= n || int(ch) != c || int(ord) != j {
+			return l.corrupt(t, int64(i), "message row (channel %d, %d) out of place (the next expected is (channel %d, %d))", ch, ord, c, j)
+		}
+		key := func() string { return fmt.Sprintf("message (channel %d, %d)", ch, ord) }
+		if err := l.checkCRC(t, int64(i), key, crc, messageSum(&l.h, int64(l.id), ch, ord, typ, data)); err != nil {
+			return err
+		}
+		if len(typ) > persistence.MaxNameSize || len(data) > persistence.MaxMessageSize {
+			return l.corrupt(t, int64(i), "%s exceeds a format limit", key())
+		}
+		l.sum.add(uint32(crc))
+		msgs = append(msgs, snapshot.Message{
+			Seq:     g.Channels[c].Received + 1 + uint64(j),
+			Payload: persistence.RecordedMessage{Type: l.shared(typ), Data: l.bytes(data)},
+		})
+		j++
+		next()
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if i != n {
+		return l.corrupt(t, int64(i), "%d message rows, the header counts %d", i, n)
+	}
+	// Each channel's messages are a window of one array, capped so that
+	// appending to one cannot overwrite the next.
+	at := 0
+	for k := range g.Channels {
+		c := &g.Channels[k]
+		if k := int(c.Sent - c.Received); k > 0 {
+			c.Messages = msgs[at : at+k : at+k]
+			at += k
+		}
+	}
+	return nil
+}

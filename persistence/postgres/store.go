@@ -1,0 +1,538 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	neturl "net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/actorsnap/actorsnap/persistence"
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+func init() {
+	open := func(ctx context.Context, url string) (persistence.Store, error) {
+		s, err := Open(ctx, url)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	persistence.RegisterScheme("postgres", open)
+	persistence.RegisterScheme("postgresql", open)
+}
+
+// DefaultSchema is the schema a Store keeps its tables in unless
+// WithSchema or the URL's schema parameter names another.
+const DefaultSchema = "actorsnap"
+
+// maxIdentifier is PostgreSQL's limit on an identifier, in bytes
+// (NAMEDATALEN-1): a longer one is silently truncated by the server.
+const maxIdentifier = 63
+
+// commitTimeout bounds the wait for a commit once it has been sent. The
+// commit does not follow the caller's context: a Save whose context is
+// cancelled while its commit is in flight would not know whether it
+// committed.
+const commitTimeout = 30 * time.Second
+
+// ErrSchemaVersion is returned by Open when the database's schema was
+// migrated by a newer build, to a version this build does not know.
+var ErrSchemaVersion = errors.New("postgres: database schema is newer than this build")
+
+// Option configures a Store.
+type Option func(*config)
+
+type config struct {
+	schema string
+}
+
+// WithSchema makes the Store keep its tables in the schema name, which is
+// created if missing. Empty means the URL's schema parameter, or else
+// DefaultSchema. It takes precedence over the URL's schema parameter. A
+// name longer than 63 bytes, or not valid UTF-8, or holding a NUL byte,
+// is refused by Open.
+func WithSchema(name string) Option { return func(c *config) { c.schema = name } }
+
+// Store is a persistence.Store in a PostgreSQL database, for systems whose
+// members share storage. See the package documentation for the tables and
+// the guarantees. It is safe for concurrent use, and several Stores, in one
+// process or several, may share one schema.
+type Store struct {
+	pool   *pgxpool.Pool
+	schema string
+	t      tables
+	// hook, set by tests only, runs at each stage of a Save; an error
+	// aborts the Save there.
+	hook func(ctx context.Context, stage string, tx pgx.Tx) error
+}
+
+var _ persistence.Store = (*Store)(nil)
+
+// tables holds the schema-qualified names of the store's tables.
+type tables struct {
+	snapshots, participants, channels, messages, migrations pgx.Identifier
+	// The same, quoted for SQL text.
+	qSnapshots, qParticipants, qChannels, qMessages, qMigrations string
+}
+
+func newTables(schema string) tables {
+	id := func(name string) pgx.Identifier { return pgx.Identifier{schema, name} }
+	t := tables{
+		snapshots:    id("snapshots"),
+		participants: id("participants"),
+		channels:     id("channels"),
+		messages:     id("messages"),
+		migrations:   id("schema_migrations"),
+	}
+	t.qSnapshots = t.snapshots.Sanitize()
+	t.qParticipants = t.participants.Sanitize()
+	t.qChannels = t.channels.Sanitize()
+	t.qMessages = t.messages.Sanitize()
+	t.qMigrations = t.migrations.Sanitize()
+	return t
+}
+
+// Open connects to the PostgreSQL database url names and prepares it: it
+// creates the schema and its tables, or brings them up to date, if needed.
+// url is a postgres:// or postgresql:// URL, or a key=value connection
+// string, as pgx reads them (pool settings such as pool_max_conns
+// included); a URL may also carry schema=NAME, which the Store takes for
+// its own (see WithSchema) and does not pass on. The Store holds a pool of
+// connections until Close.
+func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	connString, schema := splitSchema(url)
+	cfg := config{schema: schema}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.schema == "" {
+		cfg.schema = DefaultSchema
+	}
+	if err := checkSchema(cfg.schema); err != nil {
+		return nil, err
+	}
+	pcfg, err := pgxpool.ParseConfig(connString)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open: %w", err)
+	}
+	s := &Store{pool: pool, schema: cfg.schema, t: newTables(cfg.schema)}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// splitSchema takes the schema parameter out of a postgres:// URL. Any
+// other string, or a URL without the parameter, is returned unchanged.
+func splitSchema(url string) (connString, schema string) {
+	lower := strings.ToLower(url)
+	if !strings.HasPrefix(lower, "postgres://") && !strings.HasPrefix(lower, "postgresql://") {
+		return url, ""
+	}
+	u, err := neturl.Parse(url)
+	if err != nil {
+		return url, "" // pgx reports what is wrong with it
+	}
+	q := u.Query()
+	if !q.Has("schema") {
+		return url, ""
+	}
+	schema = q.Get("schema")
+	q.Del("schema")
+	u.RawQuery = q.Encode()
+	return u.String(), schema
+}
+
+func checkSchema(name string) error {
+	switch {
+	case len(name) > maxIdentifier:
+		return fmt.Errorf("postgres: schema name %q is %d bytes, more than %d", name, len(name), maxIdentifier)
+	case !utf8.ValidString(name) || strings.ContainsRune(name, 0):
+		return fmt.Errorf("postgres: schema name %q: must be valid UTF-8 without NUL bytes", name)
+	}
+	return nil
+}
+
+// Schema returns the schema the Store keeps its tables in.
+func (s *Store) Schema() string { return s.schema }
+
+// Close closes the Store's connections, waiting for those in use to be
+// released. Calls after Close fail. It returns nil; the error is there so
+// that a Store opened through persistence.OpenURL is an io.Closer.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// failed wraps err, from operation op, with its context; if ctx is done,
+// ctx's error is what is wrapped, since it is why the operation failed.
+func failed(ctx context.Context, op string, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return fmt.Errorf("postgres: %s: %w", op, cerr)
+	}
+	var ce *persistence.CorruptError
+	if errors.As(err, &ce) || errors.Is(err, persistence.ErrNotFound) || errors.Is(err, persistence.ErrFormatVersion) {
+		return err
+	}
+	return fmt.Errorf("postgres: %s: %w", op, err)
+}
+
+// storable reports whether id fits the bigint id column. Ids are
+// allocated densely from 1, so this only refuses the absurd.
+func storable(id snapshot.SnapshotID) bool { return id <= math.MaxInt64 }
+
+// Save implements persistence.Store. It writes the snapshot in one
+// transaction: the header row, unmarked; the participants, channels and
+// messages with COPY, streamed from g; then the header's checksum and
+// complete mark. Other sessions see all of it or nothing. Two Saves of
+// one id, from any processes, meet at the header's primary key: the
+// second waits for the first to finish and, if it committed, returns
+// ErrExists.
+func (s *Store) Save(ctx context.Context, g *snapshot.Global) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkSave(g); err != nil {
+		return err
+	}
+	op := fmt.Sprintf("save %d", g.ID)
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return failed(ctx, op, err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := s.save(ctx, tx, g); err != nil {
+		return failed(ctx, op, err)
+	}
+	// A Save that returns ctx's error must have changed nothing.
+	if err := ctx.Err(); err != nil {
+		return failed(ctx, op, err)
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	if err := tx.Commit(cctx); err != nil {
+		return fmt.Errorf("postgres: %s: commit: %w", op, err)
+	}
+	return nil
+}
+
+func (s *Store) save(ctx context.Context, tx pgx.Tx, g *snapshot.Global) error {
+	h := newHeader(g)
+	tag, err := tx.Exec(ctx, `INSERT INTO `+s.t.qSnapshots+`
+		(id, format, mode, start_sec, start_nsec, end_sec, end_nsec, participants, channels, messages, checksum, complete)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, false)
+		ON CONFLICT (id) DO NOTHING`,
+		h.id, h.format, h.mode, h.startSec, h.startNsec, h.endSec, h.endNsec, h.participants, h.channels, h.messages)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%w: %d", persistence.ErrExists, g.ID)
+	}
+	if err := s.step(ctx, "header", tx); err != nil {
+		return err
+	}
+	sum := newHeaderSum(h)
+	if len(g.Participants) > 0 {
+		src := &participantRows{g: g, sum: sum}
+		if _, err := tx.CopyFrom(ctx, s.t.participants, participantColumns, src); err != nil {
+			return fmt.Errorf("copy participants: %w", err)
+		}
+	}
+	if err := s.step(ctx, "participants", tx); err != nil {
+		return err
+	}
+	if len(g.Channels) > 0 {
+		src := &channelRows{g: g, sum: sum}
+		if _, err := tx.CopyFrom(ctx, s.t.channels, channelColumns, src); err != nil {
+			return fmt.Errorf("copy channels: %w", err)
+		}
+	}
+	if err := s.step(ctx, "channels", tx); err != nil {
+		return err
+	}
+	if h.messages > 0 {
+		src := &messageRows{g: g, sum: sum}
+		if _, err := tx.CopyFrom(ctx, s.t.messages, messageColumns, src); err != nil {
+			return fmt.Errorf("copy messages: %w", err)
+		}
+	}
+	if err := s.step(ctx, "messages", tx); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE `+s.t.qSnapshots+` SET checksum = $2, complete = true WHERE id = $1`,
+		h.id, int64(sum.sum())); err != nil {
+		return err
+	}
+	return s.step(ctx, "complete", tx)
+}
+
+func (s *Store) step(ctx context.Context, stage string, tx pgx.Tx) error {
+	if s.hook == nil {
+		return nil
+	}
+	return s.hook(ctx, stage, tx)
+}
+
+// read runs fn in a read-only transaction that sees one snapshot of the
+// database, so that a snapshot being saved or deleted meanwhile is seen
+// wholly or not at all.
+func (s *Store) read(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return failed(ctx, op, err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := fn(tx); err != nil {
+		return failed(ctx, op, err)
+	}
+	return nil
+}
+
+// Load implements persistence.Store. A row whose checksum does not match,
+// a row missing or out of place, or a header whose checksum over the
+// rows does not match, is reported as a *persistence.CorruptError naming
+// the table and the row.
+func (s *Store) Load(ctx context.Context, id snapshot.SnapshotID) (*snapshot.Global, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if id == 0 || !storable(id) {
+		return nil, fmt.Errorf("%w: %d", persistence.ErrNotFound, id)
+	}
+	var g *snapshot.Global
+	err := s.read(ctx, fmt.Sprintf("load %d", id), func(tx pgx.Tx) error {
+		var err error
+		g, err = s.load(ctx, tx, id)
+		return err
+	})
+	return g, err
+}
+
+// Latest implements persistence.Store. The newest complete snapshot is
+// chosen and read in one transaction, so a concurrent Delete cannot make
+// it vanish in between.
+func (s *Store) Latest(ctx context.Context) (*snapshot.Global, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var g *snapshot.Global
+	err := s.read(ctx, "latest", func(tx pgx.Tx) error {
+		var id int64
+		err := tx.QueryRow(ctx, `SELECT id FROM `+s.t.qSnapshots+` WHERE complete ORDER BY id DESC LIMIT 1`).Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return persistence.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		g, err = s.load(ctx, tx, snapshot.SnapshotID(id))
+		return err
+	})
+	return g, err
+}
+
+// List implements persistence.Store. A complete snapshot of another row
+// format is listed: it is complete, though this build cannot load it.
+func (s *Store) List(ctx context.Context) ([]snapshot.SnapshotID, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id FROM `+s.t.qSnapshots+` WHERE complete ORDER BY id`)
+	if err != nil {
+		return nil, failed(ctx, "list", err)
+	}
+	ids, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (snapshot.SnapshotID, error) {
+		var id int64
+		err := r.Scan(&id)
+		return snapshot.SnapshotID(id), err
+	})
+	if err != nil {
+		return nil, failed(ctx, "list", err)
+	}
+	return ids, nil
+}
+
+// deleteSQL deletes the rows of the snapshots whose id matches cond (in
+// which $1 is a parameter) in one statement: the statement sees one
+// snapshot of the database, so it deletes a snapshot wholly or, if its
+// Save commits meanwhile, not at all.
+func (s *Store) deleteSQL(cond string) string {
+	return `WITH m AS (DELETE FROM ` + s.t.qMessages + ` WHERE snapshot_id ` + cond + `),
+		c AS (DELETE FROM ` + s.t.qChannels + ` WHERE snapshot_id ` + cond + `),
+		p AS (DELETE FROM ` + s.t.qParticipants + ` WHERE snapshot_id ` + cond + `)
+		DELETE FROM ` + s.t.qSnapshots + ` WHERE id ` + cond
+}
+
+// Delete implements persistence.Store. The snapshot's rows in every table
+// are deleted by one statement, so the snapshot disappears wholly and at
+// once.
+func (s *Store) Delete(ctx context.Context, id snapshot.SnapshotID) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if !storable(id) {
+		return nil
+	}
+	if _, err := s.pool.Exec(ctx, s.deleteSQL("= $1"), int64(id)); err != nil {
+		return failed(ctx, fmt.Sprintf("delete %d", id), err)
+	}
+	return nil
+}
+
+// retainAttempts bounds how often Retain starts over when a concurrent
+// change makes its transaction fail to serialize.
+const retainAttempts = 3
+
+// Retain implements persistence.Store. In one transaction that sees one
+// snapshot of the database it walks the complete snapshots from the
+// newest down, reading and checking each (every row checksum, the
+// header's checksum, Verify) until n have passed; it locks those n, so
+// that a concurrent Delete of one of them waits or makes Retain start
+// over, and deletes every snapshot older than them. A damaged snapshot is
+// neither counted nor deleted. With fewer than n that pass, nothing is
+// deleted.
+func (s *Store) Retain(ctx context.Context, n int) error {
+	if n < 1 {
+		return fmt.Errorf("postgres: retain %d: n must be at least 1", n)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for attempt := 1; ; attempt++ {
+		err := s.retain(ctx, n)
+		var pe *pgconn.PgError
+		if err == nil || !errors.As(err, &pe) || pe.Code != "40001" || attempt == retainAttempts {
+			if err != nil {
+				return failed(ctx, "retain", err)
+			}
+			return nil
+		}
+	}
+}
+
+func (s *Store) retain(ctx context.Context, n int) error {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	rows, err := tx.Query(ctx, `SELECT id FROM `+s.t.qSnapshots+` WHERE complete ORDER BY id DESC`)
+	if err != nil {
+		return err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return err
+	}
+	var kept []int64
+	for _, id := range ids {
+		if len(kept) == n {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		_, err := s.load(ctx, tx, snapshot.SnapshotID(id))
+		var ce *persistence.CorruptError
+		switch {
+		case err == nil:
+			kept = append(kept, id)
+		case errors.As(err, &ce), errors.Is(err, persistence.ErrFormatVersion):
+			// Not counted, and not deleted.
+		default:
+			return err
+		}
+	}
+	if len(kept) < n {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `SELECT FROM `+s.t.qSnapshots+` WHERE id = ANY($1) FOR SHARE`, kept); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, s.deleteSQL("< $1"), kept[n-1]); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// checkSave returns why g must not be saved, or nil: the checks of
+// persistence.EncodeGlobal, except the bound on the encoded size, which a
+// store of rows does not have. The id must also fit PostgreSQL's bigint.
+func checkSave(g *snapshot.Global) error {
+	if g == nil {
+		return errors.New("postgres: refusing to save a nil snapshot")
+	}
+	if g.ID == 0 {
+		return fmt.Errorf("postgres: refusing to save: %w", snapshot.ErrInvalidID)
+	}
+	if err := g.Verify(); err != nil {
+		return fmt.Errorf("postgres: refusing to save: %w", err)
+	}
+	tooLarge := func(what string, n, limit uint64) error {
+		return fmt.Errorf("%w: snapshot %d: %s is %d, more than %d", persistence.ErrTooLarge, g.ID, what, n, limit)
+	}
+	if !storable(g.ID) {
+		return tooLarge("id", uint64(g.ID), math.MaxInt64)
+	}
+	if len(g.Participants) > persistence.MaxParticipants {
+		return tooLarge("participant count", uint64(len(g.Participants)), persistence.MaxParticipants)
+	}
+	if len(g.Channels) > persistence.MaxChannels {
+		return tooLarge("channel count", uint64(len(g.Channels)), persistence.MaxChannels)
+	}
+	name := func(what, s string) error {
+		if len(s) > persistence.MaxNameSize {
+			return tooLarge(what+" size", uint64(len(s)), persistence.MaxNameSize)
+		}
+		return nil
+	}
+	for _, p := range g.Participants {
+		if err := errors.Join(name("process id", string(p.ID)), name("kind", p.Kind)); err != nil {
+			return err
+		}
+		if len(p.State) > persistence.MaxStateSize {
+			return tooLarge(fmt.Sprintf("state size of %s", p.ID), uint64(len(p.State)), persistence.MaxStateSize)
+		}
+	}
+	messages := 0
+	for _, c := range g.Channels {
+		if err := errors.Join(name("process id", string(c.Channel.From)), name("process id", string(c.Channel.To))); err != nil {
+			return err
+		}
+		messages += len(c.Messages)
+		if messages > persistence.MaxMessages {
+			return tooLarge("in-flight message count", uint64(messages), persistence.MaxMessages)
+		}
+		for j, m := range c.Messages {
+			rm, ok := m.Payload.(persistence.RecordedMessage)
+			if !ok {
+				return fmt.Errorf("%w: snapshot %d: channel %s: message %d has payload type %T", persistence.ErrPayloadType, g.ID, c.Channel, j, m.Payload)
+			}
+			if err := name("message type", rm.Type); err != nil {
+				return err
+			}
+			if len(rm.Data) > persistence.MaxMessageSize {
+				return tooLarge("message size", uint64(len(rm.Data)), persistence.MaxMessageSize)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,513 @@
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/actorsnap/actorsnap/persistence"
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+// Shape says what NewGlobal puts in a snapshot.
+type Shape struct {
+	// Participants is the number of participants; the last one has
+	// departed (no state) when there are at least two. Zero makes an
+	// empty snapshot.
+	Participants int
+	// StateSize is the size of each state, in bytes.
+	StateSize int
+	// Channels is the number of channels with messages in flight, at most
+	// Participants*(Participants-1).
+	Channels int
+	// InFlight is the number of messages in flight on each channel.
+	InFlight int
+	// MessageSize is the size of each message's data, in bytes.
+	MessageSize int
+}
+
+// Small is the shape of most conformance tests.
+var Small = Shape{Participants: 12, StateSize: 100, Channels: 16, InFlight: 3, MessageSize: 24}
+
+// NewGlobal returns a valid snapshot id of the given shape, with
+// RecordedMessage payloads. Its content is a function of id and shape
+// only, so a test can rebuild what a store should return.
+func NewGlobal(id snapshot.SnapshotID, s Shape) *snapshot.Global {
+	rng := rand.New(rand.NewPCG(uint64(id), uint64(s.Participants)))
+	fill := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		return b
+	}
+	base := time.Date(2024, 3, 1, 12, 0, 0, 0, time.FixedZone("CET", 3600))
+	g := &snapshot.Global{
+		ID:    id,
+		Mode:  snapshot.Unaligned,
+		Start: base.Add(time.Duration(id) * time.Second).Add(123456789),
+		End:   base.Add(time.Duration(id)*time.Second + 987654321),
+	}
+	pid := func(i int) snapshot.ProcessID { return snapshot.ProcessID(fmt.Sprintf("node-1/account-%06d", i)) }
+	for i := range s.Participants {
+		p := snapshot.Participant{ID: pid(i), Kind: []string{"account", "router", "auditor"}[i%3], State: fill(s.StateSize)}
+		if i == s.Participants-1 && i > 0 {
+			p.Kind, p.State, p.Departed = "", nil, true
+		}
+		g.Participants = append(g.Participants, p)
+	}
+	n := s.Participants
+	for i := range min(s.Channels, n*(n-1)) {
+		from := i % n
+		to := (from + 1 + i/n) % n
+		c := snapshot.ChannelState{Channel: snapshot.Channel{From: pid(from), To: pid(to)}, Received: uint64(rng.IntN(1000))}
+		for j := range s.InFlight {
+			c.Messages = append(c.Messages, snapshot.Message{
+				Seq:     c.Received + 1 + uint64(j),
+				Payload: persistence.RecordedMessage{Type: "bank.Transfer", Data: fill(s.MessageSize)},
+			})
+		}
+		c.Sent = c.Received + uint64(len(c.Messages))
+		g.Channels = append(g.Channels, c)
+	}
+	slices.SortFunc(g.Channels, func(x, y snapshot.ChannelState) int {
+		if r := strings.Compare(string(x.Channel.From), string(y.Channel.From)); r != 0 {
+			return r
+		}
+		return strings.Compare(string(x.Channel.To), string(y.Channel.To))
+	})
+	return g
+}
+
+// Equal reports whether got is want as a store must return it: the same
+// id, mode and instants (locations and monotonic readings are not kept),
+// the same participants, and the same channels and messages; a nil and an
+// empty byte slice are equal.
+func Equal(want, got *snapshot.Global) error {
+	switch {
+	case want == nil || got == nil:
+		if want != got {
+			return fmt.Errorf("want %v, got %v", want, got)
+		}
+		return nil
+	case want.ID != got.ID:
+		return fmt.Errorf("id: want %d, got %d", want.ID, got.ID)
+	case want.Mode != got.Mode:
+		return fmt.Errorf("mode: want %v, got %v", want.Mode, got.Mode)
+	case !want.Start.Equal(got.Start):
+		return fmt.Errorf("start: want %v, got %v", want.Start, got.Start)
+	case !want.End.Equal(got.End):
+		return fmt.Errorf("end: want %v, got %v", want.End, got.End)
+	case len(want.Participants) != len(got.Participants):
+		return fmt.Errorf("want %d participants, got %d", len(want.Participants), len(got.Participants))
+	case len(want.Channels) != len(got.Channels):
+		return fmt.Errorf("want %d channels, got %d", len(want.Channels), len(got.Channels))
+	}
+	for i, w := range want.Participants {
+		p := got.Participants[i]
+		if w.ID != p.ID || w.Kind != p.Kind || w.Departed != p.Departed || !bytes.Equal(w.State, p.State) {
+			return fmt.Errorf("participant %d: want %+v, got %+v", i, w, p)
+		}
+	}
+	for i, w := range want.Channels {
+		c := got.Channels[i]
+		if w.Channel != c.Channel || w.Sent != c.Sent || w.Received != c.Received || len(w.Messages) != len(c.Messages) {
+			return fmt.Errorf("channel %d: want %s sent %d received %d with %d messages, got %s sent %d received %d with %d messages",
+				i, w.Channel, w.Sent, w.Received, len(w.Messages), c.Channel, c.Sent, c.Received, len(c.Messages))
+		}
+		for j, wm := range w.Messages {
+			m := c.Messages[j]
+			wp, ok1 := wm.Payload.(persistence.RecordedMessage)
+			p, ok2 := m.Payload.(persistence.RecordedMessage)
+			if wm.Seq != m.Seq || !ok1 || !ok2 || wp.Type != p.Type || !bytes.Equal(wp.Data, p.Data) {
+				return fmt.Errorf("channel %s message %d: want %d %#v, got %d %#v", w.Channel, j, wm.Seq, wm.Payload, m.Seq, m.Payload)
+			}
+		}
+	}
+	return nil
+}
+
+// Run runs the conformance suite, each test in its own subtest on a store
+// from open. open must return an empty store; it may register cleanups
+// with t.Cleanup.
+func Run(t *testing.T, open func(t *testing.T) persistence.Store) {
+	tests := []struct {
+		name string
+		run  func(t *testing.T, s persistence.Store)
+	}{
+		{"RoundTrip", testRoundTrip},
+		{"Empty", testEmpty},
+		{"Exists", testExists},
+		{"ListOrder", testListOrder},
+		{"Delete", testDelete},
+		{"Retain", testRetain},
+		{"Refused", testRefused},
+		{"Cancelled", testCancelled},
+		{"LoadedIsCallers", testLoadedIsCallers},
+		{"ConcurrentSaves", testConcurrentSaves},
+		{"ConcurrentMixed", testConcurrentMixed},
+		{"ConcurrentReplace", testConcurrentReplace},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { tt.run(t, open(t)) })
+	}
+}
+
+func requireEqual(t testing.TB, want, got *snapshot.Global) {
+	t.Helper()
+	if err := Equal(want, got); err != nil {
+		t.Fatalf("snapshot %d as loaded: %v", want.ID, err)
+	}
+}
+
+func ids(t testing.TB, s persistence.Store) []snapshot.SnapshotID {
+	t.Helper()
+	ids, err := s.List(context.Background())
+	require.NoError(t, err)
+	return ids
+}
+
+func testRoundTrip(t *testing.T, s persistence.Store) {
+	ctx := context.Background()
+	edge := &snapshot.Global{
+		ID: 3,
+		Participants: []snapshot.Participant{
+			{ID: "a", Kind: "k", State: []byte{}},
+			{ID: "b", Kind: "", State: nil, Departed: true},
+			{ID: "c/\u00e9\x00", Kind: "k", State: bytes.Repeat([]byte{0xff}, 70000)},
+		},
+		Channels: []snapshot.ChannelState{
+			{Channel: snapshot.Channel{From: "a", To: "c/\u00e9\x00"}, Sent: 5, Received: 5},
+			{Channel: snapshot.Channel{From: "b", To: "a"}, Sent: 1 << 40, Received: 1<<40 - 2, Messages: []snapshot.Message{
+				{Seq: 1<<40 - 1, Payload: persistence.RecordedMessage{Type: "t", Data: nil}},
+				{Seq: 1 << 40, Payload: persistence.RecordedMessage{Type: "", Data: []byte("x")}},
+			}},
+		},
+	}
+	empty := &snapshot.Global{ID: 1}
+	big := NewGlobal(7, Shape{Participants: 300, StateSize: 100, Channels: 400, InFlight: 4, MessageSize: 40})
+	for _, g := range []*snapshot.Global{empty, edge, big} {
+		require.NoError(t, s.Save(ctx, g))
+	}
+	for _, g := range []*snapshot.Global{empty, edge, big} {
+		got, err := s.Load(ctx, g.ID)
+		require.NoError(t, err)
+		requireEqual(t, g, got)
+		require.NoError(t, got.Verify())
+	}
+	got, err := s.Latest(ctx)
+	require.NoError(t, err)
+	requireEqual(t, big, got)
+}
+
+func testEmpty(t *testing.T, s persistence.Store) {
+	ctx := context.Background()
+	_, err := s.Latest(ctx)
+	require.ErrorIs(t, err, persistence.ErrNotFound)
+	_, err = s.Load(ctx, 1)
+	require.ErrorIs(t, err, persistence.ErrNotFound)
+	assert.Empty(t, ids(t, s))
+	require.NoError(t, s.Delete(ctx, 1))
+	require.NoError(t, s.Retain(ctx, 1))
+	require.NoError(t, s.Save(ctx, NewGlobal(2, Small)))
+	_, err = s.Load(ctx, 1)
+	require.ErrorIs(t, err, persistence.ErrNotFound)
+}
+
+func testExists(t *testing.T, s persistence.Store) {
+	ctx := context.Background()
+	first := NewGlobal(3, Small)
+	require.NoError(t, s.Save(ctx, first))
+	second := NewGlobal(3, Shape{Participants: 2, StateSize: 5})
+	require.ErrorIs(t, s.Save(ctx, second), persistence.ErrExists)
+	got, err := s.Load(ctx, 3)
+	require.NoError(t, err)
+	requireEqual(t, first, got)
+	assert.Equal(t, []snapshot.SnapshotID{3}, ids(t, s))
+}
+
+func testListOrder(t *testing.T, s persistence.Store) {
+	ctx := context.Background()
+	for _, id := range []snapshot.SnapshotID{5, 1, 30, 2, 17, 1 << 40} {
+		require.NoError(t, s.Save(ctx, NewGlobal(id, Small)))
+	}
+	assert.Equal(t, []snapshot.SnapshotID{1, 2, 5, 17, 30, 1 << 40}, ids(t, s))
+	g, err := s.Latest(ctx)
+	require.NoError(t, err)
+	requireEqual(t, NewGlobal(1<<40, Small), g)
+}
+
+func testDelete(t *testing.T, s persistence.Store) {
+	ctx := context.Background()
+	for id := snapshot.SnapshotID(1); id <= 3; id++ {
+		require.NoError(t, s.Save(ctx, NewGlobal(id, Small)))
+	}
+	require.NoError(t, s.Delete(ctx, 2))
+	require.NoError(t, s.Delete(ctx, 2))
+	assert.Equal(t, []snapshot.SnapshotID{1, 3}, ids(t, s))
+	_, err := s.Load(ctx, 2)
+	require.ErrorIs(t, err, persistence.ErrNotFound)
+	// A deleted id can be saved again.
+	require.NoError(t, s.Save(ctx, NewGlobal(2, Small)))
+	require.NoError(t, s.Delete(ctx, 3))
+	g, err := s.Latest(ctx)
+	require.NoError(t, err)
+	requireEqual(t, NewGlobal(2, Small), g)
+}
+
+func testRetain(t *testing.T, s persistence.Store) {
+	ctx := context.Background()
+	for id := snapshot.SnapshotID(1); id <= 6; id++ {
+		require.NoError(t, s.Save(ctx, NewGlobal(id, Small)))
+	}
+	require.Error(t, s.Retain(ctx, 0), "Retain(0) would delete every snapshot")
+	require.Error(t, s.Retain(ctx, -1))
+	assert.Len(t, ids(t, s), 6)
+	require.NoError(t, s.Retain(ctx, 3))
+	assert.Equal(t, []snapshot.SnapshotID{4, 5, 6}, ids(t, s))
+	require.NoError(t, s.Retain(ctx, 10))
+	assert.Equal(t, []snapshot.SnapshotID{4, 5, 6}, ids(t, s))
+	require.NoError(t, s.Retain(ctx, 1))
+	assert.Equal(t, []snapshot.SnapshotID{6}, ids(t, s))
+	_, err := s.Load(ctx, 5)
+	require.ErrorIs(t, err, persistence.ErrNotFound)
+	g, err := s.Latest(ctx)
+	require.NoError(t, err)
+	requireEqual(t, NewGlobal(6, Small), g)
+}
+
+func testRefused(t *testing.T, s persistence.Store) {
+	ctx := context.Background()
+	imbalance := NewGlobal(2, Small)
+	imbalance.Channels[0].Sent++
+	unsorted := NewGlobal(3, Small)
+	unsorted.Participants[0], unsorted.Participants[1] = unsorted.Participants[1], unsorted.Participants[0]
+	payload := NewGlobal(4, Small)
+	payload.Channels[1].Messages[0].Payload = "a string"
+	pointer := NewGlobal(5, Small)
+	rm := pointer.Channels[0].Messages[0].Payload.(persistence.RecordedMessage)
+	pointer.Channels[0].Messages[0].Payload = &rm
+	zero := NewGlobal(1, Small)
+	zero.ID = 0
+
+	require.Error(t, s.Save(ctx, nil))
+	require.ErrorIs(t, s.Save(ctx, zero), snapshot.ErrInvalidID)
+	require.ErrorIs(t, s.Save(ctx, imbalance), snapshot.ErrImbalance)
+	require.Error(t, s.Save(ctx, unsorted))
+	err := s.Save(ctx, payload)
+	require.ErrorIs(t, err, persistence.ErrPayloadType)
+	assert.Contains(t, err.Error(), "string", "the error names the payload's type")
+	err = s.Save(ctx, pointer)
+	require.ErrorIs(t, err, persistence.ErrPayloadType)
+	assert.Contains(t, err.Error(), "*persistence.RecordedMessage")
+	assert.Empty(t, ids(t, s), "nothing refused is stored")
+	_, err = s.Latest(ctx)
+	require.ErrorIs(t, err, persistence.ErrNotFound)
+}
+
+func testCancelled(t *testing.T, s persistence.Store) {
+	ctx := context.Background()
+	require.NoError(t, s.Save(ctx, NewGlobal(1, Small)))
+	require.NoError(t, s.Save(ctx, NewGlobal(2, Small)))
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	require.ErrorIs(t, s.Save(cancelled, NewGlobal(3, Small)), context.Canceled)
+	_, err := s.Load(cancelled, 1)
+	require.ErrorIs(t, err, context.Canceled)
+	_, err = s.Latest(cancelled)
+	require.ErrorIs(t, err, context.Canceled)
+	_, err = s.List(cancelled)
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, s.Delete(cancelled, 1), context.Canceled)
+	require.ErrorIs(t, s.Retain(cancelled, 1), context.Canceled)
+	assert.Equal(t, []snapshot.SnapshotID{1, 2}, ids(t, s), "a cancelled call changed nothing")
+	_, err = s.Load(ctx, 3)
+	require.ErrorIs(t, err, persistence.ErrNotFound)
+}
+
+func testLoadedIsCallers(t *testing.T, s persistence.Store) {
+	ctx := context.Background()
+	require.NoError(t, s.Save(ctx, NewGlobal(1, Small)))
+	g, err := s.Load(ctx, 1)
+	require.NoError(t, err)
+	g.Participants[0].Kind = "changed"
+	g.Participants = g.Participants[:1]
+	g.Channels[0].Messages[0].Seq = 0
+	again, err := s.Load(ctx, 1)
+	require.NoError(t, err)
+	requireEqual(t, NewGlobal(1, Small), again)
+}
+
+// testConcurrentSaves saves from several goroutines at once: distinct ids
+// all succeed, and of the Saves racing for one id exactly one does.
+func testConcurrentSaves(t *testing.T, s persistence.Store) {
+	ctx := context.Background()
+	const workers, each, contested = 6, 5, snapshot.SnapshotID(1000)
+	var wg sync.WaitGroup
+	errs := make([][]error, workers)
+	won := make([]bool, workers)
+	start := make(chan struct{})
+	for w := range workers {
+		wg.Go(func() {
+			<-start
+			for i := range each {
+				errs[w] = append(errs[w], s.Save(ctx, NewGlobal(snapshot.SnapshotID(1+w*each+i), Small)))
+			}
+			// Each worker's version of the contested id differs.
+			err := s.Save(ctx, NewGlobal(contested, Shape{Participants: 2 + w, StateSize: 10}))
+			if err == nil {
+				won[w] = true
+			} else if !errors.Is(err, persistence.ErrExists) {
+				errs[w] = append(errs[w], err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	for w := range workers {
+		for _, err := range errs[w] {
+			require.NoError(t, err, "worker %d", w)
+		}
+	}
+	winner := slices.Index(won, true)
+	require.NotEqual(t, -1, winner, "one Save of the contested id succeeds")
+	assert.Equal(t, 1, countTrue(won), "only one Save of the contested id succeeds")
+	got, err := s.Load(ctx, contested)
+	require.NoError(t, err)
+	requireEqual(t, NewGlobal(contested, Shape{Participants: 2 + winner, StateSize: 10}), got)
+	var want []snapshot.SnapshotID
+	for id := snapshot.SnapshotID(1); id <= workers*each; id++ {
+		want = append(want, id)
+	}
+	assert.Equal(t, append(want, contested), ids(t, s))
+}
+
+func countTrue(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
+// testConcurrentMixed runs readers against a writer that saves, retains
+// and deletes: every snapshot read is whole (equal to what was saved) and
+// the only error is ErrNotFound.
+func testConcurrentMixed(t *testing.T, s persistence.Store) {
+	ctx := context.Background()
+	const last = 40
+	require.NoError(t, s.Save(ctx, NewGlobal(1, Small)))
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	failures := make(chan error, 16)
+	fail := func(err error) {
+		select {
+		case failures <- err:
+		default:
+		}
+	}
+	for r := range 3 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				var g *snapshot.Global
+				var err error
+				switch r {
+				case 0:
+					g, err = s.Latest(ctx)
+				case 1:
+					var list []snapshot.SnapshotID
+					if list, err = s.List(ctx); err == nil && !slices.IsSorted(list) {
+						err = fmt.Errorf("list not sorted: %v", list)
+					}
+				default:
+					g, err = s.Load(ctx, snapshot.SnapshotID(2+rand.IntN(last)))
+				}
+				switch {
+				case errors.Is(err, persistence.ErrNotFound):
+				case err != nil:
+					fail(err)
+				case g != nil:
+					if err := Equal(NewGlobal(g.ID, Small), g); err != nil {
+						fail(fmt.Errorf("snapshot %d read while written: %w", g.ID, err))
+					}
+				}
+			}
+		})
+	}
+	for id := snapshot.SnapshotID(2); id <= last; id++ {
+		require.NoError(t, s.Save(ctx, NewGlobal(id, Small)))
+		switch id % 3 {
+		case 0:
+			require.NoError(t, s.Retain(ctx, 4))
+		case 1:
+			require.NoError(t, s.Delete(ctx, id-1))
+		}
+	}
+	close(done)
+	wg.Wait()
+	close(failures)
+	for err := range failures {
+		t.Error(err)
+	}
+	g, err := s.Latest(ctx)
+	require.NoError(t, err)
+	requireEqual(t, NewGlobal(last, Small), g)
+}
+
+// testConcurrentReplace loads a snapshot that a writer keeps deleting and
+// saving again: every Load returns it whole or ErrNotFound.
+func testConcurrentReplace(t *testing.T, s persistence.Store) {
+	ctx := context.Background()
+	want := NewGlobal(5, Small)
+	require.NoError(t, s.Save(ctx, want))
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var loaded, missing int
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			g, err := s.Load(ctx, 5)
+			switch {
+			case errors.Is(err, persistence.ErrNotFound):
+				missing++
+			case err != nil:
+				t.Error(err)
+				return
+			default:
+				loaded++
+				if err := Equal(want, g); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}
+	})
+	for range 30 {
+		require.NoError(t, s.Delete(ctx, 5))
+		require.NoError(t, s.Save(ctx, NewGlobal(5, Small)))
+	}
+	close(done)
+	wg.Wait()
+	t.Logf("loaded %d times, not found %d times", loaded, missing)
+}

@@ -1,0 +1,94 @@
+package persistence
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Opener opens the store a URL names. It is what RegisterScheme registers.
+type Opener func(ctx context.Context, url string) (Store, error)
+
+// schemes holds the registered openers. Like database/sql's drivers it is
+// global, because which stores a program can open is a property of the
+// program, set from init functions.
+var schemes = struct {
+	sync.RWMutex
+	m map[string]Opener
+}{m: map[string]Opener{}}
+
+// RegisterScheme makes OpenURL open URLs of the given scheme (such as
+// "postgres") with open, which receives the whole URL. The file scheme is
+// built in. Registering a scheme twice, the file scheme, an invalid scheme
+// or a nil opener panics, since it is a programming error.
+func RegisterScheme(scheme string, open Opener) {
+	if !validScheme(scheme) {
+		panic(fmt.Sprintf("persistence: RegisterScheme: invalid scheme %q", scheme))
+	}
+	scheme = strings.ToLower(scheme)
+	if open == nil {
+		panic("persistence: RegisterScheme: nil opener for " + scheme)
+	}
+	if scheme == "file" {
+		panic("persistence: RegisterScheme: the file scheme is built in")
+	}
+	schemes.Lock()
+	defer schemes.Unlock()
+	if _, ok := schemes.m[scheme]; ok {
+		panic("persistence: RegisterScheme called twice for " + scheme)
+	}
+	schemes.m[scheme] = open
+}
+
+// OpenURL opens the store url names: a path or a file:// URL opens a
+// FileStore with default options (see Open), and a URL of a scheme
+// registered with RegisterScheme is passed to its opener. Any other scheme
+// is refused with ErrUnsupportedScheme.
+func OpenURL(ctx context.Context, url string) (Store, error) {
+	scheme, _, ok := splitScheme(url)
+	if !ok || scheme == "file" {
+		s, err := Open(ctx, url)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	schemes.RLock()
+	open, found := schemes.m[scheme]
+	known := slices.Sorted(maps.Keys(schemes.m))
+	schemes.RUnlock()
+	if !found {
+		return nil, fmt.Errorf("%w: %q (known: %s)", ErrUnsupportedScheme, scheme, strings.Join(append([]string{"file"}, known...), ", "))
+	}
+	return open(ctx, url)
+}
+
+// splitScheme splits "scheme://rest". A string without "://" after a
+// valid scheme is a path.
+func splitScheme(s string) (scheme, rest string, ok bool) {
+	scheme, rest, ok = strings.Cut(s, "://")
+	if !ok || !validScheme(scheme) {
+		return "", "", false
+	}
+	return strings.ToLower(scheme), rest, true
+}
+
+// validScheme reports whether s is a URL scheme (RFC 3986: a letter, then
+// letters, digits, "+", "-" or ".").
+func validScheme(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+		case i > 0 && (c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.'):
+		default:
+			return false
+		}
+	}
+	return true
+}
