@@ -3,7 +3,6 @@ package actors
 import (
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -20,34 +19,36 @@ import (
 // pass over the queue, and the workers' stacks are already grown.
 //
 // An actor may block in its turn (on a future, say). So that blocked turns
-// cannot starve the queue, a watchdog adds a worker whenever turns wait and
-// none started for a tick; those extra workers end after being idle a
-// while. If the queue is ever full, a turn runs on a goroutine of its own.
+// cannot starve the queue, a watchdog adds a worker whenever the queue has
+// not moved for a tick; workers beyond the base number end after being idle
+// for a while.
 type pool struct {
 	throughput int
+	base       int
 	idleFor    time.Duration
-	queue      chan func()
-	taken      atomic.Uint64 // turns started, for the watchdog
-	done       sync.WaitGroup
-	quit       chan struct{}
+
+	mu      sync.Mutex
+	wake    *sync.Cond
+	queue   []func()
+	head    int
+	idle    int // workers waiting for a turn
+	workers int
+	taken   uint64 // turns started, for the watchdog
+	stopped bool
+
+	done sync.WaitGroup
+	quit chan struct{}
 }
 
 var _ actor.Dispatcher = (*pool)(nil)
 
-const (
-	// watchdogTick is how long the queue may stand still before a worker
-	// is added.
-	watchdogTick = 2 * time.Millisecond
-	// queueSize bounds the turns waiting in the queue.
-	queueSize = 1 << 16
-)
+// watchdogTick is how long the queue may stand still before a worker is
+// added.
+const watchdogTick = 2 * time.Millisecond
 
 func newPool(throughput int, idle time.Duration) *pool {
-	d := &pool{throughput: throughput, idleFor: idle, queue: make(chan func(), queueSize), quit: make(chan struct{})}
-	for range max(2, runtime.GOMAXPROCS(0)) {
-		d.done.Add(1)
-		go d.worker(false)
-	}
+	d := &pool{throughput: throughput, base: max(2, runtime.GOMAXPROCS(0)), idleFor: idle, quit: make(chan struct{})}
+	d.wake = sync.NewCond(&d.mu)
 	d.done.Add(1)
 	go d.watchdog()
 	return d
@@ -55,39 +56,51 @@ func newPool(throughput int, idle time.Duration) *pool {
 
 // Schedule implements actor.Dispatcher.
 func (d *pool) Schedule(fn func()) {
-	select {
-	case d.queue <- fn:
-	default:
-		go fn()
+	d.mu.Lock()
+	d.queue = append(d.queue, fn)
+	wake := d.idle > 0
+	if !wake && d.workers < d.base {
+		d.spawnLocked()
+	}
+	d.mu.Unlock()
+	if wake {
+		d.wake.Signal()
 	}
 }
 
 // Throughput implements actor.Dispatcher.
 func (d *pool) Throughput() int { return d.throughput }
 
-// worker runs turns; an extra one ends when idle for idleFor.
-func (d *pool) worker(extra bool) {
+func (d *pool) spawnLocked() {
+	d.workers++
+	d.done.Add(1)
+	go d.worker()
+}
+
+func (d *pool) worker() {
 	defer d.done.Done()
-	var idle <-chan time.Time
-	var t *time.Timer
-	if extra {
-		t = time.NewTimer(d.idleFor)
-		defer t.Stop()
-		idle = t.C
-	}
+	d.mu.Lock()
 	for {
-		select {
-		case fn := <-d.queue:
-			d.taken.Add(1)
-			fn()
-			if extra {
-				t.Reset(d.idleFor)
+		for d.head == len(d.queue) {
+			if d.stopped || (d.workers > d.base && d.idle > 0) {
+				d.workers--
+				d.mu.Unlock()
+				return
 			}
-		case <-idle:
-			return
-		case <-d.quit:
-			return
+			d.idle++
+			d.wake.Wait()
+			d.idle--
 		}
+		fn := d.queue[d.head]
+		d.queue[d.head] = nil
+		d.head++
+		if d.head == len(d.queue) {
+			d.queue, d.head = d.queue[:0], 0
+		}
+		d.taken++
+		d.mu.Unlock()
+		fn()
+		d.mu.Lock()
 	}
 }
 
@@ -104,18 +117,22 @@ func (d *pool) watchdog() {
 			return
 		case <-t.C:
 		}
-		taken := d.taken.Load()
-		if len(d.queue) > 0 && taken == last {
-			d.done.Add(1)
-			go d.worker(true)
+		d.mu.Lock()
+		if d.head < len(d.queue) && d.taken == last && d.idle == 0 {
+			d.spawnLocked()
 		}
-		last = taken
+		last = d.taken
+		d.mu.Unlock()
 	}
 }
 
-// stop ends the workers and the watchdog. Nothing may be scheduled
-// afterwards.
+// stop ends the workers once the queue is empty, and the watchdog. Nothing
+// may be scheduled afterwards.
 func (d *pool) stop() {
 	close(d.quit)
+	d.mu.Lock()
+	d.stopped = true
+	d.wake.Broadcast()
+	d.mu.Unlock()
 	d.done.Wait()
 }
