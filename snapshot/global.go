@@ -109,6 +109,7 @@ func (g *Global) Verify() error {
 			return fmt.Errorf("snapshot %d: participants not sorted or duplicated at %q", g.ID, g.Participants[i].ID)
 		}
 	}
+	from := 0 // cursor into Participants
 	for i, c := range g.Channels {
 		if i > 0 && g.Channels[i-1].Channel.compare(c.Channel) >= 0 {
 			return fmt.Errorf("snapshot %d: channels not sorted or duplicated at %s", g.ID, c.Channel)
@@ -120,10 +121,15 @@ func (g *Global) Verify() error {
 		if c.Sent == 0 {
 			continue
 		}
-		for _, end := range []ProcessID{c.Channel.From, c.Channel.To} {
-			if _, ok := g.Participant(end); !ok {
-				return fmt.Errorf("snapshot %d: channel %s: %s is not a participant", g.ID, c.Channel, end)
-			}
+		// Channels are sorted by sender: a cursor finds senders in one pass.
+		for from < len(g.Participants) && g.Participants[from].ID < c.Channel.From {
+			from++
+		}
+		if from == len(g.Participants) || g.Participants[from].ID != c.Channel.From {
+			return fmt.Errorf("snapshot %d: channel %s: %s is not a participant", g.ID, c.Channel, c.Channel.From)
+		}
+		if _, ok := g.Participant(c.Channel.To); !ok {
+			return fmt.Errorf("snapshot %d: channel %s: %s is not a participant", g.ID, c.Channel, c.Channel.To)
 		}
 		for j, m := range c.Messages {
 			if want := c.Received + 1 + uint64(j); m.Seq != want {

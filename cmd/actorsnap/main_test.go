@@ -291,3 +291,25 @@ func crashTrials(t *testing.T, store string, seed uint64, trials int) {
 		t.Logf("trial %d: killed after %d snapshots; store holds %v", trial, want, ids)
 	}
 }
+
+// On a real terminal (a pseudo-terminal made by script(1)), restore shows
+// its progress; into a pipe it does not.
+func TestRestoreShowsProgressOnATerminal(t *testing.T) {
+	scriptCmd, err := exec.LookPath("script")
+	require.NoError(t, err, "script(1), from util-linux, gives the test a terminal")
+	store := filepath.Join(t.TempDir(), "snaps")
+	_, _, err = actorsnap(t, "run", "bank", "--store", store, "--actors", "50", "--interval", "20ms", "--duration", "200ms")
+	require.NoError(t, err)
+
+	line := fmt.Sprintf("%s restore latest --store %s --interval 20ms --duration 200ms", bin, store)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, scriptCmd, "-qec", line, "/dev/null").CombinedOutput()
+	require.NoError(t, err, string(out))
+	assert.Contains(t, string(out), "\rrestoring snapshot latest…")
+	assert.Contains(t, string(out), "restoring snapshot latest: done in")
+
+	_, stderr, err := actorsnap(t, "restore", "latest", "--store", store, "--interval", "20ms", "--duration", "100ms")
+	require.NoError(t, err)
+	assert.NotContains(t, stderr, "restoring snapshot")
+}
