@@ -37,12 +37,14 @@
 //	  .del-snap-00000000000000000040-<random>/  a snapshot being deleted
 //
 // Save creates a temporary directory with a name of its own and both files
-// in it (encoding the snapshot meanwhile), writes and fsyncs global.dat,
-// then writes and fsyncs MANIFEST, so that a manifest never vouches for
-// data not yet durable, fsyncs the temporary directory, renames it to its
-// snap- name and fsyncs DIR. The rename is the commit: it is atomic, and it fails if the snap-
-// directory exists, so concurrent saves of one id (in one process or
-// several) cannot both succeed nor mix their files, and no lock is needed.
+// in it (encoding the snapshot meanwhile), writes global.dat and then
+// MANIFEST, fsyncs both (the second fsync finds the journal committed by
+// the first), fsyncs the temporary directory, renames it to its snap- name
+// and fsyncs DIR. Nothing in the temporary directory is visible before the
+// rename, so the manifest never vouches for data that is not durable. The
+// rename is the commit: it is atomic, and it fails if the snap- directory
+// exists, so concurrent saves of one id (in one process or several) cannot
+// both succeed nor mix their files, and no lock is needed.
 // When Save returns nil the snapshot survives a crash.
 //
 // A snap- directory whose MANIFEST is missing or does not verify is not a

@@ -297,26 +297,36 @@ func (s *FileStore) save(ctx context.Context, id snapshot.SnapshotID, encoded fu
 	if err != nil {
 		return err
 	}
-	err = writeSync(dataFile, data)
-	dataFile = nil
-	if err != nil {
-		return fmt.Errorf("persistence: save %d: %w", id, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	// The file's checksum continues the one its trailer holds, over the
-	// trailer: no second pass over the data.
+	// The checksum of the file continues the one its trailer holds, over
+	// the trailer: no second pass over the data.
 	trailer := data[len(data)-trailerSize:]
 	sum := crc32.Update(binary.BigEndian.Uint32(trailer), castagnoli, trailer)
 	man, err := encodeManifest(manifest{ID: id, Files: []manifestFile{{Name: dataName, Size: int64(len(data)), CRC: sum}}})
 	if err != nil {
 		return fmt.Errorf("persistence: save %d: %w", id, err)
 	}
-	err = writeSync(manFile, man)
-	manFile = nil
-	if err != nil {
+	// Both files are written, then both synced: the second sync finds the
+	// journal already committed by the first. The order of durability
+	// between them does not matter: nothing in the temporary directory is
+	// visible until the rename, which comes after both syncs.
+	if _, err := dataFile.Write(data); err != nil {
 		return fmt.Errorf("persistence: save %d: %w", id, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if _, err := manFile.Write(man); err != nil {
+		return fmt.Errorf("persistence: save %d: %w", id, err)
+	}
+	for _, f := range []*File{&dataFile, &manFile} {
+		err := (*f).Sync()
+		if cerr := (*f).Close(); err == nil {
+			err = cerr
+		}
+		*f = nil
+		if err != nil {
+			return fmt.Errorf("persistence: save %d: %w", id, err)
+		}
 	}
 	if err := s.fs.SyncDir(tmp); err != nil {
 		return fmt.Errorf("persistence: save %d: %w", id, err)
@@ -357,18 +367,6 @@ func (s *FileStore) mkTemp(id snapshot.SnapshotID) (string, error) {
 			return "", err
 		}
 	}
-}
-
-// writeSync writes data to f, makes it durable and closes f.
-func writeSync(f File, data []byte) error {
-	_, err := f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // Load implements Store.
