@@ -1,7 +1,6 @@
 package mailbox
 
 import (
-	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -216,8 +215,16 @@ func (m *Mailbox) schedule() {
 // again, so one of the two always sees the other and no message is left
 // behind.
 func (m *Mailbox) processMessages() {
+	budget := m.dispatcher.Throughput()
 process:
-	m.run()
+	m.run(&budget)
+	if budget <= 0 {
+		// The turn is used up: go to the back of the dispatcher's queue,
+		// still running, so that one busy mailbox cannot keep a worker
+		// (or a goroutine) from the others for long.
+		m.dispatcher.Schedule(m.process)
+		return
+	}
 	// Read the goroutine-owned state before going idle: afterwards another
 	// run may own it.
 	local := m.ready.len() > 0 || m.pos < len(m.batch)
@@ -235,8 +242,9 @@ process:
 }
 
 // run delivers messages until none is deliverable, the mailbox is
-// suspended, or a message panics.
-func (m *Mailbox) run() {
+// suspended, a message panics, or the turn's budget of user messages is
+// spent.
+func (m *Mailbox) run(budget *int) {
 	var msg interface{}
 	m.running = true
 	defer func() {
@@ -254,15 +262,7 @@ func (m *Mailbox) run() {
 		}
 	}()
 
-	i, t := 0, m.dispatcher.Throughput()
 	for {
-		// As in the default mailbox, the throughput bounds how long the
-		// run holds its goroutine before yielding, not how much it does.
-		if i > t {
-			i = 0
-			runtime.Gosched()
-		}
-		i++
 
 		// All system messages go before the next user message.
 		if m.sysMessages.Load() > 0 {
@@ -286,9 +286,13 @@ func (m *Mailbox) run() {
 		if m.suspended.Load() {
 			return
 		}
+		if *budget <= 0 {
+			return
+		}
 		if msg = m.next(); msg == nil {
 			return
 		}
+		*budget--
 		m.userMessages.Add(-1)
 		m.invoker.InvokeUserMessage(msg)
 		m.current = nil
