@@ -419,8 +419,8 @@ func (g *guardian) prune(gl *snapshot.Global) {
 	}
 }
 
-// finish ends r: waiters get the outcome, the event stream and the metrics
-// hear of it, and every participant forgets it.
+// finish ends r: waiters get the outcome, and the event stream and the
+// metrics hear of it.
 func (g *guardian) finish(r *run, gl *snapshot.Global, err error) {
 	delete(g.runs, r.id)
 	for _, t := range r.timers {
@@ -463,10 +463,6 @@ func (g *guardian) finish(r *run, gl *snapshot.Global, err error) {
 	for _, w := range r.waiters {
 		w <- result{global: gl, err: err}
 	}
-	msg := &forgetMsg{id: r.id}
-	reg.mu.RLock()
-	for _, p := range reg.byID {
-		p.mb.PostFrom(controlKey, msg)
-	}
-	reg.mu.RUnlock()
+	// Participants let go of r themselves, when they next record or report
+	// (participant.forgetFinished): no message per participant.
 }

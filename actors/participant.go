@@ -34,7 +34,6 @@ type (
 		id     snapshot.SnapshotID
 		fanout []*participant // to tell first (broadcast)
 	}
-	forgetMsg struct{ id snapshot.SnapshotID }
 )
 
 // maxTargets bounds the cache of PIDs a participant has sent to.
@@ -95,9 +94,6 @@ func (w *shell) Receive(ctx actor.Context) {
 			}
 			p.fail(m.id, p.proc.Initiate(m.id))
 			p.act()
-		case *forgetMsg:
-			p.proc.Forget(m.id)
-			delete(p.reports, m.id)
 		}
 		return
 	}
@@ -252,6 +248,7 @@ func (p *participant) act() {
 	}
 	rd := p.proc.Ready()
 	if len(rd.Records) > 0 {
+		defer p.forgetFinished()
 		state, err := captureState(p.inner)
 		var children []snapshot.ProcessID
 		for c := range p.children {
@@ -306,6 +303,19 @@ func (p *participant) act() {
 		}
 	}
 	p.proc.Advance()
+}
+
+// forgetFinished lets go of the snapshots this participant recorded that
+// are over (complete or aborted): it runs whenever it records a new one,
+// so that a participant holds at most the snapshots in progress and the
+// ones that ended since its last record.
+func (p *participant) forgetFinished() {
+	for _, id := range p.proc.Active() {
+		if p.sys.reg.run(id) == nil {
+			p.proc.Forget(id)
+			delete(p.reports, id)
+		}
+	}
 }
 
 // report adds a report to its snapshot's assembly. A snapshot already over
