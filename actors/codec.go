@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"reflect"
@@ -10,6 +11,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/actorsnap/actorsnap/persistence"
+	"github.com/actorsnap/actorsnap/snapshot"
 )
 
 // StateMarshaler is implemented by actors that encode their own state for a
@@ -65,19 +67,70 @@ func RegisterMessage[T any](name string) {
 	messageTypes.byName[name] = t
 }
 
-// encodeMessage turns a recorded payload into a RecordedMessage.
-func encodeMessage(payload any) (RecordedMessage, error) {
+// messageName returns the registered name of payload's type.
+func messageName(payload any) (string, error) {
 	messageTypes.RLock()
 	name, ok := messageTypes.byType[reflect.TypeOf(payload)]
 	messageTypes.RUnlock()
 	if !ok {
-		return RecordedMessage{}, fmt.Errorf("%w: %T (register it with actors.RegisterMessage)", ErrUnregistered, payload)
+		return "", fmt.Errorf("%w: %T (register it with actors.RegisterMessage)", ErrUnregistered, payload)
 	}
-	data, err := msgpack.Marshal(payload)
-	if err != nil {
-		return RecordedMessage{}, fmt.Errorf("actors: encoding %s: %w", name, err)
+	return name, nil
+}
+
+// encoder encodes recorded messages and states with one reused msgpack
+// encoder and buffer. Each participant owns one, used on its goroutine.
+type encoder struct {
+	buf  bytes.Buffer
+	enc  *msgpack.Encoder
+	ends []int
+}
+
+func (e *encoder) reset() {
+	if e.enc == nil {
+		e.enc = msgpack.NewEncoder(&e.buf)
 	}
-	return RecordedMessage{Type: name, Data: data}, nil
+	e.buf.Reset()
+	e.ends = e.ends[:0]
+}
+
+// messages returns msgs with each payload replaced by its RecordedMessage.
+// The encodings share one allocation.
+func (e *encoder) messages(msgs []snapshot.Message) ([]snapshot.Message, error) {
+	e.reset()
+	names := make([]string, len(msgs))
+	for i, m := range msgs {
+		name, err := messageName(m.Payload)
+		if err != nil {
+			return nil, err
+		}
+		if err := e.enc.Encode(m.Payload); err != nil {
+			return nil, fmt.Errorf("actors: encoding %s: %w", name, err)
+		}
+		names[i] = name
+		e.ends = append(e.ends, e.buf.Len())
+	}
+	data := bytes.Clone(e.buf.Bytes())
+	out := make([]snapshot.Message, len(msgs))
+	start := 0
+	for i, m := range msgs {
+		end := e.ends[i]
+		out[i] = snapshot.Message{Seq: m.Seq, Payload: RecordedMessage{Type: names[i], Data: data[start:end:end]}}
+		start = end
+	}
+	return out, nil
+}
+
+// state encodes an actor's state, on its goroutine.
+func (e *encoder) state(a actor.Actor) ([]byte, error) {
+	if m, ok := a.(StateMarshaler); ok {
+		return m.MarshalState()
+	}
+	e.reset()
+	if err := e.enc.Encode(a); err != nil {
+		return nil, err
+	}
+	return bytes.Clone(e.buf.Bytes()), nil
 }
 
 // DecodeMessage rebuilds a recorded message as a value of its registered
@@ -94,14 +147,6 @@ func DecodeMessage(m RecordedMessage) (any, error) {
 		return nil, fmt.Errorf("actors: decoding %s: %w", m.Type, err)
 	}
 	return ptr.Elem().Interface(), nil
-}
-
-// captureState encodes an actor's state, on its goroutine.
-func captureState(a actor.Actor) ([]byte, error) {
-	if m, ok := a.(StateMarshaler); ok {
-		return m.MarshalState()
-	}
-	return msgpack.Marshal(a)
 }
 
 // restoreState decodes state into a fresh actor instance.

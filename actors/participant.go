@@ -64,6 +64,7 @@ type participant struct {
 	peers    map[mailbox.SenderKey]snapshot.ProcessID
 	children map[snapshot.ProcessID]bool
 	reports  map[snapshot.SnapshotID]*reportMsg // recorded, not yet finished
+	enc      encoder
 }
 
 // shell is the actor Proto.Actor runs for a participant: it keeps the
@@ -249,7 +250,7 @@ func (p *participant) act() {
 	rd := p.proc.Ready()
 	if len(rd.Records) > 0 {
 		defer p.forgetFinished()
-		state, err := captureState(p.inner)
+		state, err := p.enc.state(p.inner)
 		var children []snapshot.ProcessID
 		for c := range p.children {
 			children = append(children, c)
@@ -284,10 +285,12 @@ func (p *participant) act() {
 		if len(c.Messages) == 0 {
 			continue
 		}
-		if err := encodeChannel(&c); err != nil {
-			p.fail(c.Snapshot, err)
+		msgs, err := p.enc.messages(c.Messages)
+		if err != nil {
+			p.fail(c.Snapshot, fmt.Errorf("%w: channel %s: %w", ErrCapture, c.Channel, err))
 			continue
 		}
+		c.Messages = msgs
 		if rep := p.reports[c.Snapshot]; rep != nil {
 			rep.channels = append(rep.channels, c)
 		} else {
@@ -327,21 +330,6 @@ func (p *participant) report(rep *reportMsg) {
 	}
 	p.proc.Forget(rep.id)
 	delete(p.reports, rep.id)
-}
-
-// encodeChannel replaces the payloads of a closed recording by their
-// RecordedMessage encoding.
-func encodeChannel(c *snapshot.ChannelRecord) error {
-	msgs := make([]snapshot.Message, len(c.Messages))
-	for i, m := range c.Messages {
-		rm, err := encodeMessage(m.Payload)
-		if err != nil {
-			return fmt.Errorf("%w: channel %s: %w", ErrCapture, c.Channel, err)
-		}
-		msgs[i] = snapshot.Message{Seq: m.Seq, Payload: rm}
-	}
-	c.Messages = msgs
-	return nil
 }
 
 // depart runs when the actor has stopped: receivers of its channels are
