@@ -117,9 +117,20 @@ func (e *AbortError) Error() string {
 // Unwrap returns ErrAborted and the reason.
 func (e *AbortError) Unwrap() []error { return []error{ErrAborted, e.Reason} }
 
+// procAcc is what the assembler knows of one process. Processes and
+// channels are numbered as they appear, so that the work per record is
+// index arithmetic rather than lookups by name.
+type procAcc struct {
+	id       ProcessID
+	record   *LocalRecord // nil until it records
+	required bool
+	departed bool
+	chans    []int32 // channels with this process at either end
+}
+
 // chanAcc accumulates what the records say of one channel.
 type chanAcc struct {
-	ch       Channel
+	from, to int32  // process numbers
 	sent     uint64 // from the sender's record
 	received uint64 // from the receiver's record
 	record   *ChannelRecord
@@ -132,13 +143,13 @@ type chanAcc struct {
 // is pure and not safe for concurrent use. Records may arrive in any order.
 type Assembler struct {
 	cfg       AssemblerConfig
-	records   map[ProcessID]*LocalRecord
-	required  map[ProcessID]bool // participant -> has recorded
-	unrecord  int                // required participants not recorded
-	chans     map[Channel]*chanAcc
-	byProcess map[ProcessID][]*chanAcc
+	index     map[ProcessID]int32
+	procs     []procAcc
+	chanIndex map[uint64]int32 // from<<32 | to
+	chans     []chanAcc
+	recorded  int // processes that recorded
+	unrecord  int // required processes not recorded
 	unsettled int
-	departed  map[ProcessID]bool
 	abort     *AbortError
 	global    *Global
 }
@@ -150,14 +161,13 @@ func NewAssembler(cfg AssemblerConfig) (*Assembler, error) {
 	}
 	a := &Assembler{
 		cfg:       cfg,
-		records:   make(map[ProcessID]*LocalRecord, len(cfg.Participants)),
-		required:  make(map[ProcessID]bool, len(cfg.Participants)),
-		chans:     make(map[Channel]*chanAcc),
-		byProcess: make(map[ProcessID][]*chanAcc),
-		departed:  make(map[ProcessID]bool),
+		index:     make(map[ProcessID]int32, len(cfg.Participants)),
+		procs:     make([]procAcc, 0, len(cfg.Participants)),
+		chanIndex: make(map[uint64]int32, 2*len(cfg.Participants)),
+		chans:     make([]chanAcc, 0, 2*len(cfg.Participants)),
 	}
 	for _, p := range cfg.Participants {
-		a.require(p)
+		a.require(a.proc(p))
 	}
 	return a, nil
 }
@@ -166,35 +176,54 @@ func NewAssembler(cfg AssemblerConfig) (*Assembler, error) {
 // complete: one born before the cut, while the snapshot ran.
 func (a *Assembler) Require(p ProcessID) {
 	if a.abort == nil && a.global == nil {
-		a.require(p)
+		a.require(a.proc(p))
 	}
 }
 
 // Snapshot returns the id being assembled.
 func (a *Assembler) Snapshot() SnapshotID { return a.cfg.Snapshot }
 
-func (a *Assembler) require(p ProcessID) {
-	if _, ok := a.required[p]; ok {
+// proc returns the number of process id, numbering it if new.
+func (a *Assembler) proc(id ProcessID) int32 {
+	if i, ok := a.index[id]; ok {
+		return i
+	}
+	i := int32(len(a.procs))
+	a.procs = append(a.procs, procAcc{id: id})
+	a.index[id] = i
+	return i
+}
+
+func (a *Assembler) require(p int32) {
+	pa := &a.procs[p]
+	if pa.required {
 		return
 	}
-	_, recorded := a.records[p]
-	a.required[p] = recorded
-	if !recorded {
+	pa.required = true
+	if pa.record == nil {
 		a.unrecord++
 	}
 }
 
-func (a *Assembler) channel(ch Channel) *chanAcc {
-	c := a.chans[ch]
-	if c == nil {
-		c = &chanAcc{ch: ch}
-		a.chans[ch] = c
-		a.byProcess[ch.From] = append(a.byProcess[ch.From], c)
-		if ch.To != ch.From {
-			a.byProcess[ch.To] = append(a.byProcess[ch.To], c)
-		}
+// channel returns the number of the channel from -> to, numbering it if
+// new. Pointers into a.chans do not survive a call.
+func (a *Assembler) channel(from, to int32) int32 {
+	key := uint64(uint32(from))<<32 | uint64(uint32(to))
+	if i, ok := a.chanIndex[key]; ok {
+		return i
 	}
-	return c
+	i := int32(len(a.chans))
+	a.chans = append(a.chans, chanAcc{from: from, to: to})
+	a.chanIndex[key] = i
+	a.procs[from].chans = append(a.procs[from].chans, i)
+	if to != from {
+		a.procs[to].chans = append(a.procs[to].chans, i)
+	}
+	return i
+}
+
+func (a *Assembler) name(c *chanAcc) Channel {
+	return Channel{From: a.procs[c.from].id, To: a.procs[c.to].id}
 }
 
 // AddRecord adds a process's local record. A second record from one
@@ -206,29 +235,30 @@ func (a *Assembler) AddRecord(r LocalRecord) error {
 	if a.abort != nil || a.global != nil {
 		return nil
 	}
-	if _, dup := a.records[r.Process]; dup {
+	p := a.proc(r.Process)
+	if a.procs[p].record != nil {
 		return a.fail(fmt.Errorf("%w: second local record from %s", ErrProtocol, r.Process))
 	}
-	a.records[r.Process] = &r
-	if recorded, ok := a.required[r.Process]; ok && !recorded {
-		a.required[r.Process] = true
+	a.procs[p].record = &r
+	a.recorded++
+	if a.procs[p].required {
 		a.unrecord--
 	}
 	for _, pc := range r.Sent {
-		c := a.channel(Channel{From: r.Process, To: pc.Peer})
-		c.sent = pc.N
+		peer := a.proc(pc.Peer)
+		a.chans[a.channel(p, peer)].sent = pc.N
 		if pc.N > 0 {
-			a.require(pc.Peer)
+			a.require(peer)
 		}
 	}
 	for _, pc := range r.Received {
-		c := a.channel(Channel{From: pc.Peer, To: r.Process})
-		c.received = pc.N
+		peer := a.proc(pc.Peer)
+		a.chans[a.channel(peer, p)].received = pc.N
 		if pc.N > 0 {
-			a.require(pc.Peer)
+			a.require(peer)
 		}
 	}
-	for _, c := range a.byProcess[r.Process] {
+	for _, c := range a.procs[p].chans {
 		if err := a.settle(c); err != nil {
 			return err
 		}
@@ -243,8 +273,8 @@ func (a *Assembler) AddRecord(r LocalRecord) error {
 // sent to a stopped actor are dead letters).
 func (a *Assembler) AddDeparted(r LocalRecord) error {
 	r.Kind, r.State = "", nil
-	if _, dup := a.records[r.Process]; !dup {
-		a.departed[r.Process] = true
+	if p := a.proc(r.Process); a.procs[p].record == nil {
+		a.procs[p].departed = true
 	}
 	return a.AddRecord(r)
 }
@@ -258,28 +288,28 @@ func (a *Assembler) AddChannel(cr ChannelRecord) error {
 	if a.abort != nil || a.global != nil {
 		return nil
 	}
-	c := a.channel(cr.Channel)
-	if c.record != nil {
+	from := a.proc(cr.Channel.From)
+	c := a.channel(from, a.proc(cr.Channel.To))
+	if a.chans[c].record != nil {
 		return a.fail(fmt.Errorf("%w: second recording of channel %s", ErrProtocol, cr.Channel))
 	}
-	c.record = &cr
+	a.chans[c].record = &cr
 	if len(cr.Messages) > 0 {
-		a.require(cr.Channel.From)
+		a.require(from)
 	}
 	return a.settle(c)
 }
 
-// settle recomputes whether c balances, and aborts if it never can. Only a
-// channel whose both ends recorded can be judged; one with an end that has
-// not is either waiting for a required participant, or carried nothing
-// across the cut (its end would be required otherwise).
-func (a *Assembler) settle(c *chanAcc) error {
-	_, fromOK := a.records[c.ch.From]
-	_, toOK := a.records[c.ch.To]
-	if !fromOK || !toOK {
+// settle recomputes whether channel ci balances, and aborts if it never
+// can. Only a channel whose both ends recorded can be judged; one with an
+// end that has not is either waiting for a required participant, or
+// carried nothing across the cut (its end would be required otherwise).
+func (a *Assembler) settle(ci int32) error {
+	c := &a.chans[ci]
+	if a.procs[c.from].record == nil || a.procs[c.to].record == nil {
 		return nil
 	}
-	if a.departed[c.ch.To] {
+	if a.procs[c.to].departed {
 		if c.pending {
 			c.pending = false
 			a.unsettled--
@@ -293,7 +323,7 @@ func (a *Assembler) settle(c *chanAcc) error {
 	ok := c.received+k == c.sent
 	if !ok && (c.record != nil || c.received > c.sent) {
 		// A closed recording or too many receipts cannot be mended.
-		return a.fail(&BalanceError{Snapshot: a.cfg.Snapshot, Channel: c.ch, Sent: c.sent, Received: c.received, Recorded: k})
+		return a.fail(&BalanceError{Snapshot: a.cfg.Snapshot, Channel: a.name(c), Sent: c.sent, Received: c.received, Recorded: k})
 	}
 	if ok == c.pending {
 		c.pending = !ok
@@ -342,17 +372,18 @@ func (a *Assembler) Status(now time.Time) Status {
 // Missing lists what keeps the snapshot from completing.
 func (a *Assembler) Missing() Missing {
 	var m Missing
-	for p, recorded := range a.required {
-		if !recorded {
-			m.Participants = append(m.Participants, p)
+	for _, p := range a.procs {
+		if p.required && p.record == nil {
+			m.Participants = append(m.Participants, p.id)
 		}
 	}
 	slices.Sort(m.Participants)
-	for _, c := range a.chans {
+	for i := range a.chans {
+		c := &a.chans[i]
 		if !c.pending {
 			continue
 		}
-		g := ChannelGap{Channel: c.ch, Sent: c.sent, Received: c.received, Open: c.record == nil}
+		g := ChannelGap{Channel: a.name(c), Sent: c.sent, Received: c.received, Open: c.record == nil}
 		if c.record != nil {
 			g.Recorded = uint64(len(c.record.Messages))
 		}
@@ -373,28 +404,52 @@ func (a *Assembler) Global() (*Global, error) {
 	return a.global, nil
 }
 
+// build makes the Global, in the order Global promises: processes sorted
+// by name once, and channels sorted by their ends' ranks in that order.
 func (a *Assembler) build(end time.Time) *Global {
+	order := make([]int32, len(a.procs))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(x, y int32) int { return strings.Compare(string(a.procs[x].id), string(a.procs[y].id)) })
+	rank := make([]int32, len(a.procs))
+	for r, p := range order {
+		rank[p] = int32(r)
+	}
 	g := &Global{
 		ID:           a.cfg.Snapshot,
 		Mode:         a.cfg.Mode,
 		Start:        a.cfg.Start,
 		End:          end,
-		Participants: make([]Participant, 0, len(a.records)),
+		Participants: make([]Participant, 0, a.recorded),
 		Channels:     make([]ChannelState, 0, len(a.chans)),
 	}
-	for _, r := range a.records {
-		g.Participants = append(g.Participants, Participant{ID: r.Process, Kind: r.Kind, State: r.State, Departed: a.departed[r.Process]})
-	}
-	for _, c := range a.chans {
-		if a.departed[c.ch.To] {
-			continue
+	for _, p := range order {
+		pa := &a.procs[p]
+		if r := pa.record; r != nil {
+			g.Participants = append(g.Participants, Participant{ID: r.Process, Kind: r.Kind, State: r.State, Departed: pa.departed})
 		}
-		cs := ChannelState{Channel: c.ch, Sent: c.sent, Received: c.received}
+	}
+	chans := make([]int32, 0, len(a.chans))
+	for i := range a.chans {
+		if !a.procs[a.chans[i].to].departed {
+			chans = append(chans, int32(i))
+		}
+	}
+	slices.SortFunc(chans, func(x, y int32) int {
+		cx, cy := &a.chans[x], &a.chans[y]
+		if d := rank[cx.from] - rank[cy.from]; d != 0 {
+			return int(d)
+		}
+		return int(rank[cx.to] - rank[cy.to])
+	})
+	for _, i := range chans {
+		c := &a.chans[i]
+		cs := ChannelState{Channel: a.name(c), Sent: c.sent, Received: c.received}
 		if c.record != nil {
 			cs.Messages = c.record.Messages
 		}
 		g.Channels = append(g.Channels, cs)
 	}
-	g.sort()
 	return g
 }

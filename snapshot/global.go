@@ -43,11 +43,6 @@ type ChannelState struct {
 	Messages []Message
 }
 
-func (g *Global) sort() {
-	slices.SortFunc(g.Participants, func(x, y Participant) int { return strings.Compare(string(x.ID), string(y.ID)) })
-	slices.SortFunc(g.Channels, func(x, y ChannelState) int { return x.Channel.compare(y.Channel) })
-}
-
 // Participant returns the recorded participant id.
 func (g *Global) Participant(id ProcessID) (Participant, bool) {
 	i, ok := slices.BinarySearchFunc(g.Participants, id, func(p Participant, id ProcessID) int {
