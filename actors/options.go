@@ -44,15 +44,13 @@ type config struct {
 	kinds       []*kind
 }
 
-// Bounds of the options.
+// Defaults and bounds of the options.
 const (
-	DefaultTimeout       = 10 * time.Second
-	MinTimeout           = time.Millisecond
-	DefaultConcurrent    = 4
-	MaxConcurrent        = 64
-	MinInterval          = time.Millisecond
-	DefaultRetain        = 0 // keep every snapshot
-	defaultStopPropagate = 5 * time.Second
+	DefaultTimeout    = 10 * time.Second // WithTimeout's default
+	MinTimeout        = time.Millisecond // WithTimeout's lower bound
+	DefaultConcurrent = 4                // WithMaxConcurrent's default
+	MaxConcurrent     = 64               // WithMaxConcurrent's upper bound
+	MinInterval       = time.Millisecond // WithInterval's lower bound, when set
 )
 
 // WithMode selects the snapshot algorithm. Default: snapshot.Unaligned.
