@@ -367,7 +367,12 @@ func (g *guardian) lost(p snapshot.ProcessID, reason error) {
 func (g *guardian) check(r *run) {
 	r.mu.Lock()
 	st := r.asm.Status(time.Now())
-	gl, _ := r.asm.Global()
+	var gl *snapshot.Global
+	if st.State == snapshot.Complete {
+		// Only then: for a pending snapshot, Global builds an error
+		// listing everything missing, a pass over every participant.
+		gl, _ = r.asm.Global()
+	}
 	r.signaled = st.State != snapshot.Pending
 	r.mu.Unlock()
 	switch st.State {
