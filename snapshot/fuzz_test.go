@@ -21,7 +21,8 @@ func FuzzProcess(f *testing.F) {
 	f.Add([]byte{2, 0, 0, 1, 0, 5, 1, 1, 1, 4, 1, 3, 1, 2, 1, 0, 7, 0})
 	f.Add([]byte{6, 1, 1, 1, 0, 4, 1, 2, 5, 3, 3, 1, 6, 2, 2, 0})
 	f.Fuzz(func(t *testing.T, ops []byte) {
-		h := newHarness(t)
+		aligned := len(ops)%2 == 1 // odd length: the aligned mode
+		h := newHarness(t, aligned)
 		for i := 0; i+1 < len(ops); i += 2 {
 			h.do(ops[i], ops[i+1])
 		}
@@ -46,6 +47,8 @@ type harness struct {
 	names   []snapshot.ProcessID
 	procs   []*snapshot.Process
 	links   [3][3][]fuzzMsg
+	blocked [3][3]bool // by the receiver (aligned mode)
+	aligned bool
 	asm     map[snapshot.SnapshotID]*snapshot.Assembler
 	trace   *snapshottest.Trace
 	faulty  bool
@@ -53,14 +56,25 @@ type harness struct {
 	payload int
 }
 
-func newHarness(t *testing.T) *harness {
-	h := &harness{t: t, names: []snapshot.ProcessID{"a", "b", "c"}, asm: map[snapshot.SnapshotID]*snapshot.Assembler{}, trace: snapshottest.NewTrace()}
+func newHarness(t *testing.T, aligned bool) *harness {
+	h := &harness{t: t, names: []snapshot.ProcessID{"a", "b", "c"}, asm: map[snapshot.SnapshotID]*snapshot.Assembler{}, trace: snapshottest.NewTrace(), aligned: aligned}
 	for i, id := range h.names {
-		var out []snapshot.ProcessID
+		cfg := snapshot.Config{ID: id}
 		if i != 2 { // c's channels are discovered
-			out = []snapshot.ProcessID{h.names[(i+1)%3]}
+			cfg.Outgoing = []snapshot.ProcessID{h.names[(i+1)%3]}
 		}
-		p, err := snapshot.NewProcess(snapshot.Config{ID: id, Outgoing: out})
+		if aligned {
+			// Any pair may talk: every channel into a is a back edge, and
+			// b waits only for a: no cycle is left to wait around.
+			cfg.Mode = snapshot.Aligned
+			switch id {
+			case "a":
+				cfg.BackEdges = []snapshot.ProcessID{"b", "c"}
+			case "b":
+				cfg.BackEdges = []snapshot.ProcessID{"c"}
+			}
+		}
+		p, err := snapshot.NewProcess(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,11 +115,16 @@ func (h *harness) do(op, arg byte) {
 			h.nextID++
 			id = h.nextID
 		}
-		h.step(i, h.procs[i].Initiate(id))
+		if h.aligned && arg&0x80 != 0 {
+			h.step(i, h.procs[i].Start(id))
+		} else {
+			h.step(i, h.procs[i].Initiate(id))
+		}
 	case 3: // forget everywhere
 		id := snapshot.SnapshotID(arg / 9)
-		for _, p := range h.procs {
+		for j, p := range h.procs {
 			p.Forget(id)
+			h.step(j, nil)
 		}
 	case 4: // fault: drop or duplicate the head of a link
 		if l := h.links[i][j]; len(l) > 0 {
@@ -133,7 +152,7 @@ func (h *harness) do(op, arg byte) {
 
 func (h *harness) deliver(i, j int) bool {
 	l := h.links[i][j]
-	if len(l) == 0 {
+	if len(l) == 0 || h.blocked[i][j] {
 		return false
 	}
 	m := l[0]
@@ -182,6 +201,12 @@ func (h *harness) step(j int, err error) {
 	}
 	for _, c := range rd.Channels {
 		_ = h.assembler(c.Snapshot).AddChannel(c)
+	}
+	for _, from := range rd.Pause {
+		h.blocked[h.index(from)][j] = true
+	}
+	for _, from := range rd.Resume {
+		h.blocked[h.index(from)][j] = false
 	}
 	p.Advance()
 }

@@ -17,7 +17,11 @@ type Config struct {
 	// markers travel on them before the first message does.
 	Outgoing []ProcessID
 	// Incoming declares channels from processes this one will receive from.
-	// Channels are also discovered by Receive and Marker.
+	// Channels are also discovered by Receive and Marker. In the aligned
+	// mode a snapshot waits for a barrier on every known incoming channel
+	// that is not a back edge, so declare one only if its sender declares
+	// it outgoing too (or has sent on it): else the snapshot waits for a
+	// barrier that never comes, until its timeout.
 	Incoming []ProcessID
 	// Finished lists snapshots this process must never take part in, as if
 	// they were already finished here: for a process created while they ran,
@@ -31,6 +35,14 @@ type Config struct {
 	// incoming one, so that sequence numbers continue and the next snapshot
 	// balances.
 	Sent, Received []PeerCount
+	// BackEdges names, in the aligned mode, the senders of incoming
+	// channels that are back edges: the process does not wait for their
+	// barriers before recording, and logs what arrives on them after its
+	// record until the barrier comes, as their channel state. They must
+	// break every cycle of the channel graph (BackEdges computes such a
+	// set), or processes on a cycle wait for each other until the snapshot
+	// times out. Ignored in the unaligned mode.
+	BackEdges []ProcessID
 }
 
 // outChan is the sending end of a channel.
@@ -50,12 +62,21 @@ type inChan struct {
 	base     uint64
 	open     int  // snapshots recording this channel
 	departed bool // the sender stopped: nothing more will come
+
+	// Aligned mode.
+	back    bool // a back edge: never waited for
+	blocked bool // held until the pending snapshot records
+	shown   bool // blocked as last reported by Ready
+	dirty   bool // in Process.dirty
 }
 
-// recording is the state of one incoming channel for one snapshot.
+// recording is the state of one incoming channel for one snapshot. Before
+// an aligned snapshot records, closed means its barrier has arrived and
+// awaited that the process waits for it.
 type recording struct {
-	start  uint64 // c.received when recording began
-	closed bool
+	start   uint64 // c.received when recording began
+	closed  bool
+	awaited bool
 }
 
 // snap is a snapshot this process takes part in.
@@ -65,6 +86,7 @@ type snap struct {
 	chans    map[ProcessID]recording
 	open     int  // recordings not closed
 	finished bool // Finished was reported
+	awaiting int  // aligned, before the record: barriers still awaited
 }
 
 // Process is the snapshot state machine of one process. The caller feeds it
@@ -85,6 +107,12 @@ type Process struct {
 	snaps []*snap // live snapshots, in order of arrival
 	done  doneSet
 	ready Ready
+
+	// Aligned mode.
+	back    map[ProcessID]bool
+	pending *snap        // the one snapshot aligning here, not yet recorded
+	queued  []SnapshotID // started by the coordinator while another aligned
+	dirty   []*inChan    // channels whose blocking changed since Ready
 }
 
 // NewProcess returns a Process with cfg's declared channels.
@@ -92,7 +120,7 @@ func NewProcess(cfg Config) (*Process, error) {
 	if cfg.ID == "" {
 		return nil, fmt.Errorf("%w: empty process id", ErrConfig)
 	}
-	if cfg.Mode != Unaligned {
+	if cfg.Mode != Unaligned && cfg.Mode != Aligned {
 		return nil, fmt.Errorf("%w: unknown mode %s", ErrConfig, cfg.Mode)
 	}
 	p := &Process{
@@ -101,6 +129,7 @@ func NewProcess(cfg Config) (*Process, error) {
 		out:  make(map[ProcessID]*outChan, len(cfg.Outgoing)),
 		in:   make(map[ProcessID]*inChan, len(cfg.Incoming)),
 	}
+	p.SetBackEdges(cfg.BackEdges)
 	for _, to := range cfg.Outgoing {
 		p.outChannel(to)
 	}
@@ -151,7 +180,7 @@ func (p *Process) inChannel(from ProcessID) *inChan {
 	}
 	c := p.in[from]
 	if c == nil {
-		c = &inChan{from: from}
+		c = &inChan{from: from, back: p.back[from]}
 		p.in[from] = c
 		p.ins = append(p.ins, c)
 	}
@@ -210,6 +239,9 @@ func (p *Process) firstStamp() Stamp {
 // the protocol; the message was not accounted for.
 func (p *Process) Receive(from ProcessID, st Stamp, payload any) error {
 	c := p.inChannel(from)
+	if c.blocked {
+		return fmt.Errorf("%w: message on %s, blocked until snapshot %d records", ErrProtocol, Channel{From: from, To: p.id}, p.pending.id)
+	}
 	if st.Seq != c.received+1 {
 		return &SequenceError{Channel: Channel{From: from, To: p.id}, Expected: c.received + 1, Got: st.Seq}
 	}
@@ -257,7 +289,7 @@ func (p *Process) firstMessage(c *inChan, st *Stamp) error {
 			continue
 		}
 		if s := p.find(id); s == nil || !s.recorded {
-			p.record(id, c)
+			p.recordNow(id, c)
 		}
 	}
 	return nil
@@ -276,10 +308,19 @@ func (p *Process) marker(c *inChan, id SnapshotID) error {
 		return nil // late marker of a finished snapshot
 	}
 	s := p.find(id)
+	if p.mode == Aligned {
+		return p.barrier(c, id)
+	}
 	if s == nil || !s.recorded {
 		p.record(id, c)
 		return nil
 	}
+	return p.lateMarker(s, c)
+}
+
+// lateMarker handles a marker for s, which this process has recorded.
+func (p *Process) lateMarker(s *snap, c *inChan) error {
+	id := s.id
 	r, ok := s.chans[c.from]
 	switch {
 	case !ok:
@@ -301,8 +342,15 @@ func (p *Process) Departed(from ProcessID) {
 	c := p.inChannel(from)
 	c.departed = true
 	for _, s := range p.snaps {
-		if r, ok := s.chans[from]; ok && !r.closed {
+		if r, ok := s.chans[from]; ok && !r.closed && s.recorded {
 			p.close(s, c, r)
+		}
+	}
+	if s := p.pending; s != nil && s.chans[from].awaited {
+		s.chans[from] = recording{closed: true}
+		s.awaiting--
+		if s.awaiting == 0 {
+			p.record(s.id, nil)
 		}
 	}
 }
@@ -321,7 +369,37 @@ func (p *Process) Initiate(id SnapshotID) error {
 	if s := p.find(id); s != nil && s.recorded {
 		return nil
 	}
-	p.record(id, nil)
+	p.recordNow(id, nil)
+	return nil
+}
+
+// Start starts snapshot id at this process on a coordinator's control
+// channel, when the coordinator tells every process (broadcast). In the
+// unaligned mode it is Initiate. In the aligned mode the process records
+// once barriers for id have arrived on every incoming channel that is not
+// a back edge (at once when there is none), as if the control channel
+// were one more input whose barrier came; while another aligned snapshot
+// is pending here, id waits its turn.
+func (p *Process) Start(id SnapshotID) error {
+	if p.mode != Aligned {
+		return p.Initiate(id)
+	}
+	if id == 0 {
+		return ErrInvalidID
+	}
+	if p.done.has(id) {
+		return fmt.Errorf("%w: %d", ErrFinished, id)
+	}
+	if p.find(id) != nil || slices.Contains(p.queued, id) {
+		return nil
+	}
+	if p.pending != nil {
+		p.queued = append(p.queued, id)
+		return nil
+	}
+	if s := p.begin(id); s.awaiting == 0 {
+		p.record(id, nil)
+	}
 	return nil
 }
 
@@ -333,16 +411,23 @@ func (p *Process) Forget(id SnapshotID) {
 	if id == 0 || p.done.has(id) {
 		return
 	}
+	p.queued = slices.DeleteFunc(p.queued, func(q SnapshotID) bool { return q == id })
 	if i := slices.IndexFunc(p.snaps, func(s *snap) bool { return s.id == id }); i >= 0 {
 		s := p.snaps[i]
 		p.snaps = slices.Delete(p.snaps, i, i+1)
-		for from, r := range s.chans {
-			if !r.closed {
-				p.trim(p.in[from])
+		if s == p.pending {
+			p.pending = nil
+			p.unblockAll()
+		} else {
+			for from, r := range s.chans {
+				if !r.closed {
+					p.trim(p.in[from])
+				}
 			}
 		}
 	}
 	p.done.add(id)
+	p.startQueued()
 }
 
 func (p *Process) find(id SnapshotID) *snap {
@@ -364,7 +449,10 @@ func (p *Process) record(id SnapshotID, via *inChan) {
 		p.snaps = append(p.snaps, s)
 	}
 	s.recorded = true
-	s.chans = make(map[ProcessID]recording, len(p.ins))
+	aligned := s.chans != nil // barriers that came before the record
+	if !aligned {
+		s.chans = make(map[ProcessID]recording, len(p.ins))
+	}
 	rec := LocalRecord{
 		Snapshot: id,
 		Process:  p.id,
@@ -380,13 +468,22 @@ func (p *Process) record(id SnapshotID, via *inChan) {
 			s.chans[c.from] = recording{start: c.received, closed: true}
 			continue
 		}
+		if aligned && s.chans[c.from].closed {
+			s.chans[c.from] = recording{start: c.received, closed: true}
+			continue
+		}
 		p.open(s, c)
 	}
 	p.ready.Records = append(p.ready.Records, rec)
 	for _, c := range p.outs {
 		p.ready.Markers = append(p.ready.Markers, MarkerSend{Snapshot: id, To: c.to})
 	}
+	if s == p.pending {
+		p.pending = nil
+		p.unblockAll()
+	}
 	p.checkFinished(s)
+	p.startQueued()
 }
 
 // open starts recording c for s from its next message.
@@ -422,7 +519,7 @@ func (p *Process) trim(c *inChan) {
 	c.open = 0
 	low := c.received
 	for _, s := range p.snaps {
-		if r, ok := s.chans[c.from]; ok && !r.closed {
+		if r, ok := s.chans[c.from]; ok && !r.closed && s.recorded {
 			c.open++
 			low = min(low, r.start)
 		}
@@ -460,16 +557,40 @@ type Ready struct {
 	// produce a ChannelRecord, and the Assembler's counters decide
 	// completion.
 	Finished []SnapshotID
+	// Pause lists senders whose channel is now blocked (aligned mode): the
+	// caller delivers nothing more from them, and holds what they send in
+	// order, until Resume names them. A blocked channel's message given to
+	// Receive is refused with ErrProtocol.
+	Pause []ProcessID
+	// Resume lists senders whose channel is unblocked: their held messages
+	// are delivered, in order, before their later ones.
+	Resume []ProcessID
 }
 
 // HasReady reports whether there are actions to carry out.
 func (p *Process) HasReady() bool {
 	r := &p.ready
-	return len(r.Records)+len(r.Markers)+len(r.Channels)+len(r.Finished) > 0
+	return len(r.Records)+len(r.Markers)+len(r.Channels)+len(r.Finished)+len(p.dirty) > 0
 }
 
 // Ready returns the pending actions. Call Advance once they are carried out.
-func (p *Process) Ready() Ready { return p.ready }
+func (p *Process) Ready() Ready {
+	for _, c := range p.dirty {
+		c.dirty = false
+		if c.blocked == c.shown {
+			continue
+		}
+		c.shown = c.blocked
+		if c.blocked {
+			p.ready.Pause = append(p.ready.Pause, c.from)
+		} else {
+			p.ready.Resume = append(p.ready.Resume, c.from)
+		}
+	}
+	clear(p.dirty)
+	p.dirty = p.dirty[:0]
+	return p.ready
+}
 
 // Advance acknowledges the actions returned by the last Ready.
 func (p *Process) Advance() {
@@ -480,6 +601,8 @@ func (p *Process) Advance() {
 		Markers:  p.ready.Markers[:0],
 		Channels: p.ready.Channels[:0],
 		Finished: p.ready.Finished[:0],
+		Pause:    p.ready.Pause[:0],
+		Resume:   p.ready.Resume[:0],
 	}
 }
 

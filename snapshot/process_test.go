@@ -26,6 +26,8 @@ func take(p *snapshot.Process) snapshot.Ready {
 		Markers:  append([]snapshot.MarkerSend(nil), rd.Markers...),
 		Channels: append([]snapshot.ChannelRecord(nil), rd.Channels...),
 		Finished: append([]snapshot.SnapshotID(nil), rd.Finished...),
+		Pause:    append([]snapshot.ProcessID(nil), rd.Pause...),
+		Resume:   append([]snapshot.ProcessID(nil), rd.Resume...),
 	}
 	p.Advance()
 	return out

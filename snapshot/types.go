@@ -41,13 +41,32 @@ const (
 	// marker it sees, never blocks, and records the messages that arrive on
 	// its other incoming channels until their markers come.
 	Unaligned Mode = iota
+	// Aligned is Flink's asynchronous barrier snapshotting: a process
+	// blocks each incoming channel on which a snapshot's barrier (marker)
+	// arrives, records its state once barriers have arrived on every
+	// incoming channel that is not a back edge, then unblocks. Only back
+	// edges, and channels the process did not wait for, get channel state.
+	Aligned
 )
+
+// ParseMode returns the mode named s ("unaligned" or "aligned").
+func ParseMode(s string) (Mode, error) {
+	switch s {
+	case "unaligned":
+		return Unaligned, nil
+	case "aligned":
+		return Aligned, nil
+	}
+	return 0, fmt.Errorf("%w: unknown mode %q (want unaligned or aligned)", ErrConfig, s)
+}
 
 // String returns the mode's name as used in stored snapshots and the CLI.
 func (m Mode) String() string {
 	switch m {
 	case Unaligned:
 		return "unaligned"
+	case Aligned:
+		return "aligned"
 	default:
 		return fmt.Sprintf("mode(%d)", uint8(m))
 	}

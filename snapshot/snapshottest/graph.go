@@ -103,3 +103,50 @@ func RandomGraph(r *rand.Rand, n int, strong bool) Graph {
 	}
 	return g
 }
+
+// BackEdges returns the back edges snapshot.BackEdges finds in g, starting
+// from its sources.
+func (g Graph) BackEdges() []Edge {
+	chans := make([]snapshot.Channel, len(g.Edges))
+	for i, e := range g.Edges {
+		chans[i] = snapshot.Channel{From: g.Names[e.From], To: g.Names[e.To]}
+	}
+	index := make(map[snapshot.ProcessID]int, len(g.Names))
+	for i, name := range g.Names {
+		index[name] = i
+	}
+	var out []Edge
+	for _, c := range snapshot.BackEdges(chans, nil) {
+		out = append(out, Edge{From: index[c.From], To: index[c.To]})
+	}
+	return out
+}
+
+// RandomDAG returns a random acyclic graph of n processes: every edge goes
+// forward in a random order of them, and every process but the first has
+// at least one incoming edge.
+func RandomDAG(r *rand.Rand, n int) Graph {
+	g := Graph{Names: names(n)}
+	seen := make(map[Edge]bool)
+	add := func(e Edge) {
+		if !seen[e] {
+			seen[e] = true
+			g.Edges = append(g.Edges, e)
+		}
+	}
+	perm := r.Perm(n)
+	for i := 1; i < n; i++ {
+		add(Edge{perm[r.IntN(i)], perm[i]})
+	}
+	for range r.IntN(2*n + 1) {
+		a, b := r.IntN(n), r.IntN(n)
+		if a == b {
+			continue
+		}
+		if a > b {
+			a, b = b, a
+		}
+		add(Edge{perm[a], perm[b]})
+	}
+	return g
+}

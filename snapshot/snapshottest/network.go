@@ -48,6 +48,14 @@ type Config struct {
 	SweepAfter int
 	// Log, if set, receives one line per event.
 	Log func(line string)
+	// Mode is the processes' snapshot algorithm.
+	Mode snapshot.Mode
+	// BackEdges, in the aligned mode, are the channels the processes do not
+	// wait for. When nil, the network computes them with
+	// snapshot.BackEdges from the graph; NoBackEdges leaves them out, to
+	// test what a missing back edge does.
+	BackEdges   []Edge
+	NoBackEdges bool
 }
 
 // App is the application run by the processes of a Network.
@@ -65,7 +73,8 @@ type kind uint8
 const (
 	data kind = iota
 	marker
-	initiate // control: from the coordinator
+	initiate // control: from the coordinator (Process.Initiate)
+	start    // control: from the coordinator (Process.Start)
 	forget   // control: from the coordinator
 )
 
@@ -84,6 +93,8 @@ type link struct {
 	q        []envelope
 	head     int
 	last     int64 // delivery tick of the newest message: keeps FIFO
+	blocked  bool  // the receiver paused it (aligned mode)
+	held     int   // deliveries that came due while blocked
 }
 
 func (l *link) empty() bool { return l.head == len(l.q) }
@@ -148,6 +159,7 @@ type Network struct {
 	seq    uint64
 	trace  *Trace
 
+	held      int // deliveries waiting on blocked links
 	nextID    snapshot.SnapshotID
 	runs      map[snapshot.SnapshotID]*run
 	pending   []snapshot.SnapshotID
@@ -177,6 +189,16 @@ func NewNetwork(cfg Config, app App) (*Network, error) {
 		}
 		n.index[name] = i
 		pcfg[i].ID = name
+		pcfg[i].Mode = cfg.Mode
+	}
+	if cfg.Mode == snapshot.Aligned && !cfg.NoBackEdges {
+		back := cfg.BackEdges
+		if back == nil {
+			back = cfg.Graph.BackEdges()
+		}
+		for _, e := range back {
+			pcfg[e.To].BackEdges = append(pcfg[e.To].BackEdges, cfg.Graph.Names[e.From])
+		}
 	}
 	for _, e := range cfg.Graph.Edges {
 		out, in := true, true
@@ -185,6 +207,9 @@ func NewNetwork(cfg Config, app App) (*Network, error) {
 			out, in = false, false
 		case DeclareRandom:
 			out, in = n.rng.IntN(2) == 0, n.rng.IntN(2) == 0
+			if cfg.Mode == snapshot.Aligned && !out {
+				in = false // a declared input is awaited: its sender must know it
+			}
 		}
 		if out {
 			pcfg[e.From].Outgoing = append(pcfg[e.From].Outgoing, cfg.Graph.Names[e.To])
@@ -338,7 +363,7 @@ func (n *Network) StartSnapshot(initiator int) snapshot.SnapshotID {
 	} else {
 		n.logf("snapshot %d: broadcast", id)
 		for i := range n.procs {
-			n.enqueue(coordinator, i, envelope{kind: initiate, id: id})
+			n.enqueue(coordinator, i, envelope{kind: start, id: id})
 		}
 	}
 	return id
@@ -392,6 +417,20 @@ func (n *Network) step(i int, input func(p *snapshot.Process) error) {
 	for _, id := range rd.Finished {
 		n.logf("%s: finished %d", n.name(i), id)
 	}
+	for _, from := range rd.Pause {
+		n.logf("%s->%s: blocked", from, n.name(i))
+		n.link(n.index[from], i).blocked = true
+	}
+	for _, from := range rd.Resume {
+		n.logf("%s->%s: unblocked", from, n.name(i))
+		l := n.link(n.index[from], i)
+		l.blocked = false
+		n.held -= l.held
+		for ; l.held > 0; l.held-- {
+			n.seq++
+			heap.Push(&n.events, event{at: n.now, seq: n.seq, l: l})
+		}
+	}
 	p.Advance()
 	n.check()
 }
@@ -438,9 +477,13 @@ func (n *Network) deliverEnvelope(from, to int, e envelope) {
 	case marker:
 		n.logf("%s->%s: deliver marker %d", n.name(from), n.name(to), e.id)
 		n.step(to, func(p *snapshot.Process) error { return p.Marker(n.name(from), e.id) })
-	case initiate:
+	case initiate, start:
 		n.step(to, func(p *snapshot.Process) error {
-			if err := p.Initiate(e.id); err != nil && !errors.Is(err, snapshot.ErrFinished) {
+			begin := p.Initiate
+			if e.kind == start {
+				begin = p.Start
+			}
+			if err := begin(e.id); err != nil && !errors.Is(err, snapshot.ErrFinished) {
 				return err
 			}
 			return nil
@@ -454,7 +497,7 @@ func (n *Network) deliverEnvelope(from, to int, e envelope) {
 // manual network. It reports false if there is none.
 func (n *Network) Deliver(from, to int) bool {
 	l := n.links[[2]int{from, to}]
-	if l == nil || l.empty() || n.err != nil {
+	if l == nil || l.empty() || l.blocked || n.err != nil {
 		return false
 	}
 	n.deliverEnvelope(from, to, l.pop())
@@ -490,6 +533,11 @@ func (n *Network) Tick(traffic bool) {
 	}
 	for len(n.events) > 0 && n.events[0].at <= n.now && n.err == nil {
 		ev := heap.Pop(&n.events).(event)
+		if ev.l.blocked {
+			ev.l.held++
+			n.held++
+			continue
+		}
 		n.deliverEnvelope(ev.l.from, ev.l.to, ev.l.pop())
 	}
 	for _, id := range n.pending {
@@ -506,7 +554,7 @@ func (n *Network) Tick(traffic bool) {
 }
 
 // Quiet reports whether no message is in flight and no snapshot pending.
-func (n *Network) Quiet() bool { return len(n.events) == 0 && len(n.pending) == 0 }
+func (n *Network) Quiet() bool { return len(n.events) == 0 && n.held == 0 && len(n.pending) == 0 }
 
 // Drain ticks without traffic until the network is quiet, for at most
 // limit ticks. It returns an error naming what is still pending if the
@@ -523,7 +571,7 @@ func (n *Network) Drain(limit int) error {
 	}
 	if !n.Quiet() {
 		var b strings.Builder
-		fmt.Fprintf(&b, "snapshottest: not quiet after %d ticks: %d messages in flight", limit, len(n.events))
+		fmt.Fprintf(&b, "snapshottest: not quiet after %d ticks: %d messages in flight, %d held on blocked channels", limit, len(n.events)+n.held, n.held)
 		for _, id := range n.pending {
 			fmt.Fprintf(&b, "; snapshot %d: %s", id, n.runs[id].asm.Missing())
 		}

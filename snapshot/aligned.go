@@ -1,0 +1,186 @@
+package snapshot
+
+import (
+	"fmt"
+	"slices"
+)
+
+// The aligned mode (Flink's asynchronous barrier snapshotting), on top of
+// the unaligned machinery of process.go. A snapshot that is neither
+// recorded nor finished here but has begun (a barrier came, or the
+// coordinator started it) is pending: at most one is, so that blocked
+// channels always belong to one snapshot and two snapshots can never wait
+// for each other's barriers behind each other's blocks. The rules:
+//
+//   - When a snapshot begins here, the process awaits a barrier on every
+//     incoming channel it knows that is not a back edge and whose sender
+//     has not departed. Channels discovered later are not awaited.
+//   - A barrier for the pending snapshot blocks its channel (Ready.Pause).
+//     When none is awaited any more, the process records: channels whose
+//     barrier came are empty, every other incoming channel (back edges,
+//     channels not awaited) is logged from the record until its barrier,
+//     as in the unaligned mode; then every blocked channel is unblocked.
+//   - Anything that needs a snapshot recorded now (Initiate, a barrier or
+//     a first message of another snapshot) first records the pending one
+//     as it stands, logging the channels still awaited. The cut stays
+//     consistent; only more channel state is stored.
+//   - A coordinator's Start while another snapshot is pending waits in a
+//     queue and begins once that one records or is forgotten.
+
+// SetBackEdges replaces the set of senders whose channels to this process
+// are back edges (Config.BackEdges). It applies to snapshots that begin
+// here afterwards.
+func (p *Process) SetBackEdges(from []ProcessID) {
+	p.back = make(map[ProcessID]bool, len(from))
+	for _, f := range from {
+		p.back[f] = true
+	}
+	for _, c := range p.ins {
+		c.back = p.back[c.from]
+	}
+}
+
+// BackEdgesIn returns the senders whose channels are back edges here, in
+// name order.
+func (p *Process) BackEdgesIn() []ProcessID {
+	out := make([]ProcessID, 0, len(p.back))
+	for f, ok := range p.back {
+		if ok {
+			out = append(out, f)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Awaiting returns the aligned snapshot pending at this process, if any,
+// and the senders whose barriers it still waits for, in name order. A
+// snapshot that stays pending names the channels to look at: a sender
+// that never records, or a cycle without a back edge.
+func (p *Process) Awaiting() (SnapshotID, []ProcessID) {
+	s := p.pending
+	if s == nil {
+		return 0, nil
+	}
+	var from []ProcessID
+	for f, r := range s.chans {
+		if r.awaited && !r.closed {
+			from = append(from, f)
+		}
+	}
+	slices.Sort(from)
+	return s.id, from
+}
+
+// Blocked returns the senders whose channels are blocked now, in name
+// order.
+func (p *Process) Blocked() []ProcessID {
+	var from []ProcessID
+	for _, c := range p.ins {
+		if c.blocked {
+			from = append(from, c.from)
+		}
+	}
+	slices.Sort(from)
+	return from
+}
+
+// begin makes id the pending snapshot. There must be none.
+func (p *Process) begin(id SnapshotID) *snap {
+	p.queued = slices.DeleteFunc(p.queued, func(q SnapshotID) bool { return q == id })
+	s := &snap{id: id, chans: make(map[ProcessID]recording, len(p.ins))}
+	for _, c := range p.ins {
+		if c.back || c.departed {
+			continue
+		}
+		s.chans[c.from] = recording{awaited: true}
+		s.awaiting++
+	}
+	p.snaps = append(p.snaps, s)
+	p.pending = s
+	return s
+}
+
+// barrier handles an aligned barrier for id on c.
+func (p *Process) barrier(c *inChan, id SnapshotID) error {
+	for {
+		s := p.find(id)
+		switch {
+		case s != nil && s.recorded:
+			return p.lateMarker(s, c)
+		case s != nil:
+			r := s.chans[c.from]
+			if r.closed {
+				return fmt.Errorf("%w: snapshot %d: second barrier on %s", ErrProtocol, id, Channel{From: c.from, To: p.id})
+			}
+			if r.awaited {
+				s.awaiting--
+			}
+			s.chans[c.from] = recording{closed: true}
+			p.setBlocked(c, true)
+			if s.awaiting == 0 {
+				p.record(id, nil)
+			}
+			return nil
+		case p.pending != nil:
+			p.record(p.pending.id, nil) // forced: see the rules above
+		default:
+			p.begin(id)
+		}
+	}
+}
+
+// recordNow records id at once, via a channel that acts as its marker
+// (nil for none). In the aligned mode it first records any other pending
+// snapshot.
+func (p *Process) recordNow(id SnapshotID, via *inChan) {
+	for p.pending != nil && p.pending.id != id {
+		p.record(p.pending.id, nil)
+	}
+	if s := p.find(id); s != nil && s.recorded {
+		// Begun and recorded from the queue meanwhile: via's message comes
+		// after its sender's record, as a late marker would.
+		if via != nil {
+			switch r, ok := s.chans[via.from]; {
+			case !ok:
+				s.chans[via.from] = recording{start: via.received, closed: true}
+			case !r.closed:
+				p.close(s, via, r)
+			}
+		}
+		return
+	}
+	p.record(id, via)
+}
+
+// startQueued begins the snapshots the coordinator started while another
+// was pending, in order, while none is pending.
+func (p *Process) startQueued() {
+	for p.pending == nil && len(p.queued) > 0 {
+		id := p.queued[0]
+		p.queued = p.queued[1:]
+		if p.done.has(id) || p.find(id) != nil {
+			continue
+		}
+		if s := p.begin(id); s.awaiting == 0 {
+			p.record(id, nil)
+		}
+	}
+}
+
+func (p *Process) setBlocked(c *inChan, b bool) {
+	if c.blocked == b {
+		return
+	}
+	c.blocked = b
+	if !c.dirty {
+		c.dirty = true
+		p.dirty = append(p.dirty, c)
+	}
+}
+
+func (p *Process) unblockAll() {
+	for _, c := range p.ins {
+		p.setBlocked(c, false)
+	}
+}

@@ -1,0 +1,210 @@
+package snapshot_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/actorsnap/actorsnap/snapshot"
+	"github.com/actorsnap/actorsnap/snapshot/snapshottest"
+)
+
+func newAligned(t *testing.T, id snapshot.ProcessID, out, in, back []snapshot.ProcessID) *snapshot.Process {
+	t.Helper()
+	p, err := snapshot.NewProcess(snapshot.Config{ID: id, Mode: snapshot.Aligned, Outgoing: out, Incoming: in, BackEdges: back})
+	require.NoError(t, err)
+	return p
+}
+
+func stamp(p *snapshot.Process, from snapshot.ProcessID) snapshot.Stamp {
+	return snapshot.Stamp{Seq: p.Received(from) + 1}
+}
+
+// Rule: the first barrier on a channel blocks it; the process records once
+// barriers came on every input, with empty channel state, forwards
+// barriers and unblocks.
+func TestRuleAlignedBarrierBlocksUntilAligned(t *testing.T) {
+	p := newAligned(t, "c", ids("d"), ids("a", "b"), nil)
+	require.NoError(t, p.Receive("b", stamp(p, "b"), "b1"))
+	require.NoError(t, p.Marker("a", 1))
+	rd := take(p)
+	assert.Empty(t, rd.Records, "still awaiting b")
+	assert.Equal(t, ids("a"), rd.Pause)
+	id, awaiting := p.Awaiting()
+	assert.Equal(t, snapshot.SnapshotID(1), id)
+	assert.Equal(t, ids("b"), awaiting)
+
+	err := p.Receive("a", snapshot.Stamp{Seq: 1, Recorded: []snapshot.SnapshotID{1}}, "a1")
+	assert.ErrorIs(t, err, snapshot.ErrProtocol, "a message on a blocked channel is refused")
+
+	require.NoError(t, p.Receive("b", stamp(p, "b"), "b2"))
+	require.NoError(t, p.Marker("b", 1))
+	rd = take(p)
+	require.Len(t, rd.Records, 1)
+	assert.Equal(t, []snapshot.PeerCount{{Peer: "a", N: 0}, {Peer: "b", N: 2}}, rd.Records[0].Received)
+	assert.Equal(t, []snapshot.MarkerSend{{Snapshot: 1, To: "d"}}, rd.Markers)
+	assert.Equal(t, ids("a"), rd.Resume, "b was blocked and unblocked in one step: only a is resumed")
+	assert.Empty(t, rd.Pause)
+	assert.Empty(t, rd.Channels, "no channel state off back edges")
+	assert.Equal(t, []snapshot.SnapshotID{1}, rd.Finished)
+	assert.Empty(t, p.Blocked())
+	require.NoError(t, p.Receive("a", snapshot.Stamp{Seq: 1, Recorded: []snapshot.SnapshotID{1}}, "a1"))
+}
+
+// Rule: a back edge is not waited for; what arrives on it after the record
+// and before its barrier is its channel state.
+func TestRuleAlignedBackEdgeIsLogged(t *testing.T) {
+	p := newAligned(t, "head", ids("x"), ids("src", "tail"), ids("tail"))
+	require.NoError(t, p.Marker("src", 1))
+	rd := take(p)
+	require.Len(t, rd.Records, 1, "recorded without waiting for the back edge")
+	assert.Empty(t, rd.Pause)
+	require.NoError(t, p.Receive("tail", stamp(p, "tail"), "t1"))
+	require.NoError(t, p.Receive("tail", stamp(p, "tail"), "t2"))
+	require.NoError(t, p.Marker("tail", 1))
+	rd = take(p)
+	require.Len(t, rd.Channels, 1)
+	assert.Equal(t, snapshot.Channel{From: "tail", To: "head"}, rd.Channels[0].Channel)
+	assert.Equal(t, []snapshot.Message{{Seq: 1, Payload: "t1"}, {Seq: 2, Payload: "t2"}}, rd.Channels[0].Messages)
+	assert.Equal(t, ids("tail"), p.BackEdgesIn())
+}
+
+// Rule: a coordinator's Start records at once at a process without inputs,
+// waits at one with inputs, and queues behind a pending snapshot.
+func TestRuleAlignedStart(t *testing.T) {
+	src := newAligned(t, "src", ids("a"), nil, nil)
+	require.NoError(t, src.Start(1))
+	assert.Len(t, take(src).Records, 1)
+
+	p := newAligned(t, "a", nil, ids("src"), nil)
+	require.NoError(t, p.Start(1))
+	require.NoError(t, p.Start(2))
+	assert.Empty(t, take(p).Records)
+	require.NoError(t, p.Marker("src", 1))
+	rd := take(p)
+	require.Len(t, rd.Records, 1)
+	assert.Equal(t, snapshot.SnapshotID(1), rd.Records[0].Snapshot)
+	id, awaiting := p.Awaiting()
+	assert.Equal(t, snapshot.SnapshotID(2), id, "the queued start begins once 1 records")
+	assert.Equal(t, ids("src"), awaiting)
+	require.NoError(t, p.Marker("src", 2))
+	assert.Len(t, take(p).Records, 1)
+	assert.ErrorIs(t, p.Start(0), snapshot.ErrInvalidID)
+	p.Forget(1)
+	assert.ErrorIs(t, p.Start(1), snapshot.ErrFinished)
+}
+
+// Rule: a barrier of another snapshot, or an Initiate, records the pending
+// snapshot as it stands: the channels still awaited are logged until their
+// barriers, so the cut stays consistent.
+func TestRuleAlignedOtherSnapshotForcesRecord(t *testing.T) {
+	p := newAligned(t, "c", nil, ids("a", "b"), nil)
+	require.NoError(t, p.Marker("a", 1))
+	require.NoError(t, p.Marker("a", 2))
+	rd := take(p)
+	require.Len(t, rd.Records, 1)
+	assert.Equal(t, snapshot.SnapshotID(1), rd.Records[0].Snapshot)
+	assert.Equal(t, ids("a"), rd.Pause, "a blocked for 1, unblocked, blocked for 2: one net pause")
+	require.NoError(t, p.Receive("b", stamp(p, "b"), "b1"))
+	require.NoError(t, p.Marker("b", 1))
+	rd = take(p)
+	require.Len(t, rd.Channels, 1)
+	assert.Equal(t, []snapshot.Message{{Seq: 1, Payload: "b1"}}, rd.Channels[0].Messages, "1 logged b after its forced record")
+	require.Len(t, rd.Records, 0, "2 still awaits b's barrier")
+	require.NoError(t, p.Marker("b", 2))
+	rd = take(p)
+	require.Len(t, rd.Records, 1)
+	assert.Empty(t, rd.Channels)
+
+	q := newAligned(t, "q", nil, ids("a"), nil)
+	require.NoError(t, q.Start(1))
+	require.NoError(t, q.Initiate(2))
+	rd = take(q)
+	require.Len(t, rd.Records, 2)
+	assert.Equal(t, snapshot.SnapshotID(1), rd.Records[0].Snapshot, "records stay in id order")
+}
+
+// Rule: forgetting a pending snapshot (aborted elsewhere) unblocks its
+// channels and begins the next queued one.
+func TestRuleAlignedForgetPendingUnblocks(t *testing.T) {
+	p := newAligned(t, "c", nil, ids("a", "b"), nil)
+	require.NoError(t, p.Marker("a", 1))
+	require.NoError(t, p.Start(2))
+	assert.Equal(t, ids("a"), take(p).Pause)
+	p.Forget(1)
+	rd := take(p)
+	assert.Equal(t, ids("a"), rd.Resume)
+	id, awaiting := p.Awaiting()
+	assert.Equal(t, snapshot.SnapshotID(2), id)
+	assert.Equal(t, ids("a", "b"), awaiting)
+	require.NoError(t, p.Marker("a", 1), "a late barrier of a forgotten snapshot is ignored")
+}
+
+// Rule: a departed sender is no longer awaited.
+func TestRuleAlignedDepartedNotAwaited(t *testing.T) {
+	p := newAligned(t, "c", nil, ids("a", "b"), nil)
+	require.NoError(t, p.Marker("a", 1))
+	assert.Equal(t, ids("a"), take(p).Pause)
+	p.Departed("b")
+	rd := take(p)
+	require.Len(t, rd.Records, 1)
+	assert.Equal(t, ids("a"), rd.Resume)
+}
+
+// Rule: the first message of a channel whose sender had recorded the
+// pending snapshot acts as its barrier and records it now.
+func TestRuleAlignedFirstMessageRecordsPending(t *testing.T) {
+	p := newAligned(t, "c", nil, ids("a"), nil)
+	require.NoError(t, p.Start(1))
+	require.NoError(t, p.Receive("new", snapshot.Stamp{Seq: 1, Recorded: []snapshot.SnapshotID{1}}, "n1"))
+	rd := take(p)
+	require.Len(t, rd.Records, 1)
+	assert.Equal(t, []snapshot.PeerCount{{Peer: "a", N: 0}, {Peer: "new", N: 0}}, rd.Records[0].Received, "recorded before n1")
+	require.NoError(t, p.Marker("a", 1))
+	rd = take(p)
+	require.Len(t, rd.Channels, 1, "a, awaited when the record was forced, closes on its barrier")
+	assert.Empty(t, rd.Channels[0].Messages)
+}
+
+// Rule: a process never waits for its own barrier, nor around a cycle that
+// its back edges break.
+func TestBackEdges(t *testing.T) {
+	ch := func(f, t snapshot.ProcessID) snapshot.Channel { return snapshot.Channel{From: f, To: t} }
+	ring := []snapshot.Channel{ch("a", "b"), ch("b", "c"), ch("c", "a")}
+	assert.Equal(t, []snapshot.Channel{ch("c", "a")}, snapshot.BackEdges(ring, nil))
+	assert.Equal(t, []snapshot.Channel{ch("a", "b")}, snapshot.BackEdges(ring, ids("b")), "the search starts at the roots")
+	pipeline := []snapshot.Channel{ch("src", "w1"), ch("src", "w2"), ch("w1", "agg"), ch("w2", "agg"), ch("agg", "src"), ch("agg", "agg")}
+	assert.Equal(t, []snapshot.Channel{ch("agg", "agg"), ch("agg", "src")}, snapshot.BackEdges(pipeline, nil))
+	dag := []snapshot.Channel{ch("a", "b"), ch("a", "c"), ch("b", "c")}
+	assert.Empty(t, snapshot.BackEdges(dag, nil))
+	assert.Empty(t, snapshot.BackEdges(nil, nil))
+}
+
+// Without back edges, the processes of a ring wait for each other: the
+// snapshot never records, is aborted at its deadline, and each process
+// names the channel it still waits on.
+func TestAlignedMissingBackEdgeTimesOut(t *testing.T) {
+	n, err := snapshottest.NewNetwork(snapshottest.Config{
+		Seed: 1, Graph: snapshottest.Ring(3), MaxDelay: 2, Timeout: 50, Mode: snapshot.Aligned, NoBackEdges: true,
+	}, snapshottest.NewBank(snapshottest.Ring(3), 100, 1))
+	require.NoError(t, err)
+	n.StartSnapshot(-1)
+	for range 10 {
+		n.Tick(true)
+	}
+	for i := range 3 {
+		id, awaiting := n.Process(i).Awaiting()
+		assert.Equal(t, snapshot.SnapshotID(1), id)
+		assert.Equal(t, ids(n.Graph().Names[(i+2)%3]), awaiting)
+	}
+	require.NoError(t, n.Drain(1000))
+	require.Len(t, n.Aborted(), 1)
+	assert.True(t, errors.Is(n.Aborted()[0], snapshot.ErrTimeout), "%v", n.Aborted()[0])
+	for i := range 3 {
+		id, _ := n.Process(i).Awaiting()
+		assert.Zero(t, id, "forgotten after the abort")
+		assert.Empty(t, n.Process(i).Blocked())
+	}
+}
