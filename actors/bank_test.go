@@ -134,35 +134,95 @@ func shutdown(t testing.TB, sys *System) {
 	require.NoError(t, sys.Shutdown(ctx))
 }
 
-func TestBankSnapshotsUnderLoad(t *testing.T) {
-	b := newBank(t, 100, 1000, 1)
-	defer shutdown(t, b.sys)
-	ctx := context.Background()
-	for range 10 {
-		g, err := b.sys.Snapshot(ctx)
-		require.NoError(t, err)
-		require.Len(t, g.Participants, 100)
-		b.check(t, g)
-		t.Logf("snapshot %d: %d in flight, %v", g.ID, g.TotalInFlight(), g.End.Sub(g.Start))
+// modes are the snapshot algorithms the tests run on the same workloads.
+var modes = []snapshot.Mode{snapshot.Unaligned, snapshot.Aligned}
+
+// forModes runs test once per mode, as a subtest named for the mode.
+func forModes(t *testing.T, test func(t *testing.T, mode Option)) {
+	for _, m := range modes {
+		t.Run(m.String(), func(t *testing.T) { test(t, WithMode(m)) })
 	}
+}
+
+func TestBankSnapshotsUnderLoad(t *testing.T) {
+	forModes(t, func(t *testing.T, mode Option) {
+		b := newBank(t, 100, 1000, 1, mode)
+		defer shutdown(t, b.sys)
+		ctx := context.Background()
+		for range 10 {
+			g, err := b.sys.Snapshot(ctx)
+			require.NoError(t, err)
+			require.Len(t, g.Participants, 100)
+			b.check(t, g)
+			t.Logf("snapshot %d: %d in flight, %v", g.ID, g.TotalInFlight(), g.End.Sub(g.Start))
+		}
+	})
 }
 
 // TestThousandActorsFiftySnapshots is the acceptance run: 1,000 accounts
 // under full load (every account always has transfers to handle), 50
 // snapshots back to back, every one checked against every invariant.
+//
+// In the aligned mode it also checks that, once a snapshot has shown the
+// guardian the channel graph, only back edges hold channel state.
 func TestThousandActorsFiftySnapshots(t *testing.T) {
-	b := newBank(t, 1000, 1000, 11)
-	defer shutdown(t, b.sys)
-	var inFlight int
-	for range 50 {
-		g, err := b.sys.Snapshot(context.Background())
-		require.NoError(t, err)
-		require.Len(t, g.Participants, 1000)
-		b.check(t, g)
-		inFlight += g.TotalInFlight()
+	forModes(t, func(t *testing.T, mode Option) {
+		b := newBank(t, 1000, 1000, 11, mode)
+		defer shutdown(t, b.sys)
+		var inFlight int
+		seen := make(map[snapshot.Channel]bool) // the guardian's graph
+		checked := 0
+		for range 50 {
+			g, err := b.sys.Snapshot(context.Background())
+			require.NoError(t, err)
+			require.Len(t, g.Participants, 1000)
+			b.check(t, g)
+			inFlight += g.TotalInFlight()
+			if g.Mode == snapshot.Aligned {
+				checkAlignedChannels(t, seen, &checked, g)
+			}
+		}
+		if len(seen) > 0 {
+			require.Greater(t, checked, 25, "most aligned snapshots hold channel state on back edges only")
+		}
+		require.Positive(t, inFlight, "the snapshots caught transfers in flight")
+		t.Logf("50 snapshots, %d transfers in flight on average", inFlight/50)
+	})
+}
+
+// checkAlignedChannels checks that g, taken in the aligned mode one at a
+// time, holds messages only on channels the guardian did not wait for:
+// back edges of the graph seen in earlier snapshots, and channels not in
+// it. Then it adds g's channels to seen. A snapshot during which a channel
+// was first used is not checked: the channel's first message makes its
+// receiver record at once if its sender had recorded (snapshot.Process),
+// which logs the channels the receiver still waited on.
+func checkAlignedChannels(t testing.TB, seen map[snapshot.Channel]bool, checked *int, g *snapshot.Global) {
+	t.Helper()
+	defer func() {
+		for _, c := range g.Channels {
+			seen[c.Channel] = true
+		}
+	}()
+	for _, c := range g.Channels {
+		if !seen[c.Channel] {
+			return
+		}
 	}
-	require.Positive(t, inFlight, "the snapshots caught transfers in flight")
-	t.Logf("50 snapshots, %d transfers in flight on average", inFlight/50)
+	var chans []snapshot.Channel
+	for c := range seen {
+		chans = append(chans, c)
+	}
+	back := make(map[snapshot.Channel]bool)
+	for _, c := range snapshot.BackEdges(chans, nil) {
+		back[c] = true
+	}
+	for _, c := range g.Channels {
+		if len(c.Messages) > 0 && seen[c.Channel] && !back[c.Channel] {
+			t.Fatalf("snapshot %d: %s was awaited but holds %d messages", g.ID, c.Channel, len(c.Messages))
+		}
+	}
+	*checked++
 }
 
 func snapshotConservation(g *snapshot.Global, total int64) error {

@@ -164,6 +164,12 @@ type guardian struct {
 	ticker   *time.Timer
 	down     bool
 	rng      *rand.Rand
+
+	// Aligned mode: the channel graph seen in completed snapshots, and
+	// whose barriers each participant was last told to wait for.
+	graph   map[snapshot.Channel]bool
+	changed bool // graph changed since the awaited sets were computed
+	awaited map[snapshot.ProcessID][]snapshot.ProcessID
 }
 
 func newGuardian(s *System) *guardian {
@@ -172,6 +178,8 @@ func newGuardian(s *System) *guardian {
 		runs:     make(map[snapshot.SnapshotID]*run),
 		departed: make(map[snapshot.ProcessID]snapshot.LocalRecord),
 		rng:      rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0)),
+		graph:    make(map[snapshot.Channel]bool),
+		awaited:  make(map[snapshot.ProcessID][]snapshot.ProcessID),
 	}
 }
 
@@ -211,6 +219,7 @@ func (g *guardian) Receive(ctx actor.Context) {
 			}
 			g.departed[p.ID] = final
 		}
+		g.learn(m.from)
 		g.start(m.reply, true)
 		close(m.started)
 	case *overMsg:
@@ -239,7 +248,11 @@ func (g *guardian) Receive(ctx actor.Context) {
 		g.lost(m.id, ErrParticipantRestarted)
 	case *deadlineMsg:
 		if r := g.runs[m.id]; r != nil {
-			g.check(r)
+			if reason := g.stalled(r); reason != nil {
+				g.abort(r, reason)
+			} else {
+				g.check(r)
+			}
 		}
 	case *sweepMsg:
 		if r := g.runs[m.id]; r != nil {
@@ -321,6 +334,9 @@ func (g *guardian) start(reply chan<- result, direct bool) {
 	g.s.log.Debug("snapshot started", slog.Uint64("id", uint64(id)), slog.Int("participants", len(parts)))
 
 	r.timers = append(r.timers, g.later(g.s.cfg.timeout, &deadlineMsg{id: id}))
+	if g.s.cfg.mode == snapshot.Aligned && !direct {
+		g.tellAwaited(parts)
+	}
 	switch {
 	case len(parts) == 0:
 	case direct:
@@ -347,7 +363,7 @@ func broadcast(id snapshot.SnapshotID, parts []*participant) {
 	group := max(1, int(math.Sqrt(float64(len(parts)))))
 	for i := 0; i < len(parts); i += group {
 		end := min(i+group, len(parts))
-		parts[i].mb.PostFrom(controlKey, &initiateMsg{id: id, fanout: parts[i+1 : end]})
+		parts[i].mb.PostFrom(controlKey, &initiateMsg{id: id, fanout: parts[i+1 : end], start: true})
 	}
 }
 
@@ -403,6 +419,7 @@ func (g *guardian) complete(r *run, gl *snapshot.Global) {
 		}
 	}
 	g.prune(gl)
+	g.learn(gl)
 	g.finish(r, gl, nil)
 }
 
@@ -437,6 +454,18 @@ func (g *guardian) finish(r *run, gl *snapshot.Global, err error) {
 	delete(reg.runs, r.id)
 	reg.mu.Unlock()
 
+	if err != nil && g.s.cfg.mode == snapshot.Aligned {
+		// Those that had not recorded may hold senders blocked for it.
+		r.mu.Lock()
+		missing := r.asm.Missing().Participants
+		r.mu.Unlock()
+		msg := &abortMsg{id: r.id}
+		for _, id := range missing {
+			if p := g.s.reg.lookup(id); p != nil {
+				p.mb.PostFrom(controlKey, msg)
+			}
+		}
+	}
 	d := time.Since(r.start)
 	ctx := context.Background()
 	if err == nil {

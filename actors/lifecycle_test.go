@@ -155,49 +155,53 @@ func startAsync(sys *System) <-chan result {
 }
 
 func TestParticipantStoppedMidSnapshotAborts(t *testing.T) {
-	sys, pids, _, recorded := probesTraced(t, 3)
-	defer shutdown(t, sys)
-	release := block(t, sys, pids[0]) // holds the snapshot open
-	defer release()
-	release2 := block(t, sys, pids[2]) // cannot record, nor stop, yet
-	pending := startAsync(sys)
-	require.Equal(t, snapshot.ProcessID("p1"), waitFor(t, recorded), "the snapshot has started")
-	sys.Root().Stop(pids[2]) // a system message: p2 stops before it records
-	release2()
-	r := waitFor(t, pending)
-	require.ErrorIs(t, r.err, snapshot.ErrAborted)
-	require.ErrorIs(t, r.err, ErrParticipantStopped)
-	assert.Contains(t, r.err.Error(), "p2")
-	release()
+	forModes(t, func(t *testing.T, mode Option) {
+		sys, pids, _, recorded := probesTraced(t, 3, mode)
+		defer shutdown(t, sys)
+		release := block(t, sys, pids[0]) // holds the snapshot open
+		defer release()
+		release2 := block(t, sys, pids[2]) // cannot record, nor stop, yet
+		pending := startAsync(sys)
+		require.Equal(t, snapshot.ProcessID("p1"), waitFor(t, recorded), "the snapshot has started")
+		sys.Root().Stop(pids[2]) // a system message: p2 stops before it records
+		release2()
+		r := waitFor(t, pending)
+		require.ErrorIs(t, r.err, snapshot.ErrAborted)
+		require.ErrorIs(t, r.err, ErrParticipantStopped)
+		assert.Contains(t, r.err.Error(), "p2")
+		release()
 
-	// Later snapshots go on without it.
-	g, err := sys.Snapshot(context.Background())
-	require.NoError(t, err)
-	require.NoError(t, g.Verify())
-	_, ok := g.Participant("p2")
-	assert.False(t, ok)
+		// Later snapshots go on without it.
+		g, err := sys.Snapshot(context.Background())
+		require.NoError(t, err)
+		require.NoError(t, g.Verify())
+		_, ok := g.Participant("p2")
+		assert.False(t, ok)
+	})
 }
 
 func TestParticipantCrashMidSnapshotAborts(t *testing.T) {
-	sys, pids, _, recorded := probesTraced(t, 3)
-	defer shutdown(t, sys)
-	release := block(t, sys, pids[0])
-	defer release()
-	release1 := block(t, sys, pids[1])
-	sys.Root().Send(pids[1], &boom{}) // queued before the snapshot's start
-	pending := startAsync(sys)
-	require.Equal(t, snapshot.ProcessID("p2"), waitFor(t, recorded), "the snapshot has started")
-	release1() // p1 crashes before it records
-	r := waitFor(t, pending)
-	require.ErrorIs(t, r.err, ErrParticipantRestarted)
-	assert.Contains(t, r.err.Error(), "p1")
-	release()
+	forModes(t, func(t *testing.T, mode Option) {
+		sys, pids, _, recorded := probesTraced(t, 3, mode)
+		defer shutdown(t, sys)
+		release := block(t, sys, pids[0])
+		defer release()
+		release1 := block(t, sys, pids[1])
+		sys.Root().Send(pids[1], &boom{}) // queued before the snapshot's start
+		pending := startAsync(sys)
+		require.Equal(t, snapshot.ProcessID("p2"), waitFor(t, recorded), "the snapshot has started")
+		release1() // p1 crashes before it records
+		r := waitFor(t, pending)
+		require.ErrorIs(t, r.err, ErrParticipantRestarted)
+		assert.Contains(t, r.err.Error(), "p1")
+		release()
 
-	// The restarted actor is a participant of later snapshots.
-	g, err := sys.Snapshot(context.Background())
-	require.NoError(t, err)
-	_, ok := g.Participant("p1")
-	assert.True(t, ok)
+		// The restarted actor is a participant of later snapshots.
+		g, err := sys.Snapshot(context.Background())
+		require.NoError(t, err)
+		_, ok := g.Participant("p1")
+		assert.True(t, ok)
+	})
 }
 
 func TestUnregisteredMessageTypeFailsTheSnapshotOnly(t *testing.T) {
@@ -234,16 +238,18 @@ func (s *signalTrace) Recorded(p snapshot.ProcessID, _ snapshot.SnapshotID) {
 }
 
 func TestSnapshotTimesOut(t *testing.T) {
-	sys, pids, _ := probes(t, 2, WithTimeout(50*time.Millisecond))
-	defer shutdown(t, sys)
-	release := block(t, sys, pids[1])
-	defer release()
-	_, err := sys.Snapshot(context.Background())
-	require.ErrorIs(t, err, snapshot.ErrTimeout)
-	assert.Contains(t, err.Error(), "not recorded: p1")
-	release()
-	_, err = sys.Snapshot(context.Background())
-	require.NoError(t, err)
+	forModes(t, func(t *testing.T, mode Option) {
+		sys, pids, _ := probes(t, 2, WithTimeout(50*time.Millisecond), mode)
+		defer shutdown(t, sys)
+		release := block(t, sys, pids[1])
+		defer release()
+		_, err := sys.Snapshot(context.Background())
+		require.ErrorIs(t, err, snapshot.ErrTimeout)
+		assert.Contains(t, err.Error(), "not recorded: p1")
+		release()
+		_, err = sys.Snapshot(context.Background())
+		require.NoError(t, err)
+	})
 }
 
 func TestShutdownDuringSnapshot(t *testing.T) {
@@ -268,19 +274,21 @@ func TestShutdownDuringSnapshot(t *testing.T) {
 }
 
 func TestConcurrentSnapshots(t *testing.T) {
-	b := newBank(t, 50, 1000, 3)
-	defer shutdown(t, b.sys)
-	var wg sync.WaitGroup
-	globals := make([]*snapshot.Global, 3)
-	errs := make([]error, 3)
-	for i := range 3 {
-		wg.Go(func() { globals[i], errs[i] = b.sys.Snapshot(context.Background()) })
-	}
-	wg.Wait()
-	for i := range 3 {
-		require.NoError(t, errs[i])
-		b.check(t, globals[i])
-	}
+	forModes(t, func(t *testing.T, mode Option) {
+		b := newBank(t, 50, 1000, 3, mode)
+		defer shutdown(t, b.sys)
+		var wg sync.WaitGroup
+		globals := make([]*snapshot.Global, 3)
+		errs := make([]error, 3)
+		for i := range 3 {
+			wg.Go(func() { globals[i], errs[i] = b.sys.Snapshot(context.Background()) })
+		}
+		wg.Wait()
+		for i := range 3 {
+			require.NoError(t, errs[i])
+			b.check(t, globals[i])
+		}
+	})
 }
 
 func TestMaxConcurrentSnapshots(t *testing.T) {
@@ -296,14 +304,16 @@ func TestMaxConcurrentSnapshots(t *testing.T) {
 }
 
 func TestFloodingInitiation(t *testing.T) {
-	b := newBank(t, 60, 100, 4, WithInitiation(Flooding))
-	defer shutdown(t, b.sys)
-	for range 5 {
-		g, err := b.sys.Snapshot(context.Background())
-		require.NoError(t, err)
-		require.Len(t, g.Participants, 60)
-		b.check(t, g)
-	}
+	forModes(t, func(t *testing.T, mode Option) {
+		b := newBank(t, 60, 100, 4, WithInitiation(Flooding), mode)
+		defer shutdown(t, b.sys)
+		for range 5 {
+			g, err := b.sys.Snapshot(context.Background())
+			require.NoError(t, err)
+			require.Len(t, g.Participants, 60)
+			b.check(t, g)
+		}
+	})
 }
 
 func TestFloodingReachesUnconnectedParticipants(t *testing.T) {
@@ -362,17 +372,19 @@ func (a *timeoutActor) Receive(ctx actor.Context) {
 }
 
 func TestChildrenAreParticipants(t *testing.T) {
-	sys, pids, _ := probes(t, 1)
-	defer shutdown(t, sys)
-	done := make(chan *actor.PID, 1)
-	sys.Root().Send(pids[0], &spawnKid{name: "kid", done: done})
-	kid := waitFor(t, done)
-	assert.Equal(t, "p0/kid", kid.Id)
-	sys.Root().Send(pids[0], &sendTo{to: kid, msg: &note{Text: "hi"}})
-	g, err := sys.Snapshot(context.Background())
-	require.NoError(t, err)
-	_, ok := g.Participant("p0/kid")
-	assert.True(t, ok)
+	forModes(t, func(t *testing.T, mode Option) {
+		sys, pids, _ := probes(t, 1, mode)
+		defer shutdown(t, sys)
+		done := make(chan *actor.PID, 1)
+		sys.Root().Send(pids[0], &spawnKid{name: "kid", done: done})
+		kid := waitFor(t, done)
+		assert.Equal(t, "p0/kid", kid.Id)
+		sys.Root().Send(pids[0], &sendTo{to: kid, msg: &note{Text: "hi"}})
+		g, err := sys.Snapshot(context.Background())
+		require.NoError(t, err)
+		_, ok := g.Participant("p0/kid")
+		assert.True(t, ok)
+	})
 }
 
 func TestInvalidOptions(t *testing.T) {

@@ -32,6 +32,9 @@ type Option func(*config)
 
 type config struct {
 	mode        snapshot.Mode
+	modeSet     bool
+	backEdges   []snapshot.Channel
+	noSearch    bool
 	initiation  Initiation
 	timeout     time.Duration
 	concurrent  int
@@ -53,8 +56,38 @@ const (
 	MinInterval       = time.Millisecond // WithInterval's lower bound, when set
 )
 
-// WithMode selects the snapshot algorithm. Default: snapshot.Unaligned.
-func WithMode(m snapshot.Mode) Option { return func(c *config) { c.mode = m } }
+// WithMode selects the snapshot algorithm. Default: snapshot.Unaligned,
+// or for Restore the mode of the snapshot restored.
+//
+// In the aligned mode (snapshot.Aligned) a participant blocks each sender
+// whose barrier came and records once barriers came from every sender it
+// waits for; only back edges, and channels the guardian has not yet seen,
+// get channel state. The guardian learns the channel graph from each
+// completed snapshot and tells each participant which senders to wait
+// for: those of the channels it has seen, minus the back edges that
+// WithBackEdges declares and those a depth-first search finds. Until a
+// snapshot has shown the guardian a channel, nobody waits on it (the
+// first snapshot of a system waits for nothing and stores what is in
+// flight, as the unaligned mode does), so a channel that appears during a
+// snapshot can never make processes on a cycle wait for each other.
+func WithMode(m snapshot.Mode) Option {
+	return func(c *config) { c.mode, c.modeSet = m, true }
+}
+
+// WithBackEdges declares channels as back edges of the aligned mode: no
+// participant waits for a barrier on them, and what arrives on them
+// between the receiver's record and the barrier is their channel state.
+// Names are participant ids. The guardian's depth-first search adds the
+// back edges still needed to break every cycle, unless WithoutBackEdgeSearch.
+func WithBackEdges(chans ...snapshot.Channel) Option {
+	return func(c *config) { c.backEdges = append(c.backEdges, chans...) }
+}
+
+// WithoutBackEdgeSearch makes the guardian use only the back edges that
+// WithBackEdges declares. A cycle without one then makes its participants
+// wait for each other: the snapshot is aborted at its timeout with a
+// reason naming the channels still awaited.
+func WithoutBackEdgeSearch() Option { return func(c *config) { c.noSearch = true } }
 
 // WithInitiation selects broadcast (default) or flooding initiation.
 func WithInitiation(i Initiation) Option { return func(c *config) { c.initiation = i } }
@@ -103,7 +136,7 @@ func newConfig(opts []Option) (config, error) {
 		o(&c)
 	}
 	switch {
-	case c.mode != snapshot.Unaligned:
+	case c.mode != snapshot.Unaligned && c.mode != snapshot.Aligned:
 		return c, fmt.Errorf("%w: mode %s not supported", ErrConfig, c.mode)
 	case c.initiation > Flooding:
 		return c, fmt.Errorf("%w: unknown initiation %d", ErrConfig, c.initiation)
@@ -115,6 +148,11 @@ func newConfig(opts []Option) (config, error) {
 		return c, fmt.Errorf("%w: interval %v below the minimum %v", ErrConfig, c.interval, MinInterval)
 	case c.retain < 0:
 		return c, fmt.Errorf("%w: retain %d below 0", ErrConfig, c.retain)
+	}
+	for _, e := range c.backEdges {
+		if e.From == "" || e.To == "" {
+			return c, fmt.Errorf("%w: back edge %s names no participant", ErrConfig, e)
+		}
 	}
 	if c.store == nil {
 		c.store = persistence.NewMemory()

@@ -33,7 +33,11 @@ type (
 	initiateMsg struct {
 		id     snapshot.SnapshotID
 		fanout []*participant // to tell first (broadcast)
+		start  bool           // broadcast: Process.Start, not Initiate
 	}
+	// abortMsg tells a participant that has not recorded a snapshot that
+	// it was aborted: an aligned one unblocks what it blocked for it.
+	abortMsg struct{ id snapshot.SnapshotID }
 )
 
 // maxTargets bounds the cache of PIDs a participant has sent to.
@@ -49,6 +53,12 @@ type participant struct {
 	mb      *mailbox.Mailbox
 	pid     *actor.PID
 	stopped atomic.Bool
+	// await, when set, is whose barriers to wait for from now on (aligned
+	// mode), left by the guardian before it starts a snapshot. It is read
+	// before each start and barrier, so no barrier of that snapshot can
+	// find an older set: its sender got the start after the guardian left
+	// this one.
+	await atomic.Pointer[[]snapshot.ProcessID]
 
 	// Owned by the actor's goroutine.
 	state    []byte // to restore before the first message, then nil
@@ -62,6 +72,7 @@ type participant struct {
 	lastKey  mailbox.SenderKey
 	lastFrom snapshot.ProcessID
 	peers    map[mailbox.SenderKey]snapshot.ProcessID
+	keys     map[snapshot.ProcessID]mailbox.SenderKey // peers, reversed
 	children map[snapshot.ProcessID]bool
 	reports  map[snapshot.SnapshotID]*reportMsg // recorded, not yet finished
 	enc      encoder
@@ -87,13 +98,22 @@ func (w *shell) Receive(ctx actor.Context) {
 	if key == controlKey {
 		switch m := ctx.Message().(type) {
 		case *initiateMsg:
+			p.takeAwaited()
 			if len(m.fanout) > 0 {
-				fwd := &initiateMsg{id: m.id}
+				fwd := &initiateMsg{id: m.id, start: m.start}
 				for _, q := range m.fanout {
 					q.mb.PostFrom(controlKey, fwd)
 				}
 			}
-			p.fail(m.id, p.proc.Initiate(m.id))
+			if m.start {
+				p.fail(m.id, p.proc.Start(m.id))
+			} else {
+				p.fail(m.id, p.proc.Initiate(m.id))
+			}
+			p.act()
+		case *abortMsg:
+			p.proc.Forget(m.id)
+			delete(p.reports, m.id)
 			p.act()
 		}
 		return
@@ -101,12 +121,14 @@ func (w *shell) Receive(ctx actor.Context) {
 	from := p.peer(key)
 	switch m := ctx.Message().(type) {
 	case *markerMsg:
+		p.takeAwaited()
 		p.fail(m.id, p.proc.Marker(from, m.id))
 		p.act()
 	case *departedMsg:
 		p.proc.Departed(from)
 		p.act()
 		delete(p.peers, key)
+		delete(p.keys, from)
 	case *firstMsg:
 		p.receive(from, m.stamp, actor.UnwrapEnvelopeMessage(m.msg))
 		w.deliver(ctx, m.msg)
@@ -150,6 +172,14 @@ func (w *shell) deliver(ctx actor.Context, msg interface{}) {
 	c.msg = nil
 }
 
+// takeAwaited applies the guardian's latest word on whose barriers to
+// wait for, if any.
+func (p *participant) takeAwaited() {
+	if a := p.await.Swap(nil); a != nil {
+		p.proc.SetAwaited(*a)
+	}
+}
+
 // peer returns the participant id of a sender key.
 func (p *participant) peer(key mailbox.SenderKey) snapshot.ProcessID {
 	if key == p.lastKey && p.lastFrom != "" {
@@ -165,6 +195,9 @@ func (p *participant) peer(key mailbox.SenderKey) snapshot.ProcessID {
 		p.peers[key] = from
 	}
 	p.lastKey, p.lastFrom = key, from
+	if p.proc.Mode() == snapshot.Aligned {
+		p.keys[from] = key
+	}
 	return from
 }
 
@@ -303,6 +336,18 @@ func (p *participant) act() {
 			if len(rep.channels) > 0 {
 				p.report(rep)
 			}
+		}
+	}
+	// Aligned mode: a sender's queue is held from its barrier to the
+	// record (DESIGN.md: Flink ABS).
+	for _, from := range rd.Pause {
+		if k, ok := p.keys[from]; ok {
+			p.mb.Pause(k)
+		}
+	}
+	for _, from := range rd.Resume {
+		if k, ok := p.keys[from]; ok {
+			p.mb.Resume(k)
 		}
 	}
 	p.proc.Advance()

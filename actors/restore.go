@@ -53,7 +53,7 @@ func Restore(ctx context.Context, store persistence.Store, id snapshot.SnapshotI
 	if err := g.Verify(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrRestore, err)
 	}
-	s, err := NewSystem(append([]Option{WithStore(store)}, opts...)...)
+	s, err := NewSystem(append([]Option{WithStore(store), func(c *config) { c.mode = g.Mode }}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func Restore(ctx context.Context, store persistence.Store, id snapshot.SnapshotI
 }
 
 func (s *System) restore(ctx context.Context, g *snapshot.Global) error {
-	if g.Mode != s.cfg.mode {
+	if s.cfg.modeSet && g.Mode != s.cfg.mode {
 		return fmt.Errorf("snapshot taken in %s mode, system in %s mode", g.Mode, s.cfg.mode)
 	}
 	sent := make(map[snapshot.ProcessID][]snapshot.PeerCount)

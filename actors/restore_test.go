@@ -34,49 +34,52 @@ func sameContent(t *testing.T, want, got *snapshot.Global) {
 }
 
 func TestRestoreTakesTheSameSnapshotFirst(t *testing.T) {
-	store := persistence.NewMemory()
-	b := newBank(t, 200, 1000, 21, WithStore(store))
-	ctx := context.Background()
-	var g *snapshot.Global
-	for range 3 {
-		var err error
-		g, err = b.sys.Snapshot(ctx)
+	forModes(t, func(t *testing.T, mode Option) {
+		store := persistence.NewMemory()
+		b := newBank(t, 200, 1000, 21, WithStore(store), mode)
+		ctx := context.Background()
+		var g *snapshot.Global
+		for range 3 {
+			var err error
+			g, err = b.sys.Snapshot(ctx)
+			require.NoError(t, err)
+			b.check(t, g)
+		}
+		require.Positive(t, g.TotalInFlight())
+		shutdown(t, b.sys)
+
+		sys, err := Restore(ctx, store, g.ID, WithKind("account", func() actor.Actor {
+			return &account{rng: rand.New(rand.NewPCG(1, 2)), paused: &b.paused}
+		}))
 		require.NoError(t, err)
-		b.check(t, g)
-	}
-	require.Positive(t, g.TotalInFlight())
-	shutdown(t, b.sys)
+		defer shutdown(t, sys)
 
-	sys, err := Restore(ctx, store, g.ID, WithKind("account", func() actor.Actor {
-		return &account{rng: rand.New(rand.NewPCG(1, 2)), paused: &b.paused}
-	}))
-	require.NoError(t, err)
-	defer shutdown(t, sys)
+		first, err := store.Load(ctx, g.ID+1)
+		require.NoError(t, err, "the restored system's first snapshot is stored")
+		assert.Equal(t, g.Mode, sys.cfg.mode, "the restored system takes the snapshot's mode")
+		sameContent(t, g, first)
 
-	first, err := store.Load(ctx, g.ID+1)
-	require.NoError(t, err, "the restored system's first snapshot is stored")
-	sameContent(t, g, first)
-
-	// The bank runs on from the restored state, money conserved.
-	b.sys = sys
-	b.pids = b.pids[:0]
-	for _, id := range sys.Participants() {
-		b.pids = append(b.pids, actor.NewPID(sys.ActorSystem().Address(), string(id)))
-	}
-	for i, pid := range b.pids {
-		sys.Root().Send(pid, &peers{pids: []*actor.PID{b.pids[(i+1)%len(b.pids)], b.pids[(i+7)%len(b.pids)]}})
-	}
-	for _, pid := range b.pids {
-		sys.Root().Send(pid, &kick{n: 1})
-	}
-	b.total = 200 * 1000
-	for range 5 {
-		next, err := sys.Snapshot(ctx)
-		require.NoError(t, err)
-		require.NoError(t, next.Verify())
-		require.NoError(t, checkMoney(next, b.total))
-		assert.Greater(t, next.ID, first.ID)
-	}
+		// The bank runs on from the restored state, money conserved.
+		b.sys = sys
+		b.pids = b.pids[:0]
+		for _, id := range sys.Participants() {
+			b.pids = append(b.pids, actor.NewPID(sys.ActorSystem().Address(), string(id)))
+		}
+		for i, pid := range b.pids {
+			sys.Root().Send(pid, &peers{pids: []*actor.PID{b.pids[(i+1)%len(b.pids)], b.pids[(i+7)%len(b.pids)]}})
+		}
+		for _, pid := range b.pids {
+			sys.Root().Send(pid, &kick{n: 1})
+		}
+		b.total = 200 * 1000
+		for range 5 {
+			next, err := sys.Snapshot(ctx)
+			require.NoError(t, err)
+			require.NoError(t, next.Verify())
+			require.NoError(t, checkMoney(next, b.total))
+			assert.Greater(t, next.ID, first.ID)
+		}
+	})
 }
 
 func checkMoney(g *snapshot.Global, total int64) error {

@@ -300,6 +300,7 @@ func (s *System) newParticipant(k *kind, id snapshot.ProcessID, state []byte, co
 		targets:  make(map[*actor.PID]*participant),
 		byID:     make(map[snapshot.ProcessID]*participant),
 		peers:    make(map[mailbox.SenderKey]snapshot.ProcessID),
+		keys:     make(map[snapshot.ProcessID]mailbox.SenderKey),
 		children: make(map[snapshot.ProcessID]bool),
 		reports:  make(map[snapshot.SnapshotID]*reportMsg),
 	}
@@ -311,6 +312,11 @@ func (s *System) newParticipant(k *kind, id snapshot.ProcessID, state []byte, co
 	var err error
 	if p.proc, err = snapshot.NewProcess(config(s.reg.pending)); err != nil {
 		return nil, err
+	}
+	if p.proc.Mode() == snapshot.Aligned {
+		// Wait for no one until the guardian, which knows the channel
+		// graph and its cycles, says whom (WithMode).
+		p.proc.SetAwaited(nil)
 	}
 	s.reg.byID[id] = p
 	s.reg.byKey[p.key] = p

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -39,6 +40,27 @@ func (p *Process) SetBackEdges(from []ProcessID) {
 		c.back = p.back[c.from]
 	}
 }
+
+// SetAwaited restricts the channels an aligned snapshot that begins here
+// afterwards waits for to those from the senders in from (back edges
+// excepted), whether or not a message from them has arrived yet: each
+// must have the channel to this process among its outgoing ones (it sent
+// on it, or declared it), so that its barriers come. Every other incoming
+// channel, known now or discovered later, is logged after the record
+// until its barrier, as a back edge is. A coordinator that knows the
+// channel graph uses it so that no process waits on a channel it has not
+// checked for cycles. AwaitAll undoes it.
+func (p *Process) SetAwaited(from []ProcessID) {
+	p.await = make(map[ProcessID]bool, len(from))
+	for _, f := range from {
+		p.await[f] = true
+	}
+	p.awaitList = slices.Sorted(maps.Keys(p.await))
+}
+
+// AwaitAll makes aligned snapshots wait again for every known incoming
+// channel that is not a back edge: the default.
+func (p *Process) AwaitAll() { p.await, p.awaitList = nil, nil }
 
 // BackEdgesIn returns the senders whose channels are back edges here, in
 // name order.
@@ -88,9 +110,12 @@ func (p *Process) Blocked() []ProcessID {
 // begin makes id the pending snapshot. There must be none.
 func (p *Process) begin(id SnapshotID) *snap {
 	p.queued = slices.DeleteFunc(p.queued, func(q SnapshotID) bool { return q == id })
+	for _, f := range p.awaitList {
+		p.inChannel(f) // awaited before its first message
+	}
 	s := &snap{id: id, chans: make(map[ProcessID]recording, len(p.ins))}
 	for _, c := range p.ins {
-		if c.back || c.departed {
+		if c.back || c.departed || (p.await != nil && !p.await[c.from]) {
 			continue
 		}
 		s.chans[c.from] = recording{awaited: true}

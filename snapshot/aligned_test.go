@@ -208,3 +208,23 @@ func TestAlignedMissingBackEdgeTimesOut(t *testing.T) {
 		assert.Empty(t, n.Process(i).Blocked())
 	}
 }
+
+// Rule: with SetAwaited, only the listed inputs are waited for; the others
+// are logged until their barriers.
+func TestRuleAlignedSetAwaited(t *testing.T) {
+	p := newAligned(t, "c", nil, ids("a", "b"), nil)
+	p.SetAwaited(ids("a"))
+	require.NoError(t, p.Receive("b", stamp(p, "b"), "b1"))
+	require.NoError(t, p.Marker("a", 1))
+	rd := take(p)
+	require.Len(t, rd.Records, 1, "b is not awaited")
+	require.NoError(t, p.Receive("b", stamp(p, "b"), "b2"))
+	require.NoError(t, p.Marker("b", 1))
+	rd = take(p)
+	require.Len(t, rd.Channels, 1)
+	assert.Equal(t, []snapshot.Message{{Seq: 2, Payload: "b2"}}, rd.Channels[0].Messages)
+	p.AwaitAll()
+	require.NoError(t, p.Start(2))
+	_, awaiting := p.Awaiting()
+	assert.Equal(t, ids("a", "b"), awaiting)
+}

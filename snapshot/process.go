@@ -109,10 +109,12 @@ type Process struct {
 	ready Ready
 
 	// Aligned mode.
-	back    map[ProcessID]bool
-	pending *snap        // the one snapshot aligning here, not yet recorded
-	queued  []SnapshotID // started by the coordinator while another aligned
-	dirty   []*inChan    // channels whose blocking changed since Ready
+	back      map[ProcessID]bool
+	await     map[ProcessID]bool // nil: every input that is not a back edge
+	awaitList []ProcessID        // await's keys, sorted
+	pending   *snap              // the one snapshot aligning here, not yet recorded
+	queued    []SnapshotID       // started by the coordinator while another aligned
+	dirty     []*inChan          // channels whose blocking changed since Ready
 }
 
 // NewProcess returns a Process with cfg's declared channels.
