@@ -116,7 +116,7 @@ func (g *guardian) stalled(r *run) error {
 		more = fmt.Sprintf(" and %d more", len(chans)-maxStalled)
 		chans = chans[:maxStalled]
 	}
-	return fmt.Errorf("%w: aligned barriers still awaited on %s%s (a cycle needs a back edge: WithBackEdges)",
+	return fmt.Errorf("%w: aligned barriers still awaited on %s%s (a sender held up, or a cycle without a back edge: WithBackEdges)",
 		snapshot.ErrTimeout, strings.Join(chans, ", "), more)
 }
 

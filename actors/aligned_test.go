@@ -1,0 +1,129 @@
+package actors
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+// seenBy decodes a probe's state in g.
+func seenBy(t *testing.T, g *snapshot.Global, id snapshot.ProcessID) []string {
+	t.Helper()
+	p, ok := g.Participant(id)
+	require.True(t, ok, "participant %s", id)
+	var pr probe
+	require.NoError(t, msgpack.Unmarshal(p.State, &pr))
+	return pr.Seen
+}
+
+// alignedFixture is four probes: p0 and p1 feed p2; p3 is apart. A first
+// snapshot shows the guardian the channels p0->p2 and p1->p2, so that p2
+// waits for both from the second on.
+func alignedFixture(t *testing.T, opts ...Option) (*System, []string, chan string, func() (pending <-chan result, releaseP1 func())) {
+	t.Helper()
+	sys, pids, events, recorded := probesTraced(t, 4, append([]Option{WithMode(snapshot.Aligned)}, opts...)...)
+	sys.Root().Send(pids[0], &sendTo{to: pids[2], msg: &note{Text: "from p0"}})
+	sys.Root().Send(pids[1], &sendTo{to: pids[2], msg: &note{Text: "from p1"}})
+	got := []string{waitFor(t, events), waitFor(t, events)}
+	assert.ElementsMatch(t, []string{"from p0", "from p1"}, got)
+	_, err := sys.Snapshot(context.Background())
+	require.NoError(t, err)
+	for len(recorded) > 0 {
+		<-recorded
+	}
+
+	// The second snapshot: p1 is held in a handler, so p2 waits for its
+	// barrier; p0 records, and its barrier pauses it at p2. p0 then sends
+	// "after" to p2 (behind its barrier) and "p0 done" to p3.
+	second := func() (<-chan result, func()) {
+		release := block(t, sys, pids[1])
+		pending := startAsync(sys)
+		for waitFor(t, recorded) != "p0" {
+		}
+		sys.Root().Send(pids[0], &sendTo{to: pids[2], msg: &note{Text: "after"}})
+		sys.Root().Send(pids[0], &sendTo{to: pids[3], msg: &note{Text: "p0 done"}})
+		require.Equal(t, "p0 done", waitFor(t, events))
+		// Others keep flowing to p2 while p0 is paused there.
+		sys.Root().Send(pids[2], &note{Text: "external"})
+		require.Equal(t, "external", waitFor(t, events))
+		return pending, release
+	}
+	names := []string{"p0", "p1", "p2", "p3"}
+	return sys, names, events, second
+}
+
+// A paused sender's messages wait for the record, while other senders'
+// flow; the snapshot holds no channel state off back edges.
+func TestAlignedPausesSenderUntilRecord(t *testing.T) {
+	sys, _, events, second := alignedFixture(t)
+	defer shutdown(t, sys)
+	pending, release := second()
+	release()
+	r := waitFor(t, pending)
+	require.NoError(t, r.err)
+	assert.Equal(t, "after", waitFor(t, events), "delivered once p2 recorded")
+	g := r.global
+	require.NoError(t, g.Verify())
+	assert.Equal(t, snapshot.Aligned, g.Mode)
+	assert.Equal(t, []string{"from p0", "from p1", "external"}, seenBy(t, g, "p2"), "p2 recorded without the message behind p0's barrier")
+	assert.Zero(t, g.TotalInFlight())
+}
+
+// An aborted aligned snapshot unblocks what it blocked.
+func TestAlignedAbortUnblocks(t *testing.T) {
+	sys, _, events, second := alignedFixture(t, WithTimeout(300*time.Millisecond))
+	defer shutdown(t, sys)
+	pending, release := second()
+	defer release()
+	r := waitFor(t, pending)
+	require.ErrorIs(t, r.err, snapshot.ErrTimeout)
+	assert.Contains(t, r.err.Error(), "aligned barriers still awaited on p1->p2")
+	assert.Equal(t, "after", waitFor(t, events), "p0 resumed at p2 after the abort, while p1 is still held")
+}
+
+// Without the back-edge search, a ring whose back edge is not declared
+// makes its participants wait for each other: the snapshot times out with
+// a reason naming the channels; declaring the back edge mends it.
+func TestAlignedMissingBackEdgeTimesOut(t *testing.T) {
+	ring := func(t *testing.T, opts ...Option) *System {
+		sys, pids, events := probes(t, 3, append([]Option{WithMode(snapshot.Aligned), WithoutBackEdgeSearch(), WithTimeout(300 * time.Millisecond)}, opts...)...)
+		for i := range 3 {
+			sys.Root().Send(pids[i], &sendTo{to: pids[(i+1)%3], msg: &note{Text: "hi"}})
+		}
+		for range 3 {
+			waitFor(t, events)
+		}
+		_, err := sys.Snapshot(context.Background()) // shows the guardian the ring
+		require.NoError(t, err)
+		return sys
+	}
+	t.Run("missing", func(t *testing.T) {
+		sys := ring(t)
+		defer shutdown(t, sys)
+		_, err := sys.Snapshot(context.Background())
+		require.ErrorIs(t, err, snapshot.ErrTimeout)
+		assert.Contains(t, err.Error(), "aligned barriers still awaited on p0->p1, p1->p2, p2->p0")
+	})
+	t.Run("declared", func(t *testing.T) {
+		sys := ring(t, WithBackEdges(snapshot.Channel{From: "p2", To: "p0"}))
+		defer shutdown(t, sys)
+		for range 3 {
+			g, err := sys.Snapshot(context.Background())
+			require.NoError(t, err)
+			require.NoError(t, g.Verify())
+		}
+	})
+}
+
+func TestAlignedOptions(t *testing.T) {
+	_, err := NewSystem(WithBackEdges(snapshot.Channel{From: "a"}))
+	require.ErrorIs(t, err, ErrConfig)
+	_, err = NewSystem(WithMode(snapshot.Mode(9)))
+	require.ErrorIs(t, err, ErrConfig)
+}
