@@ -8,12 +8,14 @@ import (
 
 	"github.com/actorsnap/actorsnap/actors"
 	"github.com/actorsnap/actorsnap/internal/bankdemo"
+	"github.com/actorsnap/actorsnap/snapshot"
 )
 
 // demoFlags are the flags of run bank and restore.
 func demoFlags(cmd *cobra.Command, withSize bool) {
 	if withSize {
 		cmd.Flags().Int("actors", 1000, "number of account actors")
+		cmd.Flags().String("mode", "unaligned", "snapshot algorithm: unaligned or aligned (a restore takes the snapshot's)")
 	}
 	cmd.Flags().Duration("interval", 200*time.Millisecond, "time between snapshots")
 	cmd.Flags().Duration("duration", 10*time.Second, "how long to run")
@@ -36,6 +38,14 @@ func demoConfig(cmd *cobra.Command) (bankdemo.RunConfig, error) {
 		return cfg, fmt.Errorf("--interval and --duration must be positive")
 	}
 	cfg.Options = []actors.Option{actors.WithRetain(retain), actors.WithTimeout(timeout)}
+	if f.Lookup("mode") != nil {
+		name, _ := f.GetString("mode")
+		mode, err := snapshot.ParseMode(name)
+		if err != nil {
+			return cfg, fmt.Errorf("--mode: %w", err)
+		}
+		cfg.Options = append(cfg.Options, actors.WithMode(mode))
+	}
 	return cfg, nil
 }
 

@@ -123,6 +123,7 @@ func TestCommandErrors(t *testing.T) {
 		{[]string{"show", "9999", "--store", store}, "snapshot not found"},
 		{[]string{"show", "abc", "--store", store}, "bad snapshot id"},
 		{[]string{"export", "latest", "--format", "xml", "--store", store}, "unknown --format"},
+		{[]string{"run", "bank", "--mode", "fast", "--store", store}, "unknown mode \"fast\""},
 		{[]string{"restore", "9999", "--store", store, "--duration", "100ms"}, "snapshot not found"},
 	} {
 		_, stderr, err := actorsnap(t, tc.args...)
@@ -205,6 +206,22 @@ func TestCrashRecovery(t *testing.T) {
 	crashTrials(t, filepath.Join(t.TempDir(), "snaps"), seed, 10)
 }
 
+// TestCrashRecoveryAligned is TestCrashRecovery in the aligned mode: the
+// restores replay the back edges' logs before new input.
+func TestCrashRecoveryAligned(t *testing.T) {
+	seed := *crashSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (replay: go test ./cmd/actorsnap -run TestCrashRecoveryAligned -crash-seed %d)", seed, seed)
+	store := filepath.Join(t.TempDir(), "snaps")
+	crashTrials(t, store, seed, 4, "--mode", "aligned")
+	out, _, err := actorsnap(t, "ls", "--store", store)
+	require.NoError(t, err)
+	assert.Contains(t, out, "aligned")
+	assert.NotContains(t, out, "unaligned")
+}
+
 // TestCrashRecoveryPostgres is TestCrashRecovery on the PostgreSQL store.
 func TestCrashRecoveryPostgres(t *testing.T) {
 	url := os.Getenv("ACTORSNAP_TEST_POSTGRES")
@@ -226,13 +243,13 @@ func TestCrashRecoveryPostgres(t *testing.T) {
 	crashTrials(t, store, seed, 10)
 }
 
-func crashTrials(t *testing.T, store string, seed uint64, trials int) {
+func crashTrials(t *testing.T, store string, seed uint64, trials int, runArgs ...string) {
 	r := rand.New(rand.NewPCG(seed, 9))
 	const accounts, total = 300, 300 * 1000
 	for trial := range trials {
 		args := []string{"restore", "latest"}
 		if trial == 0 {
-			args = []string{"run", "bank", "--actors", fmt.Sprint(accounts)}
+			args = append([]string{"run", "bank", "--actors", fmt.Sprint(accounts)}, runArgs...)
 		}
 		args = append(args, "--store", store, "--interval", "25ms", "--duration", "1h", "--retain", "5")
 		cmd := exec.Command(bin, args...)
