@@ -1,5 +1,6 @@
-// Package snapshot is the Chandy–Lamport snapshot algorithm as a pure
-// state machine: no goroutines, no I/O, no clock. It takes consistent global
+// Package snapshot is the Chandy–Lamport snapshot algorithm, and Flink's
+// aligned variant, as a pure state machine: no goroutines, no I/O, no
+// clock. It takes consistent global
 // snapshots of a system of processes (in actorsnap, actors) that exchange
 // messages over one-way FIFO channels: every process's state plus every
 // message in flight, taken while the system keeps running.
@@ -26,6 +27,21 @@
 // snapshots its sender has recorded (Stamp.Recorded); for those it acts as
 // a marker, and for the others the receiver records it as channel state.
 //
+// # The aligned mode
+//
+// With Config.Mode = Aligned (Flink's asynchronous barrier snapshotting) a
+// marker is a barrier: the first for a snapshot on a channel blocks the
+// channel (Ready.Pause: the caller holds that sender's messages), and the
+// process records once barriers came on every incoming channel it waits
+// for, then unblocks (Ready.Resume). Channels it waited for have empty
+// state. It does not wait on back edges (Config.BackEdges; BackEdges finds
+// a set that breaks every cycle), nor on channels SetAwaited leaves out:
+// those are logged from the record until their barrier, as in the
+// unaligned mode, which is what keeps every cut consistent whatever is
+// waited for. A coordinator starts an aligned snapshot with Start (wait
+// for barriers) rather than Initiate (record now). aligned.go states the
+// rules for concurrent snapshots and new channels.
+//
 // Completion is decided by counters, not local guesswork: each LocalRecord
 // holds, per outgoing channel, the messages sent before it and, per incoming
 // channel, the messages received before it. An Assembler declares a
@@ -45,17 +61,21 @@
 //     stamp before the application sees it. An error means the channel is
 //     not FIFO and exactly-once (a message lost, duplicated or reordered):
 //     the snapshots in progress cannot complete and should be aborted.
-//  4. On receiving a marker, call Marker; to start a snapshot here, or on a
-//     coordinator's control marker, call Initiate.
+//  4. On receiving a marker, call Marker; to start a snapshot here, call
+//     Initiate; on a coordinator's broadcast start, call Start (the same
+//     as Initiate in the unaligned mode).
 //  5. After every call, if HasReady, take Ready and carry it out in order
 //     before the application runs again: capture the local state once for
 //     every LocalRecord in Records, without the message whose Receive
 //     produced it; send each marker in Markers on the path application
 //     messages take, before any later application message; hand Records
-//     (with State filled) and Channels to the snapshot's Assembler. Then
-//     call Advance.
-//  6. When a snapshot is complete or aborted, call Forget on every process.
-//     Until then each process keeps what it recorded for it.
+//     (with State filled) and Channels to the snapshot's Assembler; in the
+//     aligned mode, stop delivering from the senders in Pause and resume
+//     those in Resume, their held messages first. Then call Advance.
+//  6. When a snapshot is complete or aborted, call Forget on every process
+//     (and carry out Ready after it: forgetting an aligned snapshot still
+//     pending unblocks its channels). Until then each process keeps what it
+//     recorded for it.
 //
 // Snapshot ids come from one allocator, densely and increasingly.
 //
