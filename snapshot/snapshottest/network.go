@@ -489,7 +489,9 @@ func (n *Network) deliverEnvelope(from, to int, e envelope) {
 			return nil
 		})
 	case forget:
-		n.procs[to].Forget(e.id)
+		// Forgetting an aligned snapshot still pending unblocks channels
+		// and may begin a queued one: carry out what it asks.
+		n.step(to, func(p *snapshot.Process) error { p.Forget(e.id); return nil })
 	}
 }
 
