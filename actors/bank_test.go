@@ -74,11 +74,16 @@ type bank struct {
 	paused atomic.Bool
 }
 
+// testTimeout is the snapshot timeout of the bank tests: a bound for a
+// failure, not a latency target (those are benchmarks), generous because
+// the race detector and parallel packages slow everything down many times.
+const testTimeout = 2 * time.Minute
+
 // newBank spawns n accounts with initial money each on a random graph with
 // cycles (a ring plus random chords), and kicks traffic off.
 func newBank(t testing.TB, n int, initial int64, seed uint64, opts ...Option) *bank {
 	t.Helper()
-	sys, err := NewSystem(opts...)
+	sys, err := NewSystem(append([]Option{WithTimeout(testTimeout)}, opts...)...)
 	require.NoError(t, err)
 	b := &bank{sys: sys, total: int64(n) * initial, trace: snapshottest.NewTrace()}
 	sys.trace = b.trace

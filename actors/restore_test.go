@@ -48,7 +48,7 @@ func TestRestoreTakesTheSameSnapshotFirst(t *testing.T) {
 		require.Positive(t, g.TotalInFlight())
 		shutdown(t, b.sys)
 
-		sys, err := Restore(ctx, store, g.ID, WithKind("account", func() actor.Actor {
+		sys, err := Restore(ctx, store, g.ID, WithTimeout(testTimeout), WithKind("account", func() actor.Actor {
 			return &account{rng: rand.New(rand.NewPCG(1, 2)), paused: &b.paused}
 		}))
 		require.NoError(t, err)
