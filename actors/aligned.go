@@ -50,8 +50,8 @@ func (g *guardian) tellAwaited(parts []*participant) {
 			chans = append(chans, c)
 		}
 	}
-	if !g.s.cfg.noSearch {
-		for _, c := range snapshot.BackEdges(chans, nil) {
+	if g.s.cfg.search != nil {
+		for _, c := range g.s.cfg.search(chans, nil) {
 			skip[c] = true
 		}
 	}

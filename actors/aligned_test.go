@@ -92,7 +92,7 @@ func TestAlignedAbortUnblocks(t *testing.T) {
 // a reason naming the channels; declaring the back edge mends it.
 func TestAlignedMissingBackEdgeTimesOut(t *testing.T) {
 	ring := func(t *testing.T, opts ...Option) *System {
-		sys, pids, events := probes(t, 3, append([]Option{WithMode(snapshot.Aligned), WithoutBackEdgeSearch(), WithTimeout(300 * time.Millisecond)}, opts...)...)
+		sys, pids, events := probes(t, 3, append([]Option{WithMode(snapshot.Aligned), WithBackEdgeSearch(nil), WithTimeout(300 * time.Millisecond)}, opts...)...)
 		for i := range 3 {
 			sys.Root().Send(pids[i], &sendTo{to: pids[(i+1)%3], msg: &note{Text: "hi"}})
 		}

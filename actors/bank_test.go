@@ -219,7 +219,7 @@ func checkAlignedChannels(t testing.TB, seen map[snapshot.Channel]bool, checked 
 		chans = append(chans, c)
 	}
 	back := make(map[snapshot.Channel]bool)
-	for _, c := range snapshot.BackEdges(chans, nil) {
+	for _, c := range snapshot.ShallowBackEdges(chans, nil) {
 		back[c] = true
 	}
 	for _, c := range g.Channels {

@@ -34,7 +34,7 @@ type config struct {
 	mode        snapshot.Mode
 	modeSet     bool
 	backEdges   []snapshot.Channel
-	noSearch    bool
+	search      BackEdgeSearch
 	initiation  Initiation
 	timeout     time.Duration
 	concurrent  int
@@ -65,7 +65,7 @@ const (
 // get channel state. The guardian learns the channel graph from each
 // completed snapshot and tells each participant which senders to wait
 // for: those of the channels it has seen, minus the back edges that
-// WithBackEdges declares and those a depth-first search finds. Until a
+// WithBackEdges declares and those WithBackEdgeSearch finds. Until a
 // snapshot has shown the guardian a channel, nobody waits on it (the
 // first snapshot of a system waits for nothing and stores what is in
 // flight, as the unaligned mode does), so a channel that appears during a
@@ -77,17 +77,27 @@ func WithMode(m snapshot.Mode) Option {
 // WithBackEdges declares channels as back edges of the aligned mode: no
 // participant waits for a barrier on them, and what arrives on them
 // between the receiver's record and the barrier is their channel state.
-// Names are participant ids. The guardian's depth-first search adds the
-// back edges still needed to break every cycle, unless WithoutBackEdgeSearch.
+// Names are participant ids. The guardian's search (WithBackEdgeSearch)
+// adds the back edges still needed to break every cycle.
 func WithBackEdges(chans ...snapshot.Channel) Option {
 	return func(c *config) { c.backEdges = append(c.backEdges, chans...) }
 }
 
-// WithoutBackEdgeSearch makes the guardian use only the back edges that
-// WithBackEdges declares. A cycle without one then makes its participants
-// wait for each other: the snapshot is aborted at its timeout with a
-// reason naming the channels still awaited.
-func WithoutBackEdgeSearch() Option { return func(c *config) { c.noSearch = true } }
+// BackEdgeSearch chooses back edges in a channel graph: channels whose
+// removal leaves no cycle. snapshot.ShallowBackEdges and
+// snapshot.BackEdges are two.
+type BackEdgeSearch func(chans []snapshot.Channel, roots []snapshot.ProcessID) []snapshot.Channel
+
+// WithBackEdgeSearch sets how the guardian finds the back edges that the
+// declared ones (WithBackEdges) leave to find. The default,
+// snapshot.ShallowBackEdges, leaves no long chain of awaited channels, so
+// barriers cross few hops; snapshot.BackEdges (a plain depth-first search)
+// removes fewer channels but can leave chains through most of a cyclic
+// graph, and an aligned snapshot waits along the longest. nil searches
+// for none: a cycle left without a declared back edge then makes its
+// participants wait for each other, and the snapshot is aborted at its
+// timeout with a reason naming the channels still awaited.
+func WithBackEdgeSearch(f BackEdgeSearch) Option { return func(c *config) { c.search = f } }
 
 // WithInitiation selects broadcast (default) or flooding initiation.
 func WithInitiation(i Initiation) Option { return func(c *config) { c.initiation = i } }
@@ -131,7 +141,7 @@ func WithActorSystemConfig(opts ...actor.ConfigOption) Option {
 }
 
 func newConfig(opts []Option) (config, error) {
-	c := config{timeout: DefaultTimeout, concurrent: DefaultConcurrent}
+	c := config{timeout: DefaultTimeout, concurrent: DefaultConcurrent, search: snapshot.ShallowBackEdges}
 	for _, o := range opts {
 		o(&c)
 	}

@@ -263,3 +263,97 @@ func TestAlignedAbortsReleaseBlockedChannels(t *testing.T) {
 	}
 	require.Greater(t, aborted, 100, "cycles without back edges made snapshots wait")
 }
+
+func TestShallowBackEdges(t *testing.T) {
+	ch := func(f, t snapshot.ProcessID) snapshot.Channel { return snapshot.Channel{From: f, To: t} }
+	ring := []snapshot.Channel{ch("a", "b"), ch("b", "c"), ch("c", "a")}
+	assert.Equal(t, []snapshot.Channel{ch("c", "a")}, snapshot.ShallowBackEdges(ring, nil))
+	pipeline := []snapshot.Channel{ch("src", "w1"), ch("src", "w2"), ch("w1", "agg"), ch("w2", "agg"), ch("agg", "w1"), ch("agg", "w2"), ch("agg", "agg")}
+	assert.Equal(t, []snapshot.Channel{ch("agg", "agg"), ch("agg", "w1"), ch("agg", "w2")}, snapshot.ShallowBackEdges(pipeline, nil),
+		"the loop is entered at the workers: the feedback is what goes back")
+	dag := []snapshot.Channel{ch("a", "b"), ch("b", "c"), ch("a", "c")}
+	assert.Empty(t, snapshot.ShallowBackEdges(dag, nil), "an acyclic graph keeps every channel")
+	assert.Equal(t, []snapshot.Channel{ch("a", "a")}, snapshot.ShallowBackEdges([]snapshot.Channel{ch("a", "a")}, nil))
+
+	for s := range uint64(500) {
+		r := rand.New(rand.NewPCG(s, 3))
+		var g snapshottest.Graph
+		switch s % 3 {
+		case 0:
+			g = snapshottest.RandomDAG(r, 2+r.IntN(40))
+		default:
+			g = snapshottest.RandomGraph(r, 2+r.IntN(40), s%3 == 1)
+		}
+		var chans []snapshot.Channel
+		for _, e := range g.Edges {
+			chans = append(chans, snapshot.Channel{From: g.Names[e.From], To: g.Names[e.To]})
+		}
+		for _, find := range []func([]snapshot.Channel, []snapshot.ProcessID) []snapshot.Channel{snapshot.BackEdges, snapshot.ShallowBackEdges} {
+			back := find(chans, nil)
+			_, ok := longestPath(chans, back)
+			require.True(t, ok, "seed %d: a cycle is left", s)
+			if s%3 == 0 {
+				require.Empty(t, back, "seed %d: acyclic", s)
+			}
+		}
+	}
+
+	// A ring of 1,000 with random chords: both leave no cycle; the shallow
+	// set leaves no long chain of awaited channels.
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{2, 10, 1000} {
+		g := snapshottest.RingWithChords(r, n, 2)
+		var chans []snapshot.Channel
+		for _, e := range g.Edges {
+			chans = append(chans, snapshot.Channel{From: g.Names[e.From], To: g.Names[e.To]})
+		}
+		deep, ok := longestPath(chans, snapshot.BackEdges(chans, nil))
+		require.True(t, ok, "BackEdges leaves a cycle")
+		shallow, ok := longestPath(chans, snapshot.ShallowBackEdges(chans, nil))
+		require.True(t, ok, "ShallowBackEdges leaves a cycle")
+		t.Logf("ring of %d with chords: longest awaited chain %d with BackEdges, %d with ShallowBackEdges", n, deep, shallow)
+		if n == 1000 {
+			assert.Greater(t, deep, 100)
+			assert.Less(t, shallow, 40)
+		}
+	}
+}
+
+// longestPath returns the longest path of chans without skip, and false if
+// a cycle is left.
+func longestPath(chans, skip []snapshot.Channel) (int, bool) {
+	drop := make(map[snapshot.Channel]bool)
+	for _, c := range skip {
+		drop[c] = true
+	}
+	succ := make(map[snapshot.ProcessID][]snapshot.ProcessID)
+	indeg := make(map[snapshot.ProcessID]int)
+	for _, c := range chans {
+		indeg[c.From] += 0
+		if !drop[c] {
+			succ[c.From] = append(succ[c.From], c.To)
+			indeg[c.To]++
+		}
+	}
+	var queue []snapshot.ProcessID
+	for p, d := range indeg {
+		if d == 0 {
+			queue = append(queue, p)
+		}
+	}
+	depth := make(map[snapshot.ProcessID]int)
+	seen, longest := 0, 0
+	for len(queue) > 0 {
+		u := queue[0]
+		queue = queue[1:]
+		seen++
+		longest = max(longest, depth[u])
+		for _, v := range succ[u] {
+			depth[v] = max(depth[v], depth[u]+1)
+			if indeg[v]--; indeg[v] == 0 {
+				queue = append(queue, v)
+			}
+		}
+	}
+	return longest, seen == len(indeg)
+}

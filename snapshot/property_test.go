@@ -92,6 +92,9 @@ func randomAlignedRun(s uint64) snapshottest.BankRun {
 		Snapshots: 1 + r.IntN(5),
 		Broadcast: []float64{0, 0.5, 1, 1}[r.IntN(4)],
 	}
+	if r.IntN(2) == 0 {
+		run.BackEdges = g.BackEdges(snapshot.BackEdges) // else ShallowBackEdges
+	}
 	if run.Broadcast < 1 {
 		// Flooding reaches only what the initiator's channels lead to.
 		// Broadcast runs have no sweep: they must finish on their own.
@@ -128,8 +131,12 @@ func TestRandomizedAligned(t *testing.T) {
 		if run.Declare != snapshottest.DeclareAll || run.Broadcast < 1 {
 			continue
 		}
+		backEdges := run.BackEdges
+		if backEdges == nil {
+			backEdges = run.Graph.BackEdges(snapshot.ShallowBackEdges)
+		}
 		back := make(map[snapshot.Channel]bool)
-		for _, e := range run.Graph.BackEdges() {
+		for _, e := range backEdges {
 			back[snapshot.Channel{From: run.Graph.Names[e.From], To: run.Graph.Names[e.To]}] = true
 		}
 		for _, g := range res.Network.Completed() {

@@ -104,9 +104,9 @@ func RandomGraph(r *rand.Rand, n int, strong bool) Graph {
 	return g
 }
 
-// BackEdges returns the back edges snapshot.BackEdges finds in g, starting
-// from its sources.
-func (g Graph) BackEdges() []Edge {
+// BackEdges returns the back edges find (snapshot.BackEdges or
+// snapshot.ShallowBackEdges) chooses in g.
+func (g Graph) BackEdges(find func([]snapshot.Channel, []snapshot.ProcessID) []snapshot.Channel) []Edge {
 	chans := make([]snapshot.Channel, len(g.Edges))
 	for i, e := range g.Edges {
 		chans[i] = snapshot.Channel{From: g.Names[e.From], To: g.Names[e.To]}
@@ -116,7 +116,7 @@ func (g Graph) BackEdges() []Edge {
 		index[name] = i
 	}
 	var out []Edge
-	for _, c := range snapshot.BackEdges(chans, nil) {
+	for _, c := range find(chans, nil) {
 		out = append(out, Edge{From: index[c.From], To: index[c.To]})
 	}
 	return out

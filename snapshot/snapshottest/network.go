@@ -52,8 +52,8 @@ type Config struct {
 	Mode snapshot.Mode
 	// BackEdges, in the aligned mode, are the channels the processes do not
 	// wait for. When nil, the network computes them with
-	// snapshot.BackEdges from the graph; NoBackEdges leaves them out, to
-	// test what a missing back edge does.
+	// snapshot.ShallowBackEdges from the graph; NoBackEdges leaves them
+	// out, to test what a missing back edge does.
 	BackEdges   []Edge
 	NoBackEdges bool
 }
@@ -194,7 +194,7 @@ func NewNetwork(cfg Config, app App) (*Network, error) {
 	if cfg.Mode == snapshot.Aligned && !cfg.NoBackEdges {
 		back := cfg.BackEdges
 		if back == nil {
-			back = cfg.Graph.BackEdges()
+			back = cfg.Graph.BackEdges(snapshot.ShallowBackEdges)
 		}
 		for _, e := range back {
 			pcfg[e.To].BackEdges = append(pcfg[e.To].BackEdges, cfg.Graph.Names[e.From])
