@@ -42,8 +42,18 @@
 //
 // # Modes and initiation
 //
-// The unaligned mode (Chandy–Lamport) is the only mode so far. The guardian
-// starts a snapshot by broadcast on its control channel to every
+// The unaligned mode (Chandy–Lamport, the default) never makes an actor
+// wait and stores the messages in flight. The aligned mode
+// (WithMode(snapshot.Aligned), Flink's barriers) pauses a sender at its
+// barrier until the receiver has barriers from every sender it waits for;
+// channels it waited for hold no state, and back edges (declared with
+// WithBackEdges, or found by WithBackEdgeSearch from the channel graph the
+// guardian learns from each completed snapshot) are logged instead, so
+// that no cycle waits for itself. See WithMode for the rules when channels
+// appear during a snapshot. A snapshot stores its mode, and Restore takes
+// it.
+//
+// The guardian starts a snapshot by broadcast on its control channel to every
 // participant (the default), or at one participant with markers flooding
 // the channel graph (WithInitiation(Flooding)); participants no channel
 // leads to are then started by the guardian after a quarter of the timeout.

@@ -206,7 +206,7 @@ func (g *guardian) Receive(ctx actor.Context) {
 	case *startRequest:
 		g.start(m.reply, false)
 	case *restoreRequest:
-		g.next = m.from.ID
+		g.next = m.base
 		for _, p := range m.from.Participants {
 			if !p.Departed {
 				continue

@@ -75,6 +75,7 @@ type participant struct {
 	keys     map[snapshot.ProcessID]mailbox.SenderKey // peers, reversed
 	children map[snapshot.ProcessID]bool
 	reports  map[snapshot.SnapshotID]*reportMsg // recorded, not yet finished
+	forget   []snapshot.SnapshotID              // to Forget after the actions in hand
 	enc      encoder
 }
 
@@ -275,14 +276,26 @@ func (p *participant) send(ctx actor.Context, pid *actor.PID, msg interface{}) {
 	t.mb.PostFrom(p.key, msg)
 }
 
-// act carries out the snapshot actions the last input produced.
+// act carries out the snapshot actions the last input produced, and those
+// that forgetting finished snapshots produces in turn (an aligned snapshot
+// queued behind one may begin and record): all before the application
+// sees another message, so that every record captures the state it
+// counts.
 func (p *participant) act() {
-	if !p.proc.HasReady() {
-		return
+	for p.proc.HasReady() {
+		p.actOnce()
+		for _, id := range p.forget {
+			p.proc.Forget(id)
+			delete(p.reports, id)
+		}
+		p.forget = p.forget[:0]
 	}
+}
+
+func (p *participant) actOnce() {
 	rd := p.proc.Ready()
 	if len(rd.Records) > 0 {
-		defer p.forgetFinished()
+		p.forgetFinished()
 		state, err := p.enc.state(p.inner)
 		var children []snapshot.ProcessID
 		for c := range p.children {
@@ -356,25 +369,24 @@ func (p *participant) act() {
 // forgetFinished lets go of the snapshots this participant recorded that
 // are over (complete or aborted): it runs whenever it records a new one,
 // so that a participant holds at most the snapshots in progress and the
-// ones that ended since its last record.
+// ones that ended since its last record. The Process forgets them once
+// the actions in hand are carried out (act).
 func (p *participant) forgetFinished() {
 	for _, id := range p.proc.Active() {
 		if p.sys.reg.run(id) == nil {
-			p.proc.Forget(id)
-			delete(p.reports, id)
+			p.forget = append(p.forget, id)
 		}
 	}
 }
 
 // report adds a report to its snapshot's assembly. A snapshot already over
-// (or unknown here) is forgotten at once.
+// (or unknown here) is forgotten once the actions in hand are carried out.
 func (p *participant) report(rep *reportMsg) {
 	if r := p.sys.reg.run(rep.id); r != nil {
 		r.add(p.sys, rep)
 		return
 	}
-	p.proc.Forget(rep.id)
-	delete(p.reports, rep.id)
+	p.forget = append(p.forget, rep.id)
 }
 
 // depart runs when the actor has stopped: receivers of its channels are

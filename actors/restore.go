@@ -17,6 +17,7 @@ var ErrRestore = errors.New("actors: restore failed")
 // snapshot and to start the first snapshot of the restored system.
 type restoreRequest struct {
 	from    *snapshot.Global
+	base    snapshot.SnapshotID // the restored system numbers snapshots after it
 	reply   chan<- result
 	started chan<- struct{}
 }
@@ -34,7 +35,8 @@ type restoreRequest struct {
 // is not part of a snapshot.
 //
 // Before the restored actors handle anything, the system takes its first
-// snapshot, numbered after the restored one: every participant records its
+// snapshot, numbered after the newest snapshot in its store (so restoring
+// an older one reuses no id): every participant records its
 // restored state, and the replayed messages are its channel state, so it
 // holds what the restored snapshot held. Restore returns once that snapshot
 // is complete and stored, which also means every replayed message has been
@@ -68,6 +70,16 @@ func (s *System) restore(ctx context.Context, g *snapshot.Global) error {
 	if s.cfg.modeSet && g.Mode != s.cfg.mode {
 		return fmt.Errorf("snapshot taken in %s mode, system in %s mode", g.Mode, s.cfg.mode)
 	}
+	// Number the restored system's snapshots after every one its store
+	// holds: restoring an older snapshot must not reuse a stored id.
+	base := g.ID
+	ids, err := s.cfg.store.List(ctx)
+	if err != nil {
+		return fmt.Errorf("listing the store: %w", err)
+	}
+	for _, id := range ids {
+		base = max(base, id)
+	}
 	sent := make(map[snapshot.ProcessID][]snapshot.PeerCount)
 	received := make(map[snapshot.ProcessID][]snapshot.PeerCount)
 	for _, c := range g.Channels {
@@ -98,7 +110,7 @@ func (s *System) restore(ctx context.Context, g *snapshot.Global) error {
 			return fmt.Errorf("participant %s: %w (give it with WithKind)", pt.ID, err)
 		}
 		p, err := s.newParticipant(k, pt.ID, pt.State, func([]snapshot.SnapshotID) snapshot.Config {
-			return snapshot.Config{ID: pt.ID, Mode: g.Mode, Horizon: g.ID, Sent: sent[pt.ID], Received: received[pt.ID]}
+			return snapshot.Config{ID: pt.ID, Mode: g.Mode, Horizon: base, Sent: sent[pt.ID], Received: received[pt.ID]}
 		})
 		if err != nil {
 			return err
@@ -114,7 +126,7 @@ func (s *System) restore(ctx context.Context, g *snapshot.Global) error {
 	// participant records its restored state before any replayed message.
 	started := make(chan struct{})
 	reply := make(chan result, 1)
-	s.root.Send(s.guardian, &restoreRequest{from: g, reply: reply, started: started})
+	s.root.Send(s.guardian, &restoreRequest{from: g, base: base, reply: reply, started: started})
 	select {
 	case <-started:
 	case <-ctx.Done():

@@ -98,3 +98,32 @@ func TestRestoreNeedsKinds(t *testing.T) {
 	_, err = Restore(context.Background(), store, 999)
 	require.ErrorIs(t, err, persistence.ErrNotFound)
 }
+
+// Restoring a snapshot older than the newest in the store numbers the
+// restored system's snapshots after the newest: no id is reused.
+func TestRestoreOlderSnapshot(t *testing.T) {
+	store := persistence.NewMemory()
+	b := newBank(t, 20, 100, 5, WithStore(store))
+	ctx := context.Background()
+	var ids []snapshot.SnapshotID
+	for range 3 {
+		g, err := b.sys.Snapshot(ctx)
+		require.NoError(t, err)
+		ids = append(ids, g.ID)
+	}
+	shutdown(t, b.sys)
+	old, err := store.Load(ctx, ids[0])
+	require.NoError(t, err)
+
+	sys, err := Restore(ctx, store, ids[0], WithTimeout(testTimeout), WithKind("account", func() actor.Actor {
+		return &account{rng: rand.New(rand.NewPCG(1, 2)), paused: &b.paused}
+	}))
+	require.NoError(t, err)
+	defer shutdown(t, sys)
+	first, err := store.Load(ctx, ids[2]+1)
+	require.NoError(t, err, "numbered after the newest stored")
+	sameContent(t, old, first)
+	next, err := sys.Snapshot(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, ids[2]+2, next.ID)
+}
