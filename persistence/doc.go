@@ -37,10 +37,12 @@
 //	  .del-snap-00000000000000000040-<random>/  a snapshot being deleted
 //
 // Save creates a temporary directory with a name of its own and both files
-// in it (encoding the snapshot meanwhile), writes global.dat and then
-// MANIFEST, fsyncs both (the second fsync finds the journal committed by
-// the first), fsyncs the temporary directory, renames it to its snap- name
-// and fsyncs DIR. Nothing in the temporary directory is visible before the
+// in it (checking and encoding the snapshot meanwhile, on two other
+// goroutines; a snapshot that fails the check is refused before anything
+// is written, and the directory removed), writes global.dat and then
+// MANIFEST, fsyncs both and the temporary directory (the three at once, so
+// that the file system commits its journal once for them), renames the
+// directory to its snap- name and fsyncs DIR. Nothing in the temporary directory is visible before the
 // rename, so the manifest never vouches for data that is not durable. The
 // rename is the commit: it is atomic, and it fails if the snap- directory
 // exists, so concurrent saves of one id (in one process or several) cannot
@@ -68,23 +70,44 @@
 //
 // Both files share one envelope, the same in every format version: an
 // 8-byte magic ("ASNAPGLB" for a snapshot, "ASNAPMAN" for a manifest), the
-// format version as a big-endian uint16 (FormatVersion, now 1), a msgpack
+// format version as a big-endian uint16 (FormatVersion, now 2), a msgpack
 // body, and the CRC-32C (Castagnoli) of everything before it as a
-// big-endian uint32. The body of a snapshot, version 1, is the array
+// big-endian uint32. The body of a snapshot, version 2, is the array
 //
 //	[id, mode, start seconds, start nanoseconds, end seconds, end nanoseconds,
 //	 [[process id, kind, state (bin or nil), departed], ...],
+//	 in-flight message count,
 //	 [[from, to, sent, received, [[message type, message data (bin or nil)], ...]], ...]]
 //
 // with times in Unix seconds and nanoseconds (kept as instants, in UTC).
-// Message sequence numbers are not stored: Verify holds them to
-// received+1 onwards. The manifest's body is [id, [[name, size, crc32c], ...]].
+// A channel's from and to are the index of the participant (an unsigned
+// integer) or, for a process that is not a participant (only a channel
+// nothing crossed may have one), its name. Message sequence numbers are
+// not stored: Verify holds them to received+1 onwards. The manifest's body
+// is [id, [[name, size, crc32c], ...]].
 //
-// Decoding trusts nothing: the checksum is checked first, every length is
-// bounded by the format limits (MaxParticipants, MaxStateSize and the
-// others) and by the bytes remaining before anything is allocated for it,
-// and the decoded snapshot must pass Verify. Bytes of another format
-// version are refused with ErrFormatVersion.
+// Version 1, which earlier builds wrote and this one still reads, differs
+// only in the snapshot's body: it has no message count, and a channel's
+// ends are always names.
+//
+// Decoding trusts nothing: the checksum is checked first (the FileStore
+// checks it on another goroutine while it decodes, and uses the result
+// only if it matches), every length is bounded by the format limits
+// (MaxParticipants, MaxStateSize and the others) and by the bytes
+// remaining before anything is allocated for it, and the decoded snapshot
+// must pass what Verify checks. The decoder checks that as it goes, with
+// a comparison per participant and channel (in version 2 a channel's ends
+// are participants by construction and compare as integers); where its
+// check cannot vouch for the snapshot it runs Verify itself, and under the
+// race detector or the invariants build tag it runs Verify always and
+// panics if the two disagree. Bytes of another format version are refused
+// with ErrFormatVersion.
+//
+// The codec is written by hand over bytes in memory. Decoding version 2
+// allocates the participants, the channels, the messages and their
+// payloads as one slice each; DecodeGlobal copies names into a few shared
+// blocks, and the FileStore's Load lets names, states and message data
+// share the one buffer it read the file into.
 //
 // # Testing
 //

@@ -20,7 +20,11 @@ const (
 	DataName     = dataName
 )
 
-func DecodeGlobalCounted(data []byte) (*snapshot.Global, int, error) { return decodeGlobal(data, true) }
+// DecodeGlobalCounted is DecodeGlobal that also returns what it allocated;
+// with alias the strings share data's memory, as the FileStore's do.
+func DecodeGlobalCounted(data []byte, alias bool) (*snapshot.Global, int, error) {
+	return decodeGlobal(data, true, alias)
+}
 
 var (
 	EncodeManifest = encodeManifest

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/actorsnap/actorsnap/snapshot"
@@ -72,6 +73,11 @@ type FileStore struct {
 	grace time.Duration
 	now   func() time.Time
 	log   *slog.Logger
+	// bufs holds *[]byte buffers that Save encodes into: a snapshot's
+	// encoding is garbage once written (File.Write must not retain it),
+	// and reusing the buffer spares the collector a snapshot's size per
+	// Save.
+	bufs sync.Pool
 }
 
 var _ Store = (*FileStore)(nil)
@@ -233,30 +239,58 @@ func (s *FileStore) removeAll(path string) {
 // directory. The rename is the commit: it fails if the id exists, so that
 // of two Saves of one id, in one process or two, exactly one succeeds.
 //
-// The snapshot is encoded on another goroutine while the directory and
-// files are created: encoding waits on the CPU, creating files on the file
-// system's journal, and the two overlap.
+// The snapshot is checked and encoded on two other goroutines while the
+// directory and files are created: checking and encoding wait on the CPU,
+// creating files on the file system's journal, and the three overlap. A
+// snapshot that fails the check is refused before anything is written to
+// the files, and the temporary directory is removed.
 func (s *FileStore) Save(ctx context.Context, g *snapshot.Global) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := checkSave(g); err != nil {
-		return err
+	if g == nil {
+		return checkSave(g)
 	}
 	var (
-		data   []byte
-		encErr error
-		done   = make(chan struct{})
+		data     []byte
+		encErr   error
+		encoded  = make(chan struct{})
+		checkErr error
+		checked  = make(chan struct{})
 	)
 	go func() {
-		defer close(done)
-		data, encErr = encodeChecked(g)
+		defer close(encoded)
+		var buf []byte
+		if p, ok := s.bufs.Get().(*[]byte); ok {
+			buf = *p
+		}
+		data, encErr = encodeChecked(g, buf)
 	}()
-	defer func() { <-done }()
-	return s.save(ctx, g.ID, func() ([]byte, error) {
-		<-done
+	go func() {
+		defer close(checked)
+		checkErr = checkSave(g)
+	}()
+	defer func() {
+		<-encoded
+		if data != nil {
+			s.bufs.Put(&data)
+		}
+	}()
+	err := s.save(ctx, g.ID, func() ([]byte, error) {
+		<-checked
+		if checkErr != nil {
+			return nil, checkErr
+		}
+		<-encoded
 		return data, encErr
 	})
+	if err != nil {
+		// A refusal comes first, whatever else went wrong meanwhile.
+		if <-checked; checkErr != nil {
+			return checkErr
+		}
+	}
+	return err
 }
 
 // save does Save's work; encoded waits for the encoding.
@@ -305,10 +339,11 @@ func (s *FileStore) save(ctx context.Context, id snapshot.SnapshotID, encoded fu
 	if err != nil {
 		return fmt.Errorf("persistence: save %d: %w", id, err)
 	}
-	// Both files are written, then both synced: the second sync finds the
-	// journal already committed by the first. The order of durability
-	// between them does not matter: nothing in the temporary directory is
-	// visible until the rename, which comes after both syncs.
+	// Both files are written, then both files and the temporary directory
+	// are synced, the three at once: the file system commits its journal
+	// once for them rather than once each. The order of durability among
+	// them does not matter: nothing in the temporary directory is visible
+	// until the rename, which comes after all three syncs have returned.
 	if _, err := dataFile.Write(data); err != nil {
 		return fmt.Errorf("persistence: save %d: %w", id, err)
 	}
@@ -318,18 +353,19 @@ func (s *FileStore) save(ctx context.Context, id snapshot.SnapshotID, encoded fu
 	if _, err := manFile.Write(man); err != nil {
 		return fmt.Errorf("persistence: save %d: %w", id, err)
 	}
-	for _, f := range []*File{&dataFile, &manFile} {
-		err := (*f).Sync()
-		if cerr := (*f).Close(); err == nil {
-			err = cerr
-		}
-		*f = nil
+	var (
+		errs   [3]error // data file, manifest, temporary directory
+		synced sync.WaitGroup
+	)
+	synced.Go(func() { errs[1] = syncClose(manFile) })
+	synced.Go(func() { errs[2] = s.fs.SyncDir(tmp) })
+	errs[0] = syncClose(dataFile)
+	synced.Wait()
+	dataFile, manFile = nil, nil
+	for _, err := range errs {
 		if err != nil {
 			return fmt.Errorf("persistence: save %d: %w", id, err)
 		}
-	}
-	if err := s.fs.SyncDir(tmp); err != nil {
-		return fmt.Errorf("persistence: save %d: %w", id, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -352,6 +388,15 @@ func (s *FileStore) save(ctx context.Context, id snapshot.SnapshotID, encoded fu
 		return fmt.Errorf("persistence: save %d: %w", id, err)
 	}
 	return nil
+}
+
+// syncClose syncs and closes f, and returns the first error.
+func syncClose(f File) error {
+	err := f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // mkTemp creates a temporary directory for saving id. Its name is unique
@@ -405,30 +450,50 @@ func (s *FileStore) load(ctx context.Context, id snapshot.SnapshotID, m manifest
 	}
 }
 
+// loadOnce reads and decodes snapshot id. The data file's checksum is
+// computed on another goroutine while the file is decoded: the decoder
+// trusts nothing, so decoding bytes not yet known to be intact is safe,
+// and its result is used only once they are.
 func (s *FileStore) loadOnce(ctx context.Context, id snapshot.SnapshotID, m manifest) (*snapshot.Global, error) {
 	dir := s.snapDir(id)
+	path := filepath.Join(dir, dataName)
 	var data []byte
 	for _, f := range m.Files {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		b, err := s.readData(id, f)
+		b, err := s.readFile(id, f)
 		if err != nil {
 			return nil, err
 		}
 		if f.Name == dataName {
 			data = b
+			continue
+		}
+		if err := checkSum(filepath.Join(dir, f.Name), b, f.CRC); err != nil {
+			return nil, err
 		}
 	}
-	path := filepath.Join(dir, dataName)
 	if data == nil {
 		return nil, &CorruptError{File: filepath.Join(dir, manifestName), Offset: headerSize, Reason: "manifest does not list " + dataName}
 	}
-	g, _, err := decodeGlobal(data, false) // readData checked the checksum
-	if err != nil {
+	var (
+		sumErr error
+		summed = make(chan struct{})
+	)
+	go func() {
+		defer close(summed)
+		sumErr = checkSum(path, data, m.file(dataName).CRC)
+	}()
+	// data is this call's alone, so the Global's strings may share it.
+	g, _, err := decodeGlobal(data, false, true)
+	<-summed
+	switch {
+	case sumErr != nil:
+		return nil, sumErr
+	case err != nil:
 		return nil, inFile(err, path)
-	}
-	if g.ID != id {
+	case g.ID != id:
 		return nil, &CorruptError{File: path, Offset: headerSize, Reason: fmt.Sprintf("holds snapshot %d, not %d", g.ID, id)}
 	}
 	return g, nil
@@ -486,9 +551,10 @@ func (s *FileStore) readManifest(id snapshot.SnapshotID) (manifest, error) {
 	return m, nil
 }
 
-// readData reads a data file of snapshot id and checks it against the
-// manifest's entry before returning it.
-func (s *FileStore) readData(id snapshot.SnapshotID, mf manifestFile) ([]byte, error) {
+// readFile reads a data file of snapshot id, into one buffer of the size
+// its manifest entry gives, and checks that it has that size; the caller
+// checks its checksum.
+func (s *FileStore) readFile(id snapshot.SnapshotID, mf manifestFile) ([]byte, error) {
 	path := filepath.Join(s.snapDir(id), mf.Name)
 	f, err := s.fs.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -516,10 +582,16 @@ func (s *FileStore) readData(id snapshot.SnapshotID, mf manifestFile) ([]byte, e
 	if n, _ := f.Read(make([]byte, 1)); n > 0 {
 		return nil, &CorruptError{File: path, Offset: mf.Size, Reason: "longer than the manifest says"}
 	}
-	if sum := crc32.Checksum(b, castagnoli); sum != mf.CRC {
-		return nil, &CorruptError{File: path, Offset: 0, Reason: fmt.Sprintf("checksum mismatch: manifest says %08x, file has %08x", mf.CRC, sum)}
-	}
 	return b, nil
+}
+
+// checkSum checks b, the content of the file at path, against the
+// checksum its manifest gives.
+func checkSum(path string, b []byte, want uint32) error {
+	if sum := crc32.Checksum(b, castagnoli); sum != want {
+		return &CorruptError{File: path, Offset: 0, Reason: fmt.Sprintf("checksum mismatch: manifest says %08x, file has %08x", want, sum)}
+	}
+	return nil
 }
 
 func checkSize(path string, got, want int64) error {

@@ -57,7 +57,7 @@ func TestFileStoreLayout(t *testing.T) {
 	assert.Equal(t, []string{persistence.ManifestName, persistence.DataName}, entries(t, persistence.OS(), filepath.Join(dir, snapName(42))))
 	data, err := os.ReadFile(filepath.Join(dir, snapName(42), persistence.DataName))
 	require.NoError(t, err)
-	assert.Equal(t, "ASNAPGLB\x00\x01", string(data[:persistence.HeaderSize]))
+	assert.Equal(t, "ASNAPGLB\x00"+string(rune(persistence.FormatVersion)), string(data[:persistence.HeaderSize]))
 	g, err := persistence.DecodeGlobal(data)
 	require.NoError(t, err)
 	require.NoError(t, storetest.Equal(storetest.NewGlobal(42, storetest.Small), g))
@@ -204,16 +204,17 @@ func TestFileStoreCorruptManifest(t *testing.T) {
 func TestFileStoreFormatVersion(t *testing.T) {
 	ctx := context.Background()
 	s, data, man := corruptible(t)
+	const next = persistence.FormatVersion + 1
 	b, err := os.ReadFile(data)
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(data, persistence.Reseal(b, 2), 0o644))
-	_, err = persistence.DecodeGlobal(persistence.Reseal(b, 2))
+	require.NoError(t, os.WriteFile(data, persistence.Reseal(b, next), 0o644))
+	_, err = persistence.DecodeGlobal(persistence.Reseal(b, next))
 	require.ErrorIs(t, err, persistence.ErrFormatVersion)
 	_, err = s.Load(ctx, 3)
 	require.Error(t, err) // the manifest's checksum no longer matches
 	m, err := os.ReadFile(man)
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(man, persistence.Reseal(m, 2), 0o644))
+	require.NoError(t, os.WriteFile(man, persistence.Reseal(m, next), 0o644))
 	_, err = s.Load(ctx, 3)
 	require.ErrorIs(t, err, persistence.ErrFormatVersion)
 	_, err = s.Latest(ctx)
@@ -467,3 +468,21 @@ func TestOpenURL(t *testing.T) {
 }
 
 var registerFake sync.Once
+
+// TestFileStoreRefusedLeavesNothing: Save checks a snapshot while it
+// creates its temporary directory; a refused one is reported as refused,
+// even when its id is taken, and leaves nothing behind.
+func TestFileStoreRefusedLeavesNothing(t *testing.T) {
+	ctx := context.Background()
+	mem := withOld(t)
+	s := openFile(t, storeDir, persistence.WithFS(mem))
+	for _, id := range []snapshot.SnapshotID{2, 3} {
+		g := storetest.NewGlobal(id, storetest.Small)
+		g.Channels[0].Sent++
+		err := s.Save(ctx, g)
+		require.ErrorIs(t, err, snapshot.ErrImbalance, "snapshot %d", id)
+		require.NotErrorIs(t, err, persistence.ErrExists)
+	}
+	require.False(t, requireOld(t, s))
+	requireTidy(t, mem)
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/persistence/storetest"
@@ -56,20 +57,30 @@ func FuzzDecodeGlobal(f *testing.F) {
 		f.Add(b, false)
 		f.Add(b, true)
 	}
+	for _, g := range []*snapshot.Global{edgeGlobal(), randomGlobal(rand.New(rand.NewPCG(6, 6)), 4)} {
+		f.Add(encodeV1(f, g), true)
+	}
 	f.Fuzz(func(t *testing.T, data []byte, fix bool) {
 		if fix {
 			data = persistence.FixChecksum(bytes.Clone(data))
 		}
-		g, alloc, err := persistence.DecodeGlobalCounted(data)
+		g, alloc, err := persistence.DecodeGlobalCounted(data, false)
 		if alloc > allocBound(len(data)) {
 			t.Fatalf("decoding %d bytes allocated %d, more than %d", len(data), alloc, allocBound(len(data)))
 		}
+		// Strings sharing data's memory (as the FileStore's do) change
+		// nothing else: the same result, or the same fault.
+		aliased, aliasedAlloc, aliasedErr := persistence.DecodeGlobalCounted(data, true)
+		require.LessOrEqual(t, aliasedAlloc, alloc)
 		if err != nil {
+			require.Equal(t, err, aliasedErr)
 			if !errors.Is(err, persistence.ErrCorrupt) && !errors.Is(err, persistence.ErrFormatVersion) {
 				t.Fatalf("error neither corrupt nor version: %v", err)
 			}
 			return
 		}
+		require.NoError(t, aliasedErr)
+		requireSame(t, g, aliased)
 		require.NoError(t, g.Verify())
 		again, err := persistence.EncodeGlobal(g)
 		require.NoError(t, err)
@@ -114,7 +125,8 @@ func FuzzDecodeManifest(f *testing.F) {
 
 // FuzzRoundTrip encodes and decodes random valid snapshots built from a
 // seed: names with odd bytes, nil and empty states and data, extreme
-// counters and times. decode(encode(g)) must be g.
+// counters and times. decode(encode(g)) must be g, and so must the
+// decoding of g in format version 1.
 //
 //	go test ./persistence -run '^$' -fuzz FuzzRoundTrip -fuzztime 30s
 func FuzzRoundTrip(f *testing.F) {
@@ -126,10 +138,20 @@ func FuzzRoundTrip(f *testing.F) {
 		require.NoError(t, g.Verify())
 		b, err := persistence.EncodeGlobal(g)
 		require.NoError(t, err)
-		got, alloc, err := persistence.DecodeGlobalCounted(b)
-		require.NoError(t, err)
-		require.LessOrEqual(t, alloc, allocBound(len(b)))
-		requireSame(t, g, got)
+		// The body is msgpack, to its last byte.
+		var body any
+		r := bytes.NewReader(b[persistence.HeaderSize : len(b)-4])
+		require.NoError(t, msgpack.NewDecoder(r).Decode(&body))
+		require.Zero(t, r.Len())
+		// What version 1 wrote decodes to the same.
+		for _, enc := range [][]byte{b, encodeV1(t, g)} {
+			for _, alias := range []bool{false, true} {
+				got, alloc, err := persistence.DecodeGlobalCounted(enc, alias)
+				require.NoError(t, err)
+				require.LessOrEqual(t, alloc, allocBound(len(enc)))
+				requireSame(t, g, got)
+			}
+		}
 	})
 }
 

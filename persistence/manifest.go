@@ -22,6 +22,16 @@ type manifestFile struct {
 	CRC  uint32
 }
 
+// file returns the entry of the named file.
+func (m manifest) file(name string) manifestFile {
+	for _, f := range m.Files {
+		if f.Name == name {
+			return f
+		}
+	}
+	return manifestFile{}
+}
+
 // Limits of a manifest.
 const (
 	maxManifestSize  = 1 << 16
@@ -36,17 +46,17 @@ func encodeManifest(m manifest) ([]byte, error) {
 	if err := m.check(); err != nil {
 		return nil, err
 	}
-	e := newEncoder(manifestMagic, 64+len(m.Files)*(maxFileNameSize+16))
-	e.array(2)
-	e.uint(uint64(m.ID))
-	e.array(len(m.Files))
+	b := appendEnvelopeHeader(make([]byte, 0, 64+len(m.Files)*(maxFileNameSize+16)), manifestMagic)
+	b = appendArray(b, 2)
+	b = appendUint(b, uint64(m.ID))
+	b = appendArray(b, len(m.Files))
 	for _, f := range m.Files {
-		e.array(3)
-		e.string(f.Name)
-		e.uint(uint64(f.Size))
-		e.uint(uint64(f.CRC))
+		b = appendArray(b, 3)
+		b = appendString(b, f.Name)
+		b = appendUint(b, uint64(f.Size))
+		b = appendUint(b, uint64(f.CRC))
 	}
-	return e.finish()
+	return sealEnvelope(b)
 }
 
 // check returns why m cannot be stored or trusted.
@@ -116,7 +126,7 @@ func decodeManifest(data []byte) (manifest, error) {
 			return manifest{}, err
 		}
 		f.Name = string(b)
-		off := d.off()
+		off := d.pos
 		size, err := d.uint("file size")
 		if err != nil {
 			return manifest{}, err
@@ -125,7 +135,7 @@ func decodeManifest(data []byte) (manifest, error) {
 			return manifest{}, d.corrupt(off, "file size %d, more than %d", size, MaxEncodedSize)
 		}
 		f.Size = int64(size)
-		off = d.off()
+		off = d.pos
 		crc, err := d.uint("file checksum")
 		if err != nil {
 			return manifest{}, err
@@ -135,7 +145,7 @@ func decodeManifest(data []byte) (manifest, error) {
 		}
 		f.CRC = uint32(crc)
 	}
-	if err := d.end(); err != nil {
+	if err := d.done(); err != nil {
 		return manifest{}, err
 	}
 	if err := m.check(); err != nil {

@@ -1,0 +1,745 @@
+package persistence
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"time"
+	"unsafe"
+
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
+
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+// DecodeGlobal decodes the stored form written by EncodeGlobal. It trusts
+// nothing: the checksum, every length (against the format limits and the
+// bytes remaining) and the snapshot's consistency (what Verify checks) are
+// checked before the Global is returned, and any fault is reported as a
+// *CorruptError (which wraps ErrCorrupt) with the offset at which it was
+// found. Bytes of another format version are refused with
+// ErrFormatVersion.
+//
+// The byte slices of the result (states, message data) share data's
+// memory, so data must not be changed afterwards. Its strings do not.
+func DecodeGlobal(data []byte) (*snapshot.Global, error) {
+	g, _, err := decodeGlobal(data, true, false)
+	return g, err
+}
+
+// decodeGlobal is DecodeGlobal that also returns an upper estimate of the
+// bytes it allocated for the result, which the fuzz tests bound. Without
+// checkSum the envelope's checksum is not checked: the FileStore checks
+// the whole file against its manifest. With alias the result's strings
+// share data's memory too, which is safe only if nobody can change data:
+// the FileStore's own read buffer, whose other parts it hands out only as
+// slices capped at their length.
+func decodeGlobal(data []byte, checkSum, alias bool) (*snapshot.Global, int, error) {
+	d, err := openEnvelope(data, globalMagic, "snapshot", checkSum)
+	if err != nil {
+		return nil, 0, err
+	}
+	d.alias = alias
+	g, vouched, err := d.global()
+	if err != nil {
+		return nil, d.alloc, err
+	}
+	if err := d.done(); err != nil {
+		return nil, d.alloc, err
+	}
+	if !vouched || checkVouched {
+		if err := g.Verify(); err != nil {
+			if vouched {
+				panic(fmt.Sprintf("persistence: the decoder vouched for a snapshot that fails Verify: %v", err))
+			}
+			return nil, d.alloc, &CorruptError{Offset: headerSize, Reason: "decoded snapshot fails Verify: " + err.Error()}
+		}
+	}
+	return g, d.alloc, nil
+}
+
+// decoder reads the msgpack body of an envelope from memory. It is written
+// by hand: the common forms (a small array, a short string, a small
+// integer) cost a byte test and no call, and every length is checked
+// against the limits and the bytes remaining before anything is allocated
+// for it.
+type decoder struct {
+	data    []byte // the envelope without its trailer
+	pos     int    // offset in data of the next value
+	alloc   int    // bytes allocated for the result, an upper estimate
+	alias   bool   // strings may share data's memory (see decodeGlobal)
+	version uint16 // the envelope's format version
+
+	names  map[string]string // shared names decoded so far
+	recent [4]string         // the shared names met last, looked at first
+	next   int               // where in recent the next name goes
+	arena  []byte            // the block strings are copied into
+	boxes  []RecordedMessage // the block message payloads are boxed in
+}
+
+// openEnvelope checks data's envelope and returns a decoder at the start
+// of its body. The checksum is checked before the version, so that a
+// damaged version reads as damage.
+func openEnvelope(data []byte, magic [8]byte, what string, checkSum bool) (*decoder, error) {
+	if len(data) < headerSize+trailerSize {
+		return nil, &CorruptError{Offset: int64(len(data)), Reason: fmt.Sprintf("truncated: %d bytes, a %s needs at least %d", len(data), what, headerSize+trailerSize)}
+	}
+	if !bytes.Equal(data[:len(magic)], magic[:]) {
+		return nil, &CorruptError{Offset: 0, Reason: fmt.Sprintf("not a %s: magic %q, want %q", what, data[:len(magic)], magic[:])}
+	}
+	body := data[:len(data)-trailerSize]
+	if checkSum {
+		stored := binary.BigEndian.Uint32(data[len(body):])
+		if sum := crc32.Checksum(body, castagnoli); sum != stored {
+			return nil, &CorruptError{Offset: int64(len(body)), Reason: fmt.Sprintf("checksum mismatch: stored %08x, computed %08x", stored, sum)}
+		}
+	}
+	v := binary.BigEndian.Uint16(data[len(magic):])
+	if v < minFormatVersion || v > FormatVersion {
+		return nil, fmt.Errorf("%w: %s has version %d, this build reads %d to %d", ErrFormatVersion, what, v, minFormatVersion, FormatVersion)
+	}
+	return &decoder{data: body, pos: headerSize, version: v}, nil
+}
+
+// left returns the number of bytes not yet read.
+func (d *decoder) left() int { return len(d.data) - d.pos }
+
+func (d *decoder) corrupt(off int, format string, args ...any) error {
+	return &CorruptError{Offset: int64(off), Reason: fmt.Sprintf(format, args...)}
+}
+
+func (d *decoder) truncated(off int, what string) error {
+	return d.corrupt(off, "truncated in %s", what)
+}
+
+// peek returns the msgpack code of the next value.
+func (d *decoder) peek(what string) (byte, error) {
+	if d.pos >= len(d.data) {
+		return 0, d.truncated(d.pos, what)
+	}
+	return d.data[d.pos], nil
+}
+
+// size reads the k-byte big-endian length or number after a code, for k
+// of 1, 2, 4 or 8, and moves past both.
+func (d *decoder) size(k int, what string) (uint64, error) {
+	if d.left() < 1+k {
+		return 0, d.truncated(d.pos, what)
+	}
+	b := d.data[d.pos+1 : d.pos+1+k]
+	var n uint64
+	switch k {
+	case 1:
+		n = uint64(b[0])
+	case 2:
+		n = uint64(binary.BigEndian.Uint16(b))
+	case 4:
+		n = uint64(binary.BigEndian.Uint32(b))
+	default:
+		n = binary.BigEndian.Uint64(b)
+	}
+	d.pos += 1 + k
+	return n, nil
+}
+
+// done checks that the body has been read to its last byte.
+func (d *decoder) done() error {
+	if n := d.left(); n > 0 {
+		return d.corrupt(d.pos, "%d bytes after the end of the body", n)
+	}
+	return nil
+}
+
+// arrayLen reads the header of an array.
+func (d *decoder) arrayLen(what string) (int, error) {
+	c, err := d.peek(what)
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	switch {
+	case msgpcode.IsFixedArray(c):
+		d.pos++
+		return int(c & 0x0f), nil
+	case c == msgpcode.Array16:
+		n, err = d.size(2, what)
+	case c == msgpcode.Array32:
+		n, err = d.size(4, what)
+	default:
+		return 0, d.corrupt(d.pos, "%s: want an array, got msgpack code %#02x", what, c)
+	}
+	return int(n), err
+}
+
+// tuple reads the header of an array that must have n elements, n < 16.
+func (d *decoder) tuple(n int, what string) error {
+	if d.pos < len(d.data) && d.data[d.pos] == msgpcode.FixedArrayLow|byte(n) && n < 16 {
+		d.pos++
+		return nil
+	}
+	off := d.pos
+	k, err := d.arrayLen(what)
+	if err != nil {
+		return err
+	}
+	if k != n {
+		return d.corrupt(off, "%s: want %d fields, got %d", what, n, k)
+	}
+	return nil
+}
+
+// array reads the length of an array of at most limit elements, each
+// encoded in at least minSize bytes, and charges mem bytes per element.
+func (d *decoder) array(what string, limit, minSize, mem int) (int, error) {
+	off := d.pos
+	n, err := d.arrayLen(what)
+	if err != nil {
+		return 0, err
+	}
+	if n > limit {
+		return 0, d.corrupt(off, "%s: %d elements, more than the limit of %d", what, n, limit)
+	}
+	if rest := d.left(); n > rest/minSize {
+		return 0, d.corrupt(off, "%s: %d elements cannot fit in the %d bytes left", what, n, rest)
+	}
+	d.alloc += n * mem
+	return n, nil
+}
+
+func (d *decoder) uint(what string) (uint64, error) {
+	if d.pos < len(d.data) && d.data[d.pos] <= msgpcode.PosFixedNumHigh {
+		d.pos++
+		return uint64(d.data[d.pos-1]), nil
+	}
+	c, err := d.peek(what)
+	if err != nil {
+		return 0, err
+	}
+	switch c {
+	case msgpcode.Uint8:
+		return d.size(1, what)
+	case msgpcode.Uint16:
+		return d.size(2, what)
+	case msgpcode.Uint32:
+		return d.size(4, what)
+	case msgpcode.Uint64:
+		return d.size(8, what)
+	}
+	return 0, d.corrupt(d.pos, "%s: want an unsigned integer, got msgpack code %#02x", what, c)
+}
+
+func (d *decoder) int(what string) (int64, error) {
+	off := d.pos
+	c, err := d.peek(what)
+	if err != nil {
+		return 0, err
+	}
+	if msgpcode.IsFixedNum(c) {
+		d.pos++
+		return int64(int8(c)), nil
+	}
+	var n uint64
+	switch c {
+	case msgpcode.Uint8, msgpcode.Uint16, msgpcode.Uint32, msgpcode.Uint64:
+		if n, err = d.uint(what); err != nil {
+			return 0, err
+		}
+		if n > math.MaxInt64 {
+			return 0, d.corrupt(off, "%s: %d overflows int64", what, n)
+		}
+		return int64(n), nil
+	case msgpcode.Int8:
+		n, err = d.size(1, what)
+		return int64(int8(n)), err
+	case msgpcode.Int16:
+		n, err = d.size(2, what)
+		return int64(int16(n)), err
+	case msgpcode.Int32:
+		n, err = d.size(4, what)
+		return int64(int32(n)), err
+	case msgpcode.Int64:
+		n, err = d.size(8, what)
+		return int64(n), err
+	}
+	return 0, d.corrupt(off, "%s: want an integer, got msgpack code %#02x", what, c)
+}
+
+func (d *decoder) bool(what string) (bool, error) {
+	c, err := d.peek(what)
+	if err != nil {
+		return false, err
+	}
+	if c != msgpcode.True && c != msgpcode.False {
+		return false, d.corrupt(d.pos, "%s: want a bool, got msgpack code %#02x", what, c)
+	}
+	d.pos++
+	return c == msgpcode.True, nil
+}
+
+// raw reads a msgpack string (str) or byte string (bin, or nil, read as a
+// nil slice) of at most limit bytes and returns it without copying, capped
+// at its length.
+func (d *decoder) raw(what string, str bool, limit int) ([]byte, error) {
+	off := d.pos
+	c, err := d.peek(what)
+	if err != nil {
+		return nil, err
+	}
+	var n uint64
+	switch {
+	case str && msgpcode.IsFixedString(c):
+		n = uint64(c & 0x1f)
+		d.pos++
+	case str && c == msgpcode.Str8, !str && c == msgpcode.Bin8:
+		n, err = d.size(1, what)
+	case str && c == msgpcode.Str16, !str && c == msgpcode.Bin16:
+		n, err = d.size(2, what)
+	case str && c == msgpcode.Str32, !str && c == msgpcode.Bin32:
+		n, err = d.size(4, what)
+	case !str && c == msgpcode.Nil:
+		d.pos++
+		return nil, nil
+	default:
+		kind := "a byte string"
+		if str {
+			kind = "a string"
+		}
+		return nil, d.corrupt(off, "%s: want %s, got msgpack code %#02x", what, kind, c)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if n > uint64(limit) {
+		return nil, d.corrupt(off, "%s: %d bytes, more than the limit of %d", what, n, limit)
+	}
+	if n > uint64(d.left()) {
+		return nil, d.corrupt(off, "%s: %d bytes, but only %d left", what, n, d.left())
+	}
+	start := d.pos
+	d.pos += int(n)
+	return d.data[start:d.pos:d.pos], nil
+}
+
+// name reads a string of at most MaxNameSize bytes. A shared name (a kind
+// or a message type, which repeat) is looked up among those decoded before.
+func (d *decoder) name(what string, shared bool) (string, error) {
+	b, err := d.raw(what, true, MaxNameSize)
+	if err != nil {
+		return "", err
+	}
+	return d.str(b, shared), nil
+}
+
+// str returns b, a name just read, as a string.
+func (d *decoder) str(b []byte, shared bool) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if d.alias {
+		return unsafe.String(&b[0], len(b))
+	}
+	if !shared {
+		return d.string(b)
+	}
+	for _, s := range d.recent {
+		if s == string(b) {
+			return s
+		}
+	}
+	s, ok := d.names[string(b)]
+	if !ok {
+		s = d.string(b)
+		if len(d.names) < maxShared {
+			if d.names == nil {
+				d.names = make(map[string]string)
+			}
+			d.names[s] = s
+			d.alloc += internMem
+		}
+	}
+	d.recent[d.next] = s
+	d.next = (d.next + 1) % len(d.recent)
+	return s
+}
+
+// string copies b, just read, into the decoder's arena: blocks holding
+// many names, so that a snapshot's names cost a few allocations rather
+// than one each. A block is only appended to, so the strings made from it
+// never change.
+func (d *decoder) string(b []byte) string {
+	if len(d.arena)+len(b) > cap(d.arena) {
+		// No block is larger than what is left to read could fill.
+		size := max(len(b), min(arenaBlock, d.left()+len(b)))
+		d.arena = make([]byte, 0, size)
+		d.alloc += size
+	}
+	start := len(d.arena)
+	d.arena = append(d.arena, b...)
+	return unsafe.String(&d.arena[start], len(b))
+}
+
+func (d *decoder) time(what string) (time.Time, error) {
+	sec, err := d.int(what + " seconds")
+	if err != nil {
+		return time.Time{}, err
+	}
+	off := d.pos
+	nsec, err := d.uint(what + " nanoseconds")
+	if err != nil {
+		return time.Time{}, err
+	}
+	if nsec >= uint64(time.Second) {
+		return time.Time{}, d.corrupt(off, "%s nanoseconds: %d, want less than 1e9", what, nsec)
+	}
+	return time.Unix(sec, int64(nsec)).UTC(), nil
+}
+
+// box returns rm as a message payload. Boxing a RecordedMessage in an
+// interface the ordinary way allocates a copy of it, one per message; box
+// copies it into a block of payloads instead (in version 2 one block, made
+// for the message count) and makes the interface point there. The interface is built as the compiler builds one (a type
+// word and a pointer to an immutable value), and nothing writes to a slot
+// after its interface is made, so the payload behaves as any other:
+// m.Payload.(RecordedMessage) copies the value out.
+func (d *decoder) box(rm RecordedMessage) any {
+	if len(d.boxes) == cap(d.boxes) {
+		// No block holds more payloads than what is left to read could.
+		n := max(1, min(boxBlock, d.left()/minBoxedSize))
+		d.boxes = make([]RecordedMessage, 0, n)
+		d.alloc += n * boxMem
+	}
+	d.boxes = append(d.boxes, rm)
+	var payload any
+	e := (*eface)(unsafe.Pointer(&payload))
+	e.typ, e.data = recordedMessageType, unsafe.Pointer(&d.boxes[len(d.boxes)-1])
+	return payload
+}
+
+// eface is the layout of an empty interface.
+type eface struct {
+	typ, data unsafe.Pointer
+}
+
+// recordedMessageType is the type word of an interface holding a
+// RecordedMessage.
+var recordedMessageType = func() unsafe.Pointer {
+	var payload any = RecordedMessage{}
+	return (*eface)(unsafe.Pointer(&payload)).typ
+}()
+
+// global decodes a snapshot's body. It also checks, as it goes, what
+// Verify would check, and reports whether that check vouches for the
+// result; when it does not, the caller runs Verify, which decides. The
+// check is written so as to vouch only for snapshots that pass Verify (the
+// fuzz tests and, under the race detector or the invariants tag, every
+// decoding check that it does), and to vouch at the cost of a comparison
+// per participant and channel: the data is still in the cache, and in
+// version 2 a channel's ends are indices of participants, which are
+// participants by construction and compare as integers. A rule added to
+// Verify must be added here too (the race detector's runs catch one that
+// is not, where a test meets it).
+func (d *decoder) global() (g *snapshot.Global, vouched bool, err error) {
+	fields := 9
+	if d.version == 1 {
+		fields = 8
+	}
+	if err := d.tuple(fields, "snapshot"); err != nil {
+		return nil, false, err
+	}
+	g = &snapshot.Global{}
+	off := d.pos
+	id, err := d.uint("snapshot id")
+	if err != nil {
+		return nil, false, err
+	}
+	if id == 0 {
+		return nil, false, d.corrupt(off, "snapshot id is 0")
+	}
+	g.ID = snapshot.SnapshotID(id)
+	off = d.pos
+	mode, err := d.uint("mode")
+	if err != nil {
+		return nil, false, err
+	}
+	if mode > math.MaxUint8 {
+		return nil, false, d.corrupt(off, "mode %d out of range", mode)
+	}
+	g.Mode = snapshot.Mode(mode)
+	if g.Start, err = d.time("start"); err != nil {
+		return nil, false, err
+	}
+	if g.End, err = d.time("end"); err != nil {
+		return nil, false, err
+	}
+	n, err := d.array("participants", MaxParticipants, minParticipantSize, participantMem)
+	if err != nil {
+		return nil, false, err
+	}
+	if n > 0 {
+		g.Participants = make([]snapshot.Participant, n)
+	}
+	ps := g.Participants
+	if vouched, err = d.participants(ps); err != nil {
+		return nil, false, err
+	}
+	// In version 2 the count of messages comes first: they are allocated
+	// at once, each channel's a part, once the count and the channels
+	// have been found to fit in what is left.
+	var (
+		msgs  []snapshot.Message
+		count int
+	)
+	if d.version >= 2 {
+		off := d.pos
+		c, err := d.uint("message count")
+		if err != nil {
+			return nil, false, err
+		}
+		if c > MaxMessages {
+			return nil, false, d.corrupt(off, "message count: %d, more than the limit of %d", c, MaxMessages)
+		}
+		if rest := d.left(); c > uint64(rest/minMessageSize) {
+			return nil, false, d.corrupt(off, "message count: %d messages cannot fit in the %d bytes left", c, rest)
+		}
+		count = int(c)
+	}
+	off = d.pos
+	if n, err = d.array("channels", MaxChannels, minChannelSize, channelMem); err != nil {
+		return nil, false, err
+	}
+	if rest := d.left() - count*minMessageSize; n > rest/minChannelSize {
+		return nil, false, d.corrupt(off, "channels: %d elements and %d messages cannot fit in the %d bytes left", n, count, d.left())
+	}
+	if count > 0 {
+		msgs = make([]snapshot.Message, count)
+		d.boxes = make([]RecordedMessage, 0, count)
+		d.alloc += count * (messageMem + boxMem)
+	}
+	if n > 0 {
+		g.Channels = make([]snapshot.ChannelState, n)
+	}
+	total := 0
+	from := 0 // version 1: a cursor into ps, channels being sorted by sender
+	var prevFrom, prevTo int
+	for i := range g.Channels {
+		c := &g.Channels[i]
+		if err := d.tuple(5, "channel"); err != nil {
+			return nil, false, err
+		}
+		sender, fromIdx, err := d.end("channel sender", ps)
+		if err != nil {
+			return nil, false, err
+		}
+		receiver, toIdx, err := d.end("channel receiver", ps)
+		if err != nil {
+			return nil, false, err
+		}
+		c.Channel = snapshot.Channel{From: sender, To: receiver}
+		if i > 0 {
+			if fromIdx >= 0 && toIdx >= 0 && prevFrom >= 0 && prevTo >= 0 {
+				// Indices compare as the names do, ps being sorted.
+				if prevFrom > fromIdx || prevFrom == fromIdx && prevTo >= toIdx {
+					vouched = false
+				}
+			} else if prev := g.Channels[i-1].Channel; prev.From > sender || prev.From == sender && prev.To >= receiver {
+				vouched = false // not sorted, or a duplicate
+			}
+		}
+		prevFrom, prevTo = fromIdx, toIdx
+		if c.Sent, err = d.uint("sent count"); err != nil {
+			return nil, false, err
+		}
+		if c.Received, err = d.uint("received count"); err != nil {
+			return nil, false, err
+		}
+		off := d.pos
+		k, err := d.array("messages", MaxMessages-total, minMessageSize, 0)
+		if err != nil {
+			return nil, false, err
+		}
+		if c.Received+uint64(k) != c.Sent || c.Received > c.Sent {
+			vouched = false // does not balance
+		}
+		if vouched && c.Sent != 0 {
+			// Both ends must be participants. In version 1 the sender is
+			// found by the cursor, which relies on everything so far
+			// being sorted.
+			if fromIdx < 0 && d.version == 1 {
+				for from < len(ps) && ps[from].ID < sender {
+					from++
+				}
+				if from < len(ps) && ps[from].ID == sender {
+					fromIdx = from
+				}
+			} else if fromIdx < 0 {
+				fromIdx = participantIndex(ps, sender)
+			}
+			if toIdx < 0 {
+				toIdx = participantIndex(ps, receiver)
+			}
+			if fromIdx < 0 || toIdx < 0 {
+				vouched = false
+			}
+		}
+		if k > 0 {
+			if d.version >= 2 {
+				if total+k > len(msgs) {
+					return nil, false, d.corrupt(off, "messages: %d more, beyond the message count of %d", k, len(msgs))
+				}
+				c.Messages = msgs[total : total+k : total+k]
+			} else {
+				c.Messages = make([]snapshot.Message, k)
+				d.alloc += k * messageMem
+			}
+		}
+		total += k
+		for j := range c.Messages {
+			if err := d.tuple(2, "message"); err != nil {
+				return nil, false, err
+			}
+			var rm RecordedMessage
+			if rm.Type, err = d.name("message type", true); err != nil {
+				return nil, false, err
+			}
+			if rm.Data, err = d.raw("message data", false, MaxMessageSize); err != nil {
+				return nil, false, err
+			}
+			// Sequence numbers are not stored: they are Received+1
+			// onwards, as Verify requires.
+			c.Messages[j] = snapshot.Message{Seq: c.Received + 1 + uint64(j), Payload: d.box(rm)}
+		}
+	}
+	if total != len(msgs) && d.version >= 2 {
+		return nil, false, d.corrupt(d.pos, "message count is %d, but the channels hold %d", len(msgs), total)
+	}
+	return g, vouched, nil
+}
+
+// end reads one end of a channel: in version 2 the index of a participant
+// or, for a process that is not one, its name; in version 1 always the
+// name. The index is -1 for a name.
+func (d *decoder) end(what string, ps []snapshot.Participant) (snapshot.ProcessID, int, error) {
+	if d.version >= 2 && d.pos < len(d.data) && (d.data[d.pos] <= msgpcode.PosFixedNumHigh || d.data[d.pos] >= msgpcode.Uint8 && d.data[d.pos] <= msgpcode.Uint64) {
+		off := d.pos
+		i, err := d.uint(what)
+		if err != nil {
+			return "", 0, err
+		}
+		if i >= uint64(len(ps)) {
+			return "", 0, d.corrupt(off, "%s: participant %d, but there are %d", what, i, len(ps))
+		}
+		return ps[i].ID, int(i), nil
+	}
+	name, err := d.name(what, false)
+	return snapshot.ProcessID(name), -1, err
+}
+
+// participants decodes ps, and reports whether they are sorted by ID
+// without duplicates.
+func (d *decoder) participants(ps []snapshot.Participant) (sorted bool, err error) {
+	sorted = true
+	for i := range ps {
+		p := &ps[i]
+		if !d.participantFast(p) {
+			if err := d.participant(p); err != nil {
+				return false, err
+			}
+		}
+		if i > 0 && ps[i-1].ID >= p.ID {
+			sorted = false
+		}
+	}
+	return sorted, nil
+}
+
+func (d *decoder) participant(p *snapshot.Participant) error {
+	if err := d.tuple(4, "participant"); err != nil {
+		return err
+	}
+	id, err := d.name("process id", false)
+	if err != nil {
+		return err
+	}
+	p.ID = snapshot.ProcessID(id)
+	if p.Kind, err = d.name("kind", true); err != nil {
+		return err
+	}
+	if p.State, err = d.raw("state", false, MaxStateSize); err != nil {
+		return err
+	}
+	p.Departed, err = d.bool("departed")
+	return err
+}
+
+// participantFast decodes a participant in the form the encoder gives
+// nearly all of them, with the checks that form needs: an array of 4, an
+// id and a kind of fewer than 32 bytes, a state of fewer than 64 KiB (or
+// nil) and a bool, all within the input. It reports whether it could;
+// if not, it has read nothing, and participant decodes the general form
+// or reports the fault.
+func (d *decoder) participantFast(p *snapshot.Participant) bool {
+	b := d.data[d.pos:]
+	if len(b) < minParticipantSize || b[0] != msgpcode.FixedArrayLow|4 || !msgpcode.IsFixedString(b[1]) {
+		return false
+	}
+	i := 2 + int(b[1]&0x1f) // the kind
+	if i >= len(b) || !msgpcode.IsFixedString(b[i]) {
+		return false
+	}
+	id := b[2:i]
+	k := i + 1 + int(b[i]&0x1f) // the state
+	if k >= len(b) {
+		return false
+	}
+	kind := b[i+1 : k]
+	i = k
+	var state []byte
+	switch {
+	case i+1 < len(b) && b[i] == msgpcode.Nil:
+		i++
+	case i+2 < len(b) && b[i] == msgpcode.Bin8:
+		n := int(b[i+1])
+		i += 2
+		if n >= len(b)-i {
+			return false
+		}
+		state, i = b[i:i+n:i+n], i+n
+	case i+3 < len(b) && b[i] == msgpcode.Bin16:
+		n := int(binary.BigEndian.Uint16(b[i+1:]))
+		i += 3
+		if n >= len(b)-i {
+			return false
+		}
+		state, i = b[i:i+n:i+n], i+n
+	default:
+		return false
+	}
+	if c := b[i]; c != msgpcode.True && c != msgpcode.False {
+		return false
+	}
+	p.ID = snapshot.ProcessID(d.str(id, false))
+	p.Kind = d.str(kind, true)
+	p.State = state
+	p.Departed = b[i] == msgpcode.True
+	d.pos += i + 1
+	return true
+}
+
+// participantIndex returns the index of id in ps, sorted by ID, or -1.
+func participantIndex(ps []snapshot.Participant, id snapshot.ProcessID) int {
+	lo, hi := 0, len(ps)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if ps[m].ID < id {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(ps) && ps[lo].ID == id {
+		return lo
+	}
+	return -1
+}
