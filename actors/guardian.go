@@ -345,7 +345,19 @@ func (g *guardian) start(reply chan<- result, direct bool) {
 			p.mb.PostFrom(controlKey, msg)
 		}
 	case g.s.cfg.initiation == Flooding:
-		parts[g.rng.IntN(len(parts))].mb.PostFrom(controlKey, &initiateMsg{id: id})
+		msg := &initiateMsg{id: id}
+		if g.s.cfg.mode == snapshot.Aligned {
+			// As Flink injects barriers at the sources: every participant
+			// that waits for no one starts; one started at random would
+			// wait for barriers that only its waiting peers can send.
+			for _, p := range parts {
+				if len(g.awaited[p.id]) == 0 {
+					p.mb.PostFrom(controlKey, msg)
+				}
+			}
+		} else {
+			parts[g.rng.IntN(len(parts))].mb.PostFrom(controlKey, msg)
+		}
 		r.timers = append(r.timers, g.later(g.s.cfg.timeout/4, &sweepMsg{id: id}))
 	default:
 		broadcast(id, parts)

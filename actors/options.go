@@ -23,7 +23,9 @@ const (
 	// Flooding: the guardian starts the snapshot at one participant and
 	// markers flood the channel graph from there (classic Chandy–Lamport);
 	// participants no channel reaches are started by the guardian after a
-	// quarter of the timeout.
+	// quarter of the timeout. In the aligned mode it starts at every
+	// participant that waits for no one's barrier, the sources of the
+	// graph of awaited channels, as Flink injects barriers at its sources.
 	Flooding
 )
 
