@@ -92,8 +92,12 @@ func (g *guardian) stalled(r *run) error {
 	r.mu.Lock()
 	missing := r.asm.Missing().Participants
 	r.mu.Unlock()
+	held := g.held()
 	if len(missing) == 0 {
-		return nil
+		if held == "" {
+			return nil // the assembler says what is missing
+		}
+		return fmt.Errorf("%w: every participant recorded, %s", snapshot.ErrTimeout, held)
 	}
 	waiting := make(map[snapshot.ProcessID]bool, len(missing))
 	for _, id := range missing {
@@ -107,8 +111,11 @@ func (g *guardian) stalled(r *run) error {
 			}
 		}
 	}
+	if held != "" {
+		held = "; " + held
+	}
 	if len(chans) == 0 {
-		return fmt.Errorf("%w: %d participants did not record: %s", snapshot.ErrTimeout, len(missing), names(missing))
+		return fmt.Errorf("%w: %d participants did not record: %s%s", snapshot.ErrTimeout, len(missing), names(missing), held)
 	}
 	slices.Sort(chans)
 	more := ""
@@ -116,8 +123,30 @@ func (g *guardian) stalled(r *run) error {
 		more = fmt.Sprintf(" and %d more", len(chans)-maxStalled)
 		chans = chans[:maxStalled]
 	}
-	return fmt.Errorf("%w: aligned barriers still awaited on %s%s (a sender held up, or a cycle without a back edge: WithBackEdges)",
-		snapshot.ErrTimeout, strings.Join(chans, ", "), more)
+	return fmt.Errorf("%w: aligned barriers still awaited on %s%s (a sender held up, or a cycle without a back edge: WithBackEdges)%s",
+		snapshot.ErrTimeout, strings.Join(chans, ", "), more, held)
+}
+
+// held names the channels whose senders participants hold paused, as
+// "senders held: a->b, ...", or "" when none is.
+func (g *guardian) held() string {
+	var chans []string
+	for _, p := range g.s.reg.live() {
+		if h := p.held.Load(); h != nil {
+			for _, from := range *h {
+				chans = append(chans, snapshot.Channel{From: from, To: p.id}.String())
+			}
+		}
+	}
+	if len(chans) == 0 {
+		return ""
+	}
+	more := ""
+	if len(chans) > maxStalled {
+		more = fmt.Sprintf(" and %d more", len(chans)-maxStalled)
+		chans = chans[:maxStalled]
+	}
+	return "senders held: " + strings.Join(chans, ", ") + more
 }
 
 func names(ids []snapshot.ProcessID) string {

@@ -59,6 +59,9 @@ type participant struct {
 	// find an older set: its sender got the start after the guardian left
 	// this one.
 	await atomic.Pointer[[]snapshot.ProcessID]
+	// held is the senders this participant holds paused (aligned mode),
+	// for the guardian's timeout reasons.
+	held atomic.Pointer[[]snapshot.ProcessID]
 
 	// Owned by the actor's goroutine.
 	state    []byte // to restore before the first message, then nil
@@ -362,6 +365,10 @@ func (p *participant) actOnce() {
 		if k, ok := p.keys[from]; ok {
 			p.mb.Resume(k)
 		}
+	}
+	if len(rd.Pause)+len(rd.Resume) > 0 {
+		held := p.proc.Blocked()
+		p.held.Store(&held)
 	}
 	p.proc.Advance()
 }
