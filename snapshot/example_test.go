@@ -65,3 +65,31 @@ func Example() {
 	// in flight b->a: [{1 transfer 3}]
 	// verify: <nil>
 }
+
+// The aligned mode: c receives from a and b. a's barrier blocks a's
+// channel until b's barrier comes; then c records, with no channel state,
+// and a's channel flows again. And BackEdges finds the channel a cycle
+// must not wait on.
+func ExampleProcess_aligned() {
+	c, _ := snapshot.NewProcess(snapshot.Config{
+		ID: "c", Mode: snapshot.Aligned, Incoming: []snapshot.ProcessID{"a", "b"},
+	})
+	show := func(when string) {
+		rd := c.Ready()
+		fmt.Printf("%s: records %d, pause %v, resume %v, channel records %d\n",
+			when, len(rd.Records), rd.Pause, rd.Resume, len(rd.Channels))
+		c.Advance()
+	}
+	_ = c.Marker("a", 1)
+	show("barrier from a")
+	_ = c.Receive("b", snapshot.Stamp{Seq: 1}, "sent before b's barrier")
+	_ = c.Marker("b", 1)
+	show("barrier from b")
+
+	ring := []snapshot.Channel{{From: "x", To: "y"}, {From: "y", To: "z"}, {From: "z", To: "x"}}
+	fmt.Println("back edges of a ring:", snapshot.BackEdges(ring, nil))
+	// Output:
+	// barrier from a: records 0, pause [a], resume [], channel records 0
+	// barrier from b: records 1, pause [], resume [a], channel records 0
+	// back edges of a ring: [z->x]
+}
