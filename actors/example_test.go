@@ -29,6 +29,16 @@ func (c *Counter) Receive(ctx actor.Context) {
 	}
 }
 
+// play starts two counters, a and b, passing a ping back and forth.
+func play(sys *actors.System) {
+	_ = sys.RegisterKind("counter", func() actor.Actor { return &Counter{} })
+	a, _ := sys.Spawn("counter", "a")
+	b, _ := sys.Spawn("counter", "b")
+	sys.Root().Send(a, b)
+	sys.Root().Send(b, a)
+	sys.Root().Send(a, &Ping{}) // from outside: starts the game
+}
+
 // Two participants pass a ping back and forth while a snapshot is taken:
 // the ping is either in one counter's state (already counted) or in flight.
 func Example() {
@@ -38,12 +48,7 @@ func Example() {
 		panic(err)
 	}
 	defer sys.Shutdown(context.Background())
-	_ = sys.RegisterKind("counter", func() actor.Actor { return &Counter{} })
-	a, _ := sys.Spawn("counter", "a")
-	b, _ := sys.Spawn("counter", "b")
-	sys.Root().Send(a, b)
-	sys.Root().Send(b, a)
-	sys.Root().Send(a, &Ping{}) // from outside: starts the game
+	play(sys)
 
 	g, err := sys.Snapshot(context.Background())
 	if err != nil {
@@ -71,12 +76,7 @@ func ExampleWithMode() {
 		panic(err)
 	}
 	defer sys.Shutdown(context.Background())
-	_ = sys.RegisterKind("counter", func() actor.Actor { return &Counter{} })
-	a, _ := sys.Spawn("counter", "a")
-	b, _ := sys.Spawn("counter", "b")
-	sys.Root().Send(a, b)
-	sys.Root().Send(b, a)
-	sys.Root().Send(a, &Ping{})
+	play(sys)
 
 	for range 3 { // the first shows the guardian the channels
 		g, err := sys.Snapshot(context.Background())
