@@ -20,8 +20,9 @@ import (
 //
 // Commands:
 //
-//	topology [declare=all|none] [initial=N] [timeout=T] [ring=N | tworings=N]
-//	         edges "a -> b" as input, or a ring of N (p0..) or two rings of N
+//	topology [declare=all|none] [initial=N] [timeout=T] [ring=N | tworings=N] [mode=aligned]
+//	         edges "a -> b" as input, or a ring of N (p0..) or two rings of N;
+//	         in the aligned mode the back edges are ShallowBackEdges's
 //	send from=a to=b amount=N
 //	snapshot at=a | snapshot broadcast
 //	deliver from=a to=b [count=N]
@@ -73,6 +74,10 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		d.ScanArgs(t, "to", &to)
 		d.MaybeScanArgs(t, "count", &count)
 		for range count {
+			if s.net.Blocked(s.index(t, d, from), s.index(t, d, to)) {
+				fmt.Fprintf(&s.out, "%s->%s is blocked\n", from, to)
+				break
+			}
 			if !s.net.Deliver(s.index(t, d, from), s.index(t, d, to)) {
 				fmt.Fprintf(&s.out, "nothing to deliver on %s->%s\n", from, to)
 				break
@@ -141,6 +146,13 @@ func (s *script) topology(t *testing.T, d *datadriven.TestData) {
 	d.MaybeScanArgs(t, "initial", &initial)
 	d.MaybeScanArgs(t, "timeout", &timeout)
 	cfg := snapshottest.Config{Graph: g, Timeout: timeout, Log: func(l string) { s.out.WriteString(l + "\n") }}
+	mode := "unaligned"
+	d.MaybeScanArgs(t, "mode", &mode)
+	m, err := snapshot.ParseMode(mode)
+	if err != nil {
+		d.Fatalf(t, "%v", err)
+	}
+	cfg.Mode = m
 	switch declare {
 	case "all":
 		cfg.Declare = snapshottest.DeclareAll
@@ -157,6 +169,11 @@ func (s *script) topology(t *testing.T, d *datadriven.TestData) {
 	}
 	s.net = net
 	fmt.Fprintf(&s.out, "%d processes, %d channels, $%d\n", g.Len(), len(g.Edges), s.total)
+	if m == snapshot.Aligned {
+		for _, e := range g.BackEdges(snapshot.ShallowBackEdges) {
+			fmt.Fprintf(&s.out, "back edge %s->%s\n", g.Names[e.From], g.Names[e.To])
+		}
+	}
 }
 
 func (s *script) index(t *testing.T, d *datadriven.TestData, name string) int {

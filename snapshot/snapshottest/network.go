@@ -506,6 +506,13 @@ func (n *Network) Deliver(from, to int) bool {
 	return true
 }
 
+// Blocked reports whether the receiver holds the channel from -> to
+// blocked (aligned mode).
+func (n *Network) Blocked(from, to int) bool {
+	l := n.links[[2]int{from, to}]
+	return l != nil && l.blocked
+}
+
 // DeliverAll delivers every queued message of a manual network, one per
 // channel in turn, until none is left. It reports how many it delivered.
 func (n *Network) DeliverAll() int {
