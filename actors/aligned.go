@@ -29,9 +29,9 @@ func (g *guardian) learn(gl *snapshot.Global) {
 }
 
 // tellAwaited computes, if the graph changed, whom each participant waits
-// for, and tells those whose set changed. It runs before a snapshot's
-// start is posted: see participant.await.
-func (g *guardian) tellAwaited(parts []*participant) {
+// for from snapshot id on, and tells those whose set changed. It runs
+// before id's start is posted: see participant.awaits.
+func (g *guardian) tellAwaited(id snapshot.SnapshotID, parts []*participant) {
 	if !g.changed {
 		return
 	}
@@ -68,7 +68,7 @@ func (g *guardian) tellAwaited(parts []*participant) {
 			continue
 		}
 		g.awaited[p.id] = from
-		p.await.Store(&from)
+		p.handAwaited(awaitHandover{id: id, from: from})
 	}
 	for id := range g.awaited {
 		if !live[id] {

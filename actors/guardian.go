@@ -335,7 +335,7 @@ func (g *guardian) start(reply chan<- result, direct bool) {
 
 	r.timers = append(r.timers, g.later(g.s.cfg.timeout, &deadlineMsg{id: id}))
 	if g.s.cfg.mode == snapshot.Aligned && !direct {
-		g.tellAwaited(parts)
+		g.tellAwaited(id, parts)
 	}
 	switch {
 	case len(parts) == 0:

@@ -3,6 +3,7 @@ package actors
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -53,12 +54,16 @@ type participant struct {
 	mb      *mailbox.Mailbox
 	pid     *actor.PID
 	stopped atomic.Bool
-	// await, when set, is whose barriers to wait for from now on (aligned
-	// mode), left by the guardian before it starts a snapshot. It is read
-	// before each start and barrier, so no barrier of that snapshot can
-	// find an older set: its sender got the start after the guardian left
-	// this one.
-	await atomic.Pointer[[]snapshot.ProcessID]
+	// awaits holds whose barriers to wait for (aligned mode), each for the
+	// snapshot the guardian is starting and those after it, left by the
+	// guardian before it posts that start; awaitsNew says there are some.
+	// They are taken before each start and barrier, so no barrier of a
+	// snapshot can find a set older than its own: its sender got the start
+	// after the guardian left the set. Older snapshots keep theirs
+	// (snapshot.Process.SetAwaited), so each waits along one graph.
+	awaitsMu  sync.Mutex
+	awaits    []awaitHandover
+	awaitsNew atomic.Bool
 	// held is the senders this participant holds paused (aligned mode),
 	// for the guardian's timeout reasons.
 	held atomic.Pointer[[]snapshot.ProcessID]
@@ -176,11 +181,33 @@ func (w *shell) deliver(ctx actor.Context, msg interface{}) {
 	c.msg = nil
 }
 
-// takeAwaited applies the guardian's latest word on whose barriers to
-// wait for, if any.
+// awaitHandover is whose barriers to wait for from snapshot id on.
+type awaitHandover struct {
+	id   snapshot.SnapshotID
+	from []snapshot.ProcessID
+}
+
+// handAwaited leaves h for the participant; the guardian calls it.
+func (p *participant) handAwaited(h awaitHandover) {
+	p.awaitsMu.Lock()
+	p.awaits = append(p.awaits, h)
+	p.awaitsMu.Unlock()
+	p.awaitsNew.Store(true)
+}
+
+// takeAwaited applies what the guardian left on whose barriers to wait
+// for, in order.
 func (p *participant) takeAwaited() {
-	if a := p.await.Swap(nil); a != nil {
-		p.proc.SetAwaited(*a)
+	if !p.awaitsNew.Load() {
+		return
+	}
+	p.awaitsMu.Lock()
+	hs := p.awaits
+	p.awaits = nil
+	p.awaitsNew.Store(false)
+	p.awaitsMu.Unlock()
+	for _, h := range hs {
+		p.proc.SetAwaited(h.id, h.from)
 	}
 }
 

@@ -316,7 +316,7 @@ func (s *System) newParticipant(k *kind, id snapshot.ProcessID, state []byte, co
 	if p.proc.Mode() == snapshot.Aligned {
 		// Wait for no one until the guardian, which knows the channel
 		// graph and its cycles, says whom (WithMode).
-		p.proc.SetAwaited(nil)
+		p.proc.SetAwaited(0, nil)
 	}
 	s.reg.byID[id] = p
 	s.reg.byKey[p.key] = p

@@ -41,26 +41,72 @@ func (p *Process) SetBackEdges(from []ProcessID) {
 	}
 }
 
-// SetAwaited restricts the channels an aligned snapshot that begins here
-// afterwards waits for to those from the senders in from (back edges
-// excepted), whether or not a message from them has arrived yet: each
-// must have the channel to this process among its outgoing ones (it sent
-// on it, or declared it), so that its barriers come. Every other incoming
-// channel, known now or discovered later, is logged after the record
-// until its barrier, as a back edge is. A coordinator that knows the
-// channel graph uses it so that no process waits on a channel it has not
-// checked for cycles. AwaitAll undoes it.
-func (p *Process) SetAwaited(from []ProcessID) {
-	p.await = make(map[ProcessID]bool, len(from))
+// SetAwaited restricts the channels that aligned snapshots numbered id and
+// above wait for to those from the senders in from (back edges excepted),
+// whether or not a message from them has arrived yet: each must have the
+// channel to this process among its outgoing ones (it sent on it, or
+// declared it), so that its barriers come. Every other incoming channel,
+// known now or discovered later, is logged after the record until its
+// barrier, as a back edge is. Snapshots below id keep the set given for
+// them before, even if they begin here later.
+//
+// A coordinator that knows the channel graph uses it so that no process
+// waits on a channel it has not checked for cycles; the id keeps every
+// snapshot aligned against one graph, even while several run and the
+// graph changes (two acyclic sets of waits from different graphs may
+// together form a cycle). Call it in increasing order of id. AwaitAll
+// undoes it.
+func (p *Process) SetAwaited(id SnapshotID, from []ProcessID) {
+	set := make(map[ProcessID]bool, len(from))
 	for _, f := range from {
-		p.await[f] = true
+		set[f] = true
 	}
-	p.awaitList = slices.Sorted(maps.Keys(p.await))
+	v := awaitSet{from: id, set: set, list: slices.Sorted(maps.Keys(set))}
+	// A set for id replaces those given for id and above.
+	i := len(p.awaits)
+	for i > 0 && p.awaits[i-1].from >= id {
+		i--
+	}
+	p.awaits = append(p.awaits[:i], v)
+	p.pruneAwaits()
 }
 
 // AwaitAll makes aligned snapshots wait again for every known incoming
 // channel that is not a back edge: the default.
-func (p *Process) AwaitAll() { p.await, p.awaitList = nil, nil }
+func (p *Process) AwaitAll() { p.awaits = nil }
+
+// awaitSet is whom snapshots numbered from and above wait for, up to the
+// next set's from.
+type awaitSet struct {
+	from SnapshotID
+	set  map[ProcessID]bool
+	list []ProcessID // set's keys, sorted
+}
+
+// awaitFor returns the set snapshot id waits for, nil for every input.
+func (p *Process) awaitFor(id SnapshotID) *awaitSet {
+	for i := len(p.awaits) - 1; i >= 0; i-- {
+		if p.awaits[i].from <= id {
+			return &p.awaits[i]
+		}
+	}
+	if len(p.awaits) > 0 {
+		return &p.awaits[0] // ids below every set's: the oldest set
+	}
+	return nil
+}
+
+// pruneAwaits drops the sets no snapshot can begin with any more: those
+// followed by a set whose every lower id is finished.
+func (p *Process) pruneAwaits() {
+	drop := 0
+	for drop+1 < len(p.awaits) && p.awaits[drop+1].from <= p.done.horizon+1 {
+		drop++
+	}
+	if drop > 0 {
+		p.awaits = slices.Delete(p.awaits, 0, drop)
+	}
+}
 
 // BackEdgesIn returns the senders whose channels are back edges here, in
 // name order.
@@ -110,12 +156,15 @@ func (p *Process) Blocked() []ProcessID {
 // begin makes id the pending snapshot. There must be none.
 func (p *Process) begin(id SnapshotID) *snap {
 	p.queued = slices.DeleteFunc(p.queued, func(q SnapshotID) bool { return q == id })
-	for _, f := range p.awaitList {
-		p.inChannel(f) // awaited before its first message
+	aw := p.awaitFor(id)
+	if aw != nil {
+		for _, f := range aw.list {
+			p.inChannel(f) // awaited before its first message
+		}
 	}
 	s := &snap{id: id, chans: make(map[ProcessID]recording, len(p.ins))}
 	for _, c := range p.ins {
-		if c.back || c.departed || (p.await != nil && !p.await[c.from]) {
+		if c.back || c.departed || (aw != nil && !aw.set[c.from]) {
 			continue
 		}
 		s.chans[c.from] = recording{awaited: true}

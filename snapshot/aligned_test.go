@@ -214,7 +214,7 @@ func TestAlignedMissingBackEdgeTimesOut(t *testing.T) {
 // are logged until their barriers.
 func TestRuleAlignedSetAwaited(t *testing.T) {
 	p := newAligned(t, "c", nil, ids("a", "b"), nil)
-	p.SetAwaited(ids("a"))
+	p.SetAwaited(0, ids("a"))
 	require.NoError(t, p.Receive("b", stamp(p, "b"), "b1"))
 	require.NoError(t, p.Marker("a", 1))
 	rd := take(p)
@@ -227,6 +227,29 @@ func TestRuleAlignedSetAwaited(t *testing.T) {
 	p.AwaitAll()
 	require.NoError(t, p.Start(2))
 	_, awaiting := p.Awaiting()
+	assert.Equal(t, ids("a", "b"), awaiting)
+}
+
+// Rule: a set given for snapshot id and above leaves the snapshots below
+// it with the set they had, even those that begin here later: each
+// snapshot waits along one graph.
+func TestRuleAlignedAwaitedSetsByID(t *testing.T) {
+	p := newAligned(t, "c", nil, ids("a", "b"), nil)
+	p.SetAwaited(0, ids("a"))
+	p.SetAwaited(3, ids("b"))
+	require.NoError(t, p.Start(2))
+	id, awaiting := p.Awaiting()
+	assert.Equal(t, snapshot.SnapshotID(2), id)
+	assert.Equal(t, ids("a"), awaiting, "snapshot 2 waits as the set for it says")
+	require.NoError(t, p.Marker("a", 2))
+	require.Len(t, take(p).Records, 1)
+	require.NoError(t, p.Start(3))
+	_, awaiting = p.Awaiting()
+	assert.Equal(t, ids("b"), awaiting)
+	p.SetAwaited(2, ids("a", "b")) // replaces the set for 3 and above
+	p.Forget(3)
+	require.NoError(t, p.Start(4))
+	_, awaiting = p.Awaiting()
 	assert.Equal(t, ids("a", "b"), awaiting)
 }
 

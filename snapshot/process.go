@@ -109,12 +109,11 @@ type Process struct {
 	ready Ready
 
 	// Aligned mode.
-	back      map[ProcessID]bool
-	await     map[ProcessID]bool // nil: every input that is not a back edge
-	awaitList []ProcessID        // await's keys, sorted
-	pending   *snap              // the one snapshot aligning here, not yet recorded
-	queued    []SnapshotID       // started by the coordinator while another aligned
-	dirty     []*inChan          // channels whose blocking changed since Ready
+	back    map[ProcessID]bool
+	awaits  []awaitSet   // by increasing from; none: every input that is not a back edge
+	pending *snap        // the one snapshot aligning here, not yet recorded
+	queued  []SnapshotID // started by the coordinator while another aligned
+	dirty   []*inChan    // channels whose blocking changed since Ready
 }
 
 // NewProcess returns a Process with cfg's declared channels.
@@ -429,6 +428,7 @@ func (p *Process) Forget(id SnapshotID) {
 		}
 	}
 	p.done.add(id)
+	p.pruneAwaits()
 	p.startQueued()
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,6 +57,14 @@ type Config struct {
 	// out, to test what a missing back edge does.
 	BackEdges   []Edge
 	NoBackEdges bool
+	// Learn, in the aligned mode, makes the coordinator do what actorsnap's
+	// guardian does instead of BackEdges: it learns the channel graph from
+	// the snapshots it completes and, before starting a snapshot, tells
+	// every process whom to wait for from that snapshot on
+	// (Process.SetAwaited), leaving out the back edges
+	// snapshot.ShallowBackEdges finds. Until a snapshot has shown it a
+	// channel, no one waits on it.
+	Learn bool
 }
 
 // App is the application run by the processes of a Network.
@@ -160,6 +169,8 @@ type Network struct {
 	trace  *Trace
 
 	held      int // deliveries waiting on blocked links
+	learned   map[snapshot.Channel]bool
+	changed   bool // learned grew since the processes were told
 	nextID    snapshot.SnapshotID
 	runs      map[snapshot.SnapshotID]*run
 	pending   []snapshot.SnapshotID
@@ -191,7 +202,7 @@ func NewNetwork(cfg Config, app App) (*Network, error) {
 		pcfg[i].ID = name
 		pcfg[i].Mode = cfg.Mode
 	}
-	if cfg.Mode == snapshot.Aligned && !cfg.NoBackEdges {
+	if cfg.Mode == snapshot.Aligned && !cfg.NoBackEdges && !cfg.Learn {
 		back := cfg.BackEdges
 		if back == nil {
 			back = cfg.Graph.BackEdges(snapshot.ShallowBackEdges)
@@ -223,8 +234,12 @@ func NewNetwork(cfg Config, app App) (*Network, error) {
 		if err != nil {
 			return nil, err
 		}
+		if cfg.Learn {
+			p.SetAwaited(0, nil)
+		}
 		n.procs = append(n.procs, p)
 	}
+	n.learned = make(map[snapshot.Channel]bool)
 	return n, nil
 }
 
@@ -351,6 +366,9 @@ func (n *Network) StartSnapshot(initiator int) snapshot.SnapshotID {
 		n.fail(err)
 		return id
 	}
+	if n.cfg.Learn && n.changed {
+		n.tellAwaited(id)
+	}
 	r := &run{asm: asm, start: n.now}
 	if n.cfg.SweepAfter > 0 {
 		r.nextSweep = n.now + int64(n.cfg.SweepAfter)
@@ -449,6 +467,12 @@ func (n *Network) check() {
 		case snapshot.Complete:
 			g, _ := r.asm.Global()
 			n.completed = append(n.completed, g)
+			for _, c := range g.Channels {
+				if !n.learned[c.Channel] {
+					n.learned[c.Channel] = true
+					n.changed = true
+				}
+			}
 			n.logf("snapshot %d: complete at tick %d", id, n.now)
 		case snapshot.Aborted:
 			n.aborted = append(n.aborted, st.Err)
@@ -504,6 +528,31 @@ func (n *Network) Deliver(from, to int) bool {
 	}
 	n.deliverEnvelope(from, to, l.pop())
 	return true
+}
+
+// tellAwaited tells every process whom to wait for from snapshot id on:
+// the senders of the learned channels that are not back edges.
+func (n *Network) tellAwaited(id snapshot.SnapshotID) {
+	n.changed = false
+	chans := make([]snapshot.Channel, 0, len(n.learned))
+	for c := range n.learned {
+		chans = append(chans, c)
+	}
+	slices.SortFunc(chans, func(a, b snapshot.Channel) int { return strings.Compare(a.String(), b.String()) })
+	back := make(map[snapshot.Channel]bool)
+	for _, c := range snapshot.ShallowBackEdges(chans, nil) {
+		back[c] = true
+	}
+	from := make(map[snapshot.ProcessID][]snapshot.ProcessID)
+	for _, c := range chans {
+		if !back[c] {
+			from[c.To] = append(from[c.To], c.From)
+		}
+	}
+	for i, p := range n.procs {
+		n.logf("%s: await %v from snapshot %d", n.name(i), from[p.ID()], id)
+		p.SetAwaited(id, from[p.ID()])
+	}
 }
 
 // Blocked reports whether the receiver holds the channel from -> to
