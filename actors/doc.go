@@ -67,8 +67,13 @@
 //     supervisor, aborts every snapshot in progress it takes part in, with
 //     ErrParticipantStopped or ErrParticipantRestarted naming it: the state
 //     the snapshot is built on is gone. Later snapshots go on without a
-//     stopped participant: messages it sent are still accounted for, and
-//     messages sent to it after it stopped are dead letters.
+//     stopped participant: messages it sent are still accounted for (also
+//     those its receivers read after it stopped), and messages sent to it
+//     after it stopped are dead letters. One that sent messages stays in
+//     every later snapshot as departed, with its final counters (its
+//     receivers keep counting its channels), and its name is not given
+//     again (ErrNameRetired). A system that stops many participants grows
+//     its snapshots by one small record each.
 //   - A snapshot not complete within its timeout is aborted with
 //     snapshot.ErrTimeout and what it waited for. The previous complete
 //     snapshot stays the latest in the store.

@@ -160,7 +160,7 @@ type guardian struct {
 	self     *actor.PID
 	next     snapshot.SnapshotID
 	runs     map[snapshot.SnapshotID]*run
-	departed map[snapshot.ProcessID]snapshot.LocalRecord // final counters of stopped participants
+	departed map[snapshot.ProcessID]snapshot.LocalRecord // final counters of stopped participants, kept: receivers report their channels in every record
 	ticker   *time.Timer
 	down     bool
 	rng      *rand.Rand
@@ -430,27 +430,8 @@ func (g *guardian) complete(r *run, gl *snapshot.Global) {
 			g.s.log.Warn("retention failed", slog.Any("error", err))
 		}
 	}
-	g.prune(gl)
 	g.learn(gl)
 	g.finish(r, gl, nil)
-}
-
-// prune forgets the final counters of stopped participants whose every
-// message had been received before gl's cut: later snapshots need nothing
-// of them.
-func (g *guardian) prune(gl *snapshot.Global) {
-	for id := range g.departed {
-		done := true
-		for _, c := range gl.Channels {
-			if c.Channel.From == id && c.Received != c.Sent {
-				done = false
-				break
-			}
-		}
-		if done {
-			delete(g.departed, id)
-		}
-	}
 }
 
 // finish ends r: waiters get the outcome, and the event stream and the

@@ -488,3 +488,47 @@ func TestMetricsAndLogs(t *testing.T) {
 	assert.Contains(t, logs.String(), "snapshot complete")
 	assert.Contains(t, logs.String(), "snapshot aborted")
 }
+
+// A participant that stops while its messages still wait in a receiver's
+// queue: they count on its channel when read, and later snapshots balance.
+func TestStoppedBeforeItsMessagesAreRead(t *testing.T) {
+	forModes(t, func(t *testing.T, mode Option) {
+		sys, pids, events := probes(t, 2, mode)
+		defer shutdown(t, sys)
+		release := block(t, sys, pids[1])
+		defer release()
+		sys.Root().Send(pids[0], &sendTo{to: pids[1], msg: &note{Text: "last words"}})
+		sys.Root().Send(pids[0], &sendTo{to: pids[0], msg: &note{Text: "sent"}})
+		require.Equal(t, "sent", waitFor(t, events))
+		require.NoError(t, sys.Root().StopFuture(pids[0]).Wait())
+		release()
+		require.Equal(t, "last words", waitFor(t, events))
+		for range 2 {
+			g, err := sys.Snapshot(context.Background())
+			require.NoError(t, err)
+			require.NoError(t, g.Verify())
+			p0, ok := g.Participant("p0")
+			if ok {
+				assert.True(t, p0.Departed)
+			}
+		}
+	})
+}
+
+// The name of a participant that stopped is not given again: its channels
+// stay in the snapshots' accounts.
+func TestNameOfStoppedParticipantIsRetired(t *testing.T) {
+	sys, pids, _ := probes(t, 2)
+	defer shutdown(t, sys)
+	require.NoError(t, sys.Root().StopFuture(pids[0]).Wait())
+	_, err := sys.Snapshot(context.Background()) // the guardian has heard of the stop
+	require.NoError(t, err)
+	_, err = sys.Spawn("probe", "p0")
+	require.ErrorIs(t, err, ErrNameRetired)
+	assert.Contains(t, err.Error(), "spawning p0")
+	_, err = sys.Spawn("probe", "p0-again")
+	require.NoError(t, err)
+	g, err := sys.Snapshot(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, g.Verify())
+}

@@ -433,7 +433,7 @@ func (p *participant) depart() {
 			t.mb.PostFrom(p.key, &departedMsg{})
 		}
 	}
-	p.sys.unregister(p)
+	p.sys.retire(p)
 	p.sys.root.Send(p.sys.guardian, &stoppedMsg{id: p.id, final: final})
 	p.sys.stopped.Done()
 }

@@ -101,6 +101,7 @@ func (s *System) restore(ctx context.Context, g *snapshot.Global) error {
 			ghost.stopped.Store(true)
 			s.reg.mu.Lock()
 			s.reg.byKey[ghost.key] = ghost
+			s.reg.retired[pt.ID] = true
 			s.reg.mu.Unlock()
 			keys[pt.ID] = ghost.key
 			continue

@@ -30,6 +30,11 @@ var (
 	ErrBusy = errors.New("actors: too many snapshots in progress")
 	// ErrUnknownKind is returned by Spawn for a kind never registered.
 	ErrUnknownKind = errors.New("actors: unknown kind")
+	// ErrNameRetired is returned by Spawn for the name of a participant
+	// that stopped: its channels stay in every later snapshot's accounts
+	// (their counters continue), so a new participant under the same name
+	// would be taken for it. Spawn it under another name.
+	ErrNameRetired = errors.New("actors: name of a stopped participant")
 	// ErrParticipantStopped is the reason of a snapshot aborted because a
 	// participant stopped before it could complete.
 	ErrParticipantStopped = errors.New("actors: participant stopped")
@@ -108,7 +113,8 @@ type registry struct {
 	mu      sync.RWMutex
 	byID    map[snapshot.ProcessID]*participant
 	byKey   map[mailbox.SenderKey]*participant
-	pending []snapshot.SnapshotID // snapshots in progress
+	pending []snapshot.SnapshotID       // snapshots in progress
+	retired map[snapshot.ProcessID]bool // ids of participants that stopped
 	runs    map[snapshot.SnapshotID]*run
 }
 
@@ -162,9 +168,10 @@ func NewSystem(opts ...Option) (*System, error) {
 		guardSTW: make(chan struct{}),
 		pool:     newPool(participantThroughput, workerIdle),
 		reg: registry{
-			byID:  make(map[snapshot.ProcessID]*participant),
-			byKey: make(map[mailbox.SenderKey]*participant),
-			runs:  make(map[snapshot.SnapshotID]*run),
+			byID:    make(map[snapshot.ProcessID]*participant),
+			byKey:   make(map[mailbox.SenderKey]*participant),
+			runs:    make(map[snapshot.SnapshotID]*run),
+			retired: make(map[snapshot.ProcessID]bool),
 		},
 	}
 	if s.metrics, err = newMetrics(cfg.meter); err != nil {
@@ -309,6 +316,9 @@ func (s *System) newParticipant(k *kind, id snapshot.ProcessID, state []byte, co
 	if _, dup := s.reg.byID[id]; dup {
 		return nil, fmt.Errorf("actors: spawning %s: %w", id, actor.ErrNameExists)
 	}
+	if s.reg.retired[id] {
+		return nil, fmt.Errorf("actors: spawning %s: %w", id, ErrNameRetired)
+	}
 	var err error
 	if p.proc, err = snapshot.NewProcess(config(s.reg.pending)); err != nil {
 		return nil, err
@@ -336,6 +346,22 @@ func (s *System) start(spawner actor.SpawnerContext, p *participant, k *kind, na
 	}
 	p.pid = pid
 	return pid, nil
+}
+
+// retire unregisters a participant that stopped. Its sender key keeps
+// naming it, through a ghost that holds nothing else: messages it sent may
+// still wait in receivers' queues, and they must count on its channels.
+// Its name is not given again (ErrNameRetired).
+func (s *System) retire(p *participant) {
+	ghost := &participant{id: p.id, key: p.key}
+	ghost.stopped.Store(true)
+	s.reg.mu.Lock()
+	defer s.reg.mu.Unlock()
+	if s.reg.byID[p.id] == p {
+		delete(s.reg.byID, p.id)
+	}
+	s.reg.byKey[p.key] = ghost
+	s.reg.retired[p.id] = true
 }
 
 func (s *System) unregister(p *participant) {
