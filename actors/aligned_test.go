@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/vmihailenco/msgpack/v5"
@@ -128,4 +129,23 @@ func TestAlignedOptions(t *testing.T) {
 	require.ErrorIs(t, err, ErrConfig)
 	_, err = NewSystem(WithMode(snapshot.Mode(9)))
 	require.ErrorIs(t, err, ErrConfig)
+}
+
+// A participant that crashes while it holds a sender paused: the
+// snapshot is aborted, and the sender's held message reaches the
+// restarted actor.
+func TestAlignedCrashWhilePausedResumes(t *testing.T) {
+	sys, _, events, second := alignedFixture(t)
+	defer shutdown(t, sys)
+	pending, release := second()
+	defer release()
+	sys.Root().Send(actor.NewPID(sys.ActorSystem().Address(), "p2"), &boom{})
+	r := waitFor(t, pending)
+	require.ErrorIs(t, r.err, ErrParticipantRestarted)
+	assert.Contains(t, r.err.Error(), "p2")
+	assert.Equal(t, "after", waitFor(t, events), "p0 resumed at the restarted p2")
+	release()
+	g, err := sys.Snapshot(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, g.Verify())
 }
