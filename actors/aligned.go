@@ -132,7 +132,7 @@ func (g *guardian) stalled(r *run) error {
 func (g *guardian) held() string {
 	var chans []string
 	for _, p := range g.s.reg.live() {
-		if h := p.held.Load(); h != nil {
+		if h := p.paused.Load(); h != nil {
 			for _, from := range *h {
 				chans = append(chans, snapshot.Channel{From: from, To: p.id}.String())
 			}

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -148,4 +149,30 @@ func TestAlignedCrashWhilePausedResumes(t *testing.T) {
 	g, err := sys.Snapshot(context.Background())
 	require.NoError(t, err)
 	require.NoError(t, g.Verify())
+}
+
+// The first message of a new channel, from a sender that has recorded
+// the snapshot its receiver is aligning, stands for that sender's
+// barrier: it is held (not delivered, not counted) until the receiver
+// records, then delivered before anything else from that sender.
+func TestAlignedHoldsFirstMessageOfNewChannel(t *testing.T) {
+	sys, _, events, second := alignedFixture(t)
+	defer shutdown(t, sys)
+	pending, release := second() // p2 aligns, waiting for p1; p3 has recorded
+	defer release()
+	pid := func(name string) *actor.PID { return actor.NewPID(sys.ActorSystem().Address(), name) }
+	sys.Root().Send(pid("p3"), &sendTo{to: pid("p2"), msg: &note{Text: "from p3"}})
+	sys.Root().Send(pid("p3"), &sendTo{to: pid("p2"), msg: &note{Text: "from p3 again"}})
+	sys.Root().Send(pid("p3"), &sendTo{to: pid("p3"), msg: &note{Text: "p3 sent"}})
+	require.Equal(t, "p3 sent", waitFor(t, events))
+	release()
+	r := waitFor(t, pending)
+	require.NoError(t, r.err)
+	got := []string{waitFor(t, events), waitFor(t, events), waitFor(t, events)}
+	assert.ElementsMatch(t, []string{"after", "from p3", "from p3 again"}, got)
+	assert.Less(t, slices.Index(got, "from p3"), slices.Index(got, "from p3 again"), "the held message goes first")
+	g := r.global
+	require.NoError(t, g.Verify())
+	assert.NotContains(t, seenBy(t, g, "p2"), "from p3")
+	assert.Zero(t, g.TotalInFlight(), "no channel state: p2 recorded when p1's barrier came")
 }

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -64,9 +65,9 @@ type participant struct {
 	awaitsMu  sync.Mutex
 	awaits    []awaitHandover
 	awaitsNew atomic.Bool
-	// held is the senders this participant holds paused (aligned mode),
+	// paused is the senders this participant holds paused (aligned mode),
 	// for the guardian's timeout reasons.
-	held atomic.Pointer[[]snapshot.ProcessID]
+	paused atomic.Pointer[[]snapshot.ProcessID]
 
 	// Owned by the actor's goroutine.
 	state    []byte // to restore before the first message, then nil
@@ -84,6 +85,8 @@ type participant struct {
 	children map[snapshot.ProcessID]bool
 	reports  map[snapshot.SnapshotID]*reportMsg // recorded, not yet finished
 	forget   []snapshot.SnapshotID              // to Forget after the actions in hand
+	held     map[snapshot.ProcessID]heldMsg     // aligned: first messages held behind barriers
+	release  []snapshot.ProcessID               // senders whose held message can go
 	enc      encoder
 }
 
@@ -104,6 +107,15 @@ func (w *shell) Receive(ctx actor.Context) {
 		w.lifecycle(ctx)
 		return
 	}
+	w.receive(ctx, key)
+	if len(p.release) > 0 {
+		w.releaseHeld(ctx)
+	}
+}
+
+// receive handles a message from a participant or the guardian.
+func (w *shell) receive(ctx actor.Context, key mailbox.SenderKey) {
+	p := w.p
 	if key == controlKey {
 		switch m := ctx.Message().(type) {
 		case *initiateMsg:
@@ -139,8 +151,11 @@ func (w *shell) Receive(ctx actor.Context) {
 		delete(p.peers, key)
 		delete(p.keys, from)
 	case *firstMsg:
-		p.receive(from, m.stamp, actor.UnwrapEnvelopeMessage(m.msg))
-		w.deliver(ctx, m.msg)
+		if p.receive(from, m.stamp, actor.UnwrapEnvelopeMessage(m.msg)) {
+			w.deliver(ctx, m.msg)
+		} else {
+			p.held[from] = heldMsg{stamp: m.stamp, msg: m.msg}
+		}
 	default:
 		p.receive(from, snapshot.Stamp{Seq: p.proc.Received(from) + 1}, m)
 		w.deliver(ctx, nil)
@@ -232,16 +247,57 @@ func (p *participant) peer(key mailbox.SenderKey) snapshot.ProcessID {
 	return from
 }
 
-func (p *participant) receive(from snapshot.ProcessID, st snapshot.Stamp, payload interface{}) {
-	if err := p.proc.Receive(from, st, payload); err != nil {
-		// Only a broken FIFO path gets here: every snapshot in progress is lost.
-		for _, id := range p.proc.Active() {
-			p.fail(id, err)
+// receive accounts for a message before the application sees it. It
+// reports false if the message must be held instead (aligned mode: a new
+// channel's first message that stands for its sender's barrier), until
+// the Process unblocks its sender.
+func (p *participant) receive(from snapshot.ProcessID, st snapshot.Stamp, payload interface{}) bool {
+	for {
+		err := p.proc.Receive(from, st, payload)
+		if errors.Is(err, snapshot.ErrHeld) {
+			p.act()
+			if p.proc.IsBlocked(from) {
+				return false
+			}
+			continue // carrying out the barrier unblocked it already
 		}
+		if err != nil {
+			// Only a broken FIFO path gets here: every snapshot in progress is lost.
+			for _, id := range p.proc.Active() {
+				p.fail(id, err)
+			}
+		}
+		p.act()
+		if tr := p.sys.trace; tr != nil {
+			tr.Received(snapshot.Channel{From: from, To: p.id}, p.proc.Received(from))
+		}
+		return true
 	}
-	p.act()
-	if tr := p.sys.trace; tr != nil {
-		tr.Received(snapshot.Channel{From: from, To: p.id}, p.proc.Received(from))
+}
+
+// heldMsg is a message held behind a barrier (participant.receive).
+type heldMsg struct {
+	stamp snapshot.Stamp
+	msg   interface{}
+}
+
+// releaseHeld delivers the held messages of the senders the last actions
+// unblocked, before the mailbox delivers anything else of theirs.
+func (w *shell) releaseHeld(ctx actor.Context) {
+	p := w.p
+	for len(p.release) > 0 {
+		from := p.release[0]
+		p.release = p.release[1:]
+		h, ok := p.held[from]
+		if !ok || p.proc.IsBlocked(from) {
+			continue // blocked again: released at its next resume
+		}
+		delete(p.held, from)
+		if p.receive(from, h.stamp, actor.UnwrapEnvelopeMessage(h.msg)) {
+			w.deliver(ctx, h.msg)
+		} else {
+			p.held[from] = h
+		}
 	}
 }
 
@@ -392,10 +448,13 @@ func (p *participant) actOnce() {
 		if k, ok := p.keys[from]; ok {
 			p.mb.Resume(k)
 		}
+		if _, ok := p.held[from]; ok {
+			p.release = append(p.release, from)
+		}
 	}
 	if len(rd.Pause)+len(rd.Resume) > 0 {
-		held := p.proc.Blocked()
-		p.held.Store(&held)
+		blocked := p.proc.Blocked()
+		p.paused.Store(&blocked)
 	}
 	p.proc.Advance()
 }

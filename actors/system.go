@@ -308,6 +308,7 @@ func (s *System) newParticipant(k *kind, id snapshot.ProcessID, state []byte, co
 		byID:     make(map[snapshot.ProcessID]*participant),
 		peers:    make(map[mailbox.SenderKey]snapshot.ProcessID),
 		keys:     make(map[snapshot.ProcessID]mailbox.SenderKey),
+		held:     make(map[snapshot.ProcessID]heldMsg),
 		children: make(map[snapshot.ProcessID]bool),
 		reports:  make(map[snapshot.SnapshotID]*reportMsg),
 	}

@@ -21,6 +21,9 @@ import (
 //     barrier came are empty, every other incoming channel (back edges,
 //     channels not awaited) is logged from the record until its barrier,
 //     as in the unaligned mode; then every blocked channel is unblocked.
+//   - The first message of a new channel whose sender had recorded the
+//     pending snapshot stands for that sender's barrier: the channel is
+//     blocked and the message handed back to be held (ErrHeld).
 //   - Anything that needs a snapshot recorded now (Initiate, a barrier or
 //     a first message of another snapshot) first records the pending one
 //     as it stands, logging the channels still awaited. The cut stays
@@ -183,18 +186,10 @@ func (p *Process) barrier(c *inChan, id SnapshotID) error {
 		case s != nil && s.recorded:
 			return p.lateMarker(s, c)
 		case s != nil:
-			r := s.chans[c.from]
-			if r.closed {
+			if s.chans[c.from].closed {
 				return fmt.Errorf("%w: snapshot %d: second barrier on %s", ErrProtocol, id, Channel{From: c.from, To: p.id})
 			}
-			if r.awaited {
-				s.awaiting--
-			}
-			s.chans[c.from] = recording{closed: true}
-			p.setBlocked(c, true)
-			if s.awaiting == 0 {
-				p.record(id, nil)
-			}
+			p.arrive(s, c)
 			return nil
 		case p.pending != nil:
 			p.record(p.pending.id, nil) // forced: see the rules above
@@ -202,6 +197,48 @@ func (p *Process) barrier(c *inChan, id SnapshotID) error {
 			p.begin(id)
 		}
 	}
+}
+
+// arrive takes the barrier of the pending snapshot s on c: c is blocked,
+// and s records if it awaits nothing more.
+func (p *Process) arrive(s *snap, c *inChan) {
+	if s.chans[c.from].awaited {
+		s.awaiting--
+	}
+	s.chans[c.from] = recording{closed: true}
+	p.setBlocked(c, true)
+	if s.awaiting == 0 {
+		p.record(s.id, nil)
+	}
+}
+
+// holds reports whether the first message of channel c, stamped st, is to
+// be held (ErrHeld) rather than make the pending snapshot record at once:
+// its sender had recorded the pending snapshot, so the message stands for
+// its barrier, and it names no snapshot this process has not heard of
+// (those would make it record now anyway). It then takes the barrier.
+func (p *Process) holds(c *inChan, st *Stamp) bool {
+	s := p.pending
+	if s == nil || !st.covers(s.id) || s.chans[c.from].closed {
+		return false
+	}
+	for _, id := range st.Recorded {
+		if p.done.has(id) || id == s.id {
+			continue
+		}
+		if t := p.find(id); t == nil || !t.recorded {
+			return false
+		}
+	}
+	p.arrive(s, c)
+	return true
+}
+
+// IsBlocked reports whether the channel from from is blocked: its
+// messages wait (aligned mode).
+func (p *Process) IsBlocked(from ProcessID) bool {
+	c := p.in[from]
+	return c != nil && c.blocked
 }
 
 // recordNow records id at once, via a channel that acts as its marker

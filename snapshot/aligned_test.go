@@ -155,16 +155,38 @@ func TestRuleAlignedDepartedNotAwaited(t *testing.T) {
 }
 
 // Rule: the first message of a channel whose sender had recorded the
-// pending snapshot acts as its barrier and records it now.
-func TestRuleAlignedFirstMessageRecordsPending(t *testing.T) {
+// pending snapshot stands for its barrier: the channel is blocked and the
+// message held (ErrHeld, not accounted for) until the snapshot records;
+// given again then, it is received after the record.
+func TestRuleAlignedFirstMessageHeld(t *testing.T) {
 	p := newAligned(t, "c", nil, ids("a"), nil)
 	require.NoError(t, p.Start(1))
-	require.NoError(t, p.Receive("new", snapshot.Stamp{Seq: 1, Recorded: []snapshot.SnapshotID{1}}, "n1"))
+	first := snapshot.Stamp{Seq: 1, Recorded: []snapshot.SnapshotID{1}}
+	require.ErrorIs(t, p.Receive("new", first, "n1"), snapshot.ErrHeld)
 	rd := take(p)
-	require.Len(t, rd.Records, 1)
-	assert.Equal(t, []snapshot.PeerCount{{Peer: "a", N: 0}, {Peer: "new", N: 0}}, rd.Records[0].Received, "recorded before n1")
+	assert.Empty(t, rd.Records)
+	assert.Equal(t, ids("new"), rd.Pause)
+	assert.True(t, p.IsBlocked("new"))
+	assert.Zero(t, p.Received("new"), "a held message is not accounted for")
+
 	require.NoError(t, p.Marker("a", 1))
 	rd = take(p)
+	require.Len(t, rd.Records, 1)
+	assert.Equal(t, []snapshot.PeerCount{{Peer: "a", N: 0}, {Peer: "new", N: 0}}, rd.Records[0].Received)
+	assert.Equal(t, ids("new"), rd.Resume)
+	assert.Empty(t, rd.Channels, "no channel state: both channels aligned")
+	require.NoError(t, p.Receive("new", first, "n1"), "given again once unblocked")
+	assert.Equal(t, uint64(1), p.Received("new"))
+
+	// A first message that names a snapshot this process has not heard of
+	// makes it record at once instead, logging what it awaited.
+	q := newAligned(t, "q", nil, ids("a"), nil)
+	require.NoError(t, q.Start(1))
+	require.NoError(t, q.Receive("new", snapshot.Stamp{Seq: 1, Recorded: []snapshot.SnapshotID{1, 2}}, "n1"))
+	rd = take(q)
+	require.Len(t, rd.Records, 2)
+	require.NoError(t, q.Marker("a", 1))
+	rd = take(q)
 	require.Len(t, rd.Channels, 1, "a, awaited when the record was forced, closes on its barrier")
 	assert.Empty(t, rd.Channels[0].Messages)
 }

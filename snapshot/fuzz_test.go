@@ -1,6 +1,7 @@
 package snapshot_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -163,6 +164,12 @@ func (h *harness) deliver(i, j int) bool {
 		return true
 	}
 	err := h.procs[j].Receive(from, m.stamp, m.payload)
+	if errors.Is(err, snapshot.ErrHeld) {
+		// Held behind a barrier: back at the head of its link.
+		h.step(j, nil)
+		h.links[i][j] = append([]fuzzMsg{m}, h.links[i][j]...)
+		return true
+	}
 	h.step(j, err)
 	if err == nil {
 		h.trace.Received(snapshot.Channel{From: from, To: h.names[j]}, m.stamp.Seq)

@@ -247,6 +247,9 @@ func (p *Process) Receive(from ProcessID, st Stamp, payload any) error {
 		return &SequenceError{Channel: Channel{From: from, To: p.id}, Expected: c.received + 1, Got: st.Seq}
 	}
 	if st.Seq == 1 && (len(p.snaps) > 0 || len(st.Recorded) > 0 || st.Horizon > 0) {
+		if p.holds(c, &st) {
+			return ErrHeld
+		}
 		if err := p.firstMessage(c, &st); err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/actorsnap/actorsnap/snapshot"
@@ -123,16 +124,25 @@ func TestRandomizedAligned(t *testing.T) {
 	if testing.Short() && *seed == 0 {
 		count = 500
 	}
+	heldTotal := 0
+	defer func() { t.Logf("%d first messages held behind barriers", heldTotal) }()
 	for s := first; s < first+count; s++ {
 		run := randomAlignedRun(s)
 		fail := func(err error) {
 			t.Fatalf("seed %d (%d processes, %d edges, declare %d, broadcast %.1f, %d snapshots): %v\nreplay: go test ./snapshot -run 'TestRandomizedAligned$' -seed %d -v",
 				s, run.Graph.Len(), len(run.Graph.Edges), run.Declare, run.Broadcast, run.Snapshots, err, s)
 		}
+		var held int
+		run.Log = func(line string) {
+			if strings.Contains(line, ": held seq=") {
+				held++
+			}
+		}
 		res, err := run.Run()
 		if err != nil {
 			fail(err)
 		}
+		heldTotal += held
 		if run.Declare != snapshottest.DeclareAll || run.Broadcast < 1 || run.Learn {
 			continue
 		}

@@ -108,6 +108,16 @@ type link struct {
 
 func (l *link) empty() bool { return l.head == len(l.q) }
 
+// unpop puts e back at the head of the link.
+func (l *link) unpop(e envelope) {
+	if l.head > 0 {
+		l.head--
+		l.q[l.head] = e
+		return
+	}
+	l.q = append([]envelope{e}, l.q...)
+}
+
 func (l *link) pop() envelope {
 	e := l.q[l.head]
 	l.q[l.head] = envelope{}
@@ -492,8 +502,31 @@ func (n *Network) deliverEnvelope(from, to int, e envelope) {
 	case data:
 		ch := snapshot.Channel{From: n.name(from), To: n.name(to)}
 		n.logf("%s: deliver seq=%d %v", ch, e.stamp.Seq, e.payload)
-		n.step(to, func(p *snapshot.Process) error { return p.Receive(ch.From, e.stamp, e.payload) })
+		held := false
+		n.step(to, func(p *snapshot.Process) error {
+			err := p.Receive(ch.From, e.stamp, e.payload)
+			if errors.Is(err, snapshot.ErrHeld) {
+				held, err = true, nil
+			}
+			return err
+		})
 		if n.err != nil {
+			return
+		}
+		if held {
+			// Back at the head of its link, delivered again when the link
+			// is unblocked (at once if it already is).
+			n.logf("%s: held seq=%d", ch, e.stamp.Seq)
+			if !n.procs[to].IsBlocked(ch.From) {
+				n.deliverEnvelope(from, to, e)
+				return
+			}
+			l := n.link(from, to)
+			l.unpop(e)
+			if n.cfg.MaxDelay > 0 {
+				l.held++
+				n.held++
+			}
 			return
 		}
 		n.trace.Received(ch, e.stamp.Seq)
