@@ -235,9 +235,11 @@ func (p *Process) firstStamp() Stamp {
 // Receive is called for every application message received from from,
 // before the application sees it. If it leaves actions (HasReady), the
 // caller carries them out before delivering the message: the message may
-// act as a marker, and the state must be recorded without it. An error
-// means the channel's FIFO guarantee was broken or the stamp contradicts
-// the protocol; the message was not accounted for.
+// act as a marker, and the state must be recorded without it. ErrHeld
+// (aligned mode) says to hold the message and give it again once its
+// channel is unblocked. Any other error means the channel's FIFO
+// guarantee was broken or the stamp contradicts the protocol; the message
+// was not accounted for.
 func (p *Process) Receive(from ProcessID, st Stamp, payload any) error {
 	c := p.inChannel(from)
 	if c.blocked {
