@@ -60,7 +60,9 @@
 //  3. On receiving an application message, call Receive with its sender and
 //     stamp before the application sees it. An error means the channel is
 //     not FIFO and exactly-once (a message lost, duplicated or reordered):
-//     the snapshots in progress cannot complete and should be aborted.
+//     the snapshots in progress cannot complete and should be aborted;
+//     except ErrHeld (aligned mode), which says to hold the message and
+//     give it again once IsBlocked says its sender is no longer blocked.
 //  4. On receiving a marker, call Marker; to start a snapshot here, call
 //     Initiate; on a coordinator's broadcast start, call Start (the same
 //     as Initiate in the unaligned mode).
