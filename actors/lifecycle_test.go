@@ -532,3 +532,32 @@ func TestNameOfStoppedParticipantIsRetired(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, g.Verify())
 }
+
+// A participant that would hold more messages as channel state than
+// WithMaxRecorded allows fails the snapshot with a reason naming it, and
+// lets go of them; snapshots that stay under the bound complete.
+func TestMaxRecordedBoundsChannelState(t *testing.T) {
+	b := newBank(t, 1000, 1000, 13, WithMaxRecorded(1))
+	defer shutdown(t, b.sys)
+	over := 0
+	for range 10 {
+		g, err := b.sys.Snapshot(context.Background())
+		if err != nil {
+			require.ErrorIs(t, err, ErrOverBudget)
+			assert.Contains(t, err.Error(), "holds 2 messages in flight, above 1 (WithMaxRecorded)")
+			over++
+			continue
+		}
+		b.check(t, g)
+		perReceiver := map[snapshot.ProcessID]int{}
+		for _, c := range g.Channels {
+			perReceiver[c.Channel.To] += len(c.Messages)
+		}
+		for to, n := range perReceiver {
+			assert.LessOrEqual(t, n, 1, "%s recorded %d", to, n)
+		}
+	}
+	assert.Positive(t, over, "2,000 transfers in flight on 1,000 accounts: some account records 2")
+	_, err := NewSystem(WithMaxRecorded(-1))
+	require.ErrorIs(t, err, ErrConfig)
+}

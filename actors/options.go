@@ -42,6 +42,7 @@ type config struct {
 	concurrent  int
 	store       persistence.Store
 	retain      int
+	maxRecorded int
 	interval    time.Duration
 	logger      *slog.Logger
 	meter       metric.MeterProvider
@@ -56,6 +57,8 @@ const (
 	DefaultConcurrent = 4                // WithMaxConcurrent's default
 	MaxConcurrent     = 64               // WithMaxConcurrent's upper bound
 	MinInterval       = time.Millisecond // WithInterval's lower bound, when set
+	// DefaultMaxRecorded is WithMaxRecorded's default.
+	DefaultMaxRecorded = 1 << 20
 )
 
 // WithMode selects the snapshot algorithm. Default: snapshot.Unaligned,
@@ -120,6 +123,15 @@ func WithStore(s persistence.Store) Option { return func(c *config) { c.store = 
 // save. Default 0: keep all.
 func WithRetain(n int) Option { return func(c *config) { c.retain = n } }
 
+// WithMaxRecorded bounds the messages one participant holds as channel
+// state for the snapshots in progress (a message recorded for several is
+// counted once), so that a snapshot of a system with a slow receiver and a
+// flood in flight cannot exhaust memory (DESIGN.md decision 8). A
+// participant over the bound fails the snapshots it is recording with
+// ErrOverBudget and lets go of what it held for them. Default 1<<20;
+// at least 1.
+func WithMaxRecorded(n int) Option { return func(c *config) { c.maxRecorded = n } }
+
 // WithInterval takes a snapshot every d, starting d after NewSystem.
 // Default 0: none; otherwise at least 1ms.
 func WithInterval(d time.Duration) Option { return func(c *config) { c.interval = d } }
@@ -160,6 +172,11 @@ func newConfig(opts []Option) (config, error) {
 		return c, fmt.Errorf("%w: interval %v below the minimum %v", ErrConfig, c.interval, MinInterval)
 	case c.retain < 0:
 		return c, fmt.Errorf("%w: retain %d below 0", ErrConfig, c.retain)
+	case c.maxRecorded < 0:
+		return c, fmt.Errorf("%w: max recorded messages %d below 1", ErrConfig, c.maxRecorded)
+	}
+	if c.maxRecorded == 0 {
+		c.maxRecorded = DefaultMaxRecorded
 	}
 	for _, e := range c.backEdges {
 		if e.From == "" || e.To == "" {

@@ -267,11 +267,24 @@ func (p *participant) receive(from snapshot.ProcessID, st snapshot.Stamp, payloa
 				p.fail(id, err)
 			}
 		}
+		if n := p.proc.Recorded(); n > p.sys.cfg.maxRecorded {
+			p.overBudget(n)
+		}
 		p.act()
 		if tr := p.sys.trace; tr != nil {
 			tr.Received(snapshot.Channel{From: from, To: p.id}, p.proc.Received(from))
 		}
 		return true
+	}
+}
+
+// overBudget fails every snapshot this participant records channels for,
+// holding n messages, and forgets them at once to free that memory.
+func (p *participant) overBudget(n int) {
+	err := fmt.Errorf("%w: %s holds %d messages in flight, above %d (WithMaxRecorded)", ErrOverBudget, p.id, n, p.sys.cfg.maxRecorded)
+	for _, id := range p.proc.Active() {
+		p.fail(id, err)
+		p.forget = append(p.forget, id)
 	}
 }
 
@@ -368,8 +381,13 @@ func (p *participant) send(ctx actor.Context, pid *actor.PID, msg interface{}) {
 // sees another message, so that every record captures the state it
 // counts.
 func (p *participant) act() {
-	for p.proc.HasReady() {
-		p.actOnce()
+	for {
+		if p.proc.HasReady() {
+			p.actOnce()
+		}
+		if len(p.forget) == 0 {
+			return
+		}
 		for _, id := range p.forget {
 			p.proc.Forget(id)
 			delete(p.reports, id)

@@ -42,6 +42,10 @@ var (
 	// participant crashed and was restarted while it was in progress: the
 	// crash discarded the state the snapshot is built on.
 	ErrParticipantRestarted = errors.New("actors: participant restarted")
+	// ErrOverBudget is the reason of a snapshot aborted because a
+	// participant held more messages as channel state than WithMaxRecorded
+	// allows.
+	ErrOverBudget = errors.New("actors: recorded messages over budget")
 	// ErrCapture is wrapped by the reason of a snapshot aborted because a
 	// participant's state or recorded messages could not be encoded.
 	ErrCapture = errors.New("actors: capture failed")

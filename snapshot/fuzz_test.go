@@ -212,6 +212,9 @@ func (h *harness) step(j int, err error) {
 	for _, from := range rd.Pause {
 		h.blocked[h.index(from)][j] = true
 	}
+	if err := snapshot.CheckLogged(p); err != nil {
+		h.t.Fatal(err)
+	}
 	for _, from := range rd.Resume {
 		h.blocked[h.index(from)][j] = false
 	}

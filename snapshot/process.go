@@ -104,9 +104,10 @@ type Process struct {
 	lastIn  *inChan // one-entry caches: most traffic repeats a peer
 	lastOut *outChan
 
-	snaps []*snap // live snapshots, in order of arrival
-	done  doneSet
-	ready Ready
+	snaps  []*snap // live snapshots, in order of arrival
+	logged int     // messages in the logs of all incoming channels
+	done   doneSet
+	ready  Ready
 
 	// Aligned mode.
 	back    map[ProcessID]bool
@@ -259,6 +260,7 @@ func (p *Process) Receive(from ProcessID, st Stamp, payload any) error {
 	c.received = st.Seq
 	if c.open > 0 {
 		c.log = append(c.log, Message{Seq: st.Seq, Payload: payload})
+		p.logged++
 	}
 	return nil
 }
@@ -496,6 +498,7 @@ func (p *Process) record(id SnapshotID, via *inChan) {
 // open starts recording c for s from its next message.
 func (p *Process) open(s *snap, c *inChan) {
 	if c.open == 0 {
+		p.logged -= len(c.log)
 		c.log = nil // never reuse: closed recordings alias the old array
 		c.base = c.received
 	}
@@ -532,9 +535,11 @@ func (p *Process) trim(c *inChan) {
 		}
 	}
 	if c.open == 0 {
+		p.logged -= len(c.log)
 		c.log, c.base = nil, c.received
 		return
 	}
+	p.logged -= int(low - c.base)
 	c.log = c.log[low-c.base:]
 	c.base = low
 }
@@ -677,13 +682,7 @@ func (p *Process) Active() []SnapshotID {
 // Recorded returns the number of messages held for open recordings, each
 // counted once however many snapshots record it. Callers enforce their
 // memory budget with it.
-func (p *Process) Recorded() int {
-	n := 0
-	for _, c := range p.ins {
-		n += len(c.log)
-	}
-	return n
-}
+func (p *Process) Recorded() int { return p.logged }
 
 // doneSet remembers finished snapshot ids: all ids up to horizon, and the
 // finished ids above it.

@@ -1,0 +1,16 @@
+package snapshot
+
+import "fmt"
+
+// CheckLogged reports whether p's count of logged messages, which
+// Recorded returns without a pass over the channels, matches the logs.
+func CheckLogged(p *Process) error {
+	n := 0
+	for _, c := range p.ins {
+		n += len(c.log)
+	}
+	if n != p.logged {
+		return fmt.Errorf("%s: %d messages logged, counted %d", p.id, n, p.logged)
+	}
+	return nil
+}
