@@ -279,12 +279,15 @@ func (p *participant) receive(from snapshot.ProcessID, st snapshot.Stamp, payloa
 }
 
 // overBudget fails every snapshot this participant records channels for,
-// holding n messages, and forgets them at once to free that memory.
+// holding n messages, and lets go of those messages at once. It does not
+// forget the snapshots: until the guardian has aborted them, this
+// participant's first messages must still say it recorded them.
 func (p *participant) overBudget(n int) {
 	err := fmt.Errorf("%w: %s holds %d messages in flight, above %d (WithMaxRecorded)", ErrOverBudget, p.id, n, p.sys.cfg.maxRecorded)
 	for _, id := range p.proc.Active() {
 		p.fail(id, err)
-		p.forget = append(p.forget, id)
+		p.proc.Discard(id)
+		delete(p.reports, id)
 	}
 }
 

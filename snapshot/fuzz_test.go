@@ -121,8 +121,13 @@ func (h *harness) do(op, arg byte) {
 		} else {
 			h.step(i, h.procs[i].Initiate(id))
 		}
-	case 3: // forget everywhere
-		id := snapshot.SnapshotID(arg / 9)
+	case 3: // forget everywhere, or discard at one process
+		id := snapshot.SnapshotID(arg / 9 % 16)
+		if arg&0x80 != 0 {
+			h.procs[i].Discard(id)
+			h.step(i, nil)
+			return
+		}
 		for j, p := range h.procs {
 			p.Forget(id)
 			h.step(j, nil)

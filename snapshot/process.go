@@ -81,12 +81,13 @@ type recording struct {
 
 // snap is a snapshot this process takes part in.
 type snap struct {
-	id       SnapshotID
-	recorded bool
-	chans    map[ProcessID]recording
-	open     int  // recordings not closed
-	finished bool // Finished was reported
-	awaiting int  // aligned, before the record: barriers still awaited
+	id        SnapshotID
+	recorded  bool
+	chans     map[ProcessID]recording
+	open      int  // recordings not closed
+	finished  bool // Finished was reported
+	awaiting  int  // aligned, before the record: barriers still awaited
+	discarded bool // Discard: markers and stamps for it are ignored
 }
 
 // Process is the snapshot state machine of one process. The caller feeds it
@@ -272,7 +273,7 @@ func (p *Process) Receive(from ProcessID, st Stamp, payload any) error {
 // sender's marker.
 func (p *Process) firstMessage(c *inChan, st *Stamp) error {
 	for _, s := range p.snaps {
-		if !s.recorded {
+		if !s.recorded || s.discarded {
 			continue
 		}
 		r, ok := s.chans[c.from]
@@ -329,6 +330,9 @@ func (p *Process) marker(c *inChan, id SnapshotID) error {
 // lateMarker handles a marker for s, which this process has recorded.
 func (p *Process) lateMarker(s *snap, c *inChan) error {
 	id := s.id
+	if s.discarded {
+		return nil
+	}
 	r, ok := s.chans[c.from]
 	switch {
 	case !ok:
@@ -437,6 +441,28 @@ func (p *Process) Forget(id SnapshotID) {
 	p.done.add(id)
 	p.pruneAwaits()
 	p.startQueued()
+}
+
+// Discard lets go of what this process holds as channel state for
+// snapshot id, which cannot complete (the caller has it aborted, e.g. over
+// a memory budget): its open recordings close without a ChannelRecord and
+// nothing more is logged for it. The snapshot stays active here until
+// Forget, so that first-message stamps still name it while it is not over
+// everywhere: forgetting it early would tell receivers that it is.
+func (p *Process) Discard(id SnapshotID) {
+	s := p.find(id)
+	if s == nil || !s.recorded {
+		return
+	}
+	s.finished = true // no Finished report either
+	s.discarded = true
+	for from, r := range s.chans {
+		if !r.closed {
+			s.chans[from] = recording{start: r.start, closed: true}
+			s.open--
+			p.trim(p.in[from])
+		}
+	}
 }
 
 func (p *Process) find(id SnapshotID) *snap {

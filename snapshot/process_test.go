@@ -446,3 +446,23 @@ func TestRestoredCounters(t *testing.T) {
 	require.NoError(t, p.Receive("a", snapshot.Stamp{Seq: 5}, nil))
 	assert.Equal(t, uint64(5), p.Received("a"))
 }
+
+// Discard drops what a process logged for a doomed snapshot but keeps it
+// active, so that its first messages still name it.
+func TestDiscard(t *testing.T) {
+	p := newProcess(t, "a", ids("b"), ids("b", "c"))
+	require.NoError(t, p.Initiate(1))
+	take(p)
+	require.NoError(t, p.Receive("b", snapshot.Stamp{Seq: 1}, "m1"))
+	require.NoError(t, p.Receive("c", snapshot.Stamp{Seq: 1}, "m2"))
+	assert.Equal(t, 2, p.Recorded())
+	p.Discard(1)
+	assert.Equal(t, 0, p.Recorded())
+	require.NoError(t, p.Receive("b", snapshot.Stamp{Seq: 2}, "m3"))
+	assert.Equal(t, 0, p.Recorded(), "nothing more logged for it")
+	require.NoError(t, p.Marker("b", 1))
+	assert.Empty(t, take(p).Channels, "no channel record for a discarded snapshot")
+	assert.Equal(t, []snapshot.SnapshotID{1}, p.Active())
+	assert.Equal(t, []snapshot.SnapshotID{1}, p.Send("d").Recorded, "a first message still names it")
+	require.NoError(t, snapshot.CheckLogged(p))
+}
