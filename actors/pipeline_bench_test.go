@@ -2,6 +2,7 @@ package actors_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -17,13 +18,13 @@ import (
 // pipeWindow messages of pipePayload bytes in flight to a merger, which
 // acknowledges each (credit-based flow control, so the source sends only
 // as fast as the merger takes in); a slow source sends the merger one
-// message per pipeSlowWork of work. The acknowledgements are a feedback
+// message per slowWork (some milliseconds of hashing). The acknowledgements are a feedback
 // channel, declared a back edge.
 const (
-	pipeWindow   = 32
-	pipePayload  = 1024
-	pipeSlowWork = 20 * time.Millisecond
-	pipePeriod   = 20 * time.Millisecond // load between two snapshots
+	pipeWindow     = 32
+	pipePayload    = 1024
+	pipeSlowRounds = 120000
+	pipePeriod     = 20 * time.Millisecond // load between two snapshots
 )
 
 type (
@@ -71,7 +72,17 @@ func (s *fastSource) send(ctx actor.Context) {
 
 type slowSource struct {
 	Sent   int64
+	Digest [sha256.Size]byte
 	merger *actor.PID
+}
+
+// slowWork is the slow input's work on each message: pipeSlowRounds
+// rounds of SHA-256, some milliseconds of CPU.
+func slowWork(d [sha256.Size]byte) [sha256.Size]byte {
+	for range pipeSlowRounds {
+		d = sha256.Sum256(d[:])
+	}
+	return d
 }
 
 func (s *slowSource) Receive(ctx actor.Context) {
@@ -81,7 +92,7 @@ func (s *slowSource) Receive(ctx actor.Context) {
 		ctx.Send(ctx.Self(), &slowTick{})
 		m.done <- struct{}{}
 	case *slowTick:
-		time.Sleep(pipeSlowWork) // the slow input's work, which a barrier waits behind
+		s.Digest = slowWork(s.Digest) // a barrier for this input waits behind it
 		s.Sent++
 		ctx.Send(s.merger, &pipeData{Seq: s.Sent})
 		ctx.Send(ctx.Self(), &slowTick{})

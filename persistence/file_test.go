@@ -393,9 +393,6 @@ func childMain() int {
 // TestTwoProcessesOneDir is TestTwoStoresOneDir with the second store in
 // a child process.
 func TestTwoProcessesOneDir(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a process")
-	}
 	ctx := context.Background()
 	dir := t.TempDir()
 	const n = 40
