@@ -12,10 +12,6 @@ import (
 	"github.com/actorsnap/actorsnap/snapshot"
 )
 
-// benchShape is the snapshot of the benchmarks: 10,000 participants with
-// 100-byte states, and 2,000 messages in flight.
-var benchShape = storetest.Shape{Participants: 10000, StateSize: 100, Channels: 1000, InFlight: 2, MessageSize: 64}
-
 // BenchmarkFileStore measures the file store's Save and Load against the
 // plain baseline, in the same directory and the same run: writing the same
 // number of bytes to one file and fsyncing it, and reading them back with
@@ -26,7 +22,7 @@ var benchShape = storetest.Shape{Participants: 10000, StateSize: 100, Channels: 
 //	go test ./persistence -run '^$' -bench BenchmarkFileStore -count 5
 func BenchmarkFileStore(b *testing.B) {
 	ctx := context.Background()
-	g := storetest.NewGlobal(1, benchShape)
+	g := storetest.NewGlobal(1, storetest.BenchShape)
 	enc, err := persistence.EncodeGlobal(g)
 	if err != nil {
 		b.Fatal(err)
@@ -106,7 +102,7 @@ func BenchmarkFileStore(b *testing.B) {
 
 // BenchmarkCodec measures encoding and decoding alone.
 func BenchmarkCodec(b *testing.B) {
-	g := storetest.NewGlobal(1, benchShape)
+	g := storetest.NewGlobal(1, storetest.BenchShape)
 	enc, err := persistence.EncodeGlobal(g)
 	if err != nil {
 		b.Fatal(err)

@@ -22,10 +22,21 @@ func randomRun(s uint64) snapshottest.BankRun {
 	r := rand.New(rand.NewPCG(s, 0x5eed))
 	n := 2 + r.IntN(49)
 	strong := r.IntN(2) == 0
-	run := snapshottest.BankRun{
+	run := bankRun(r, s, snapshottest.RandomGraph(r, n, strong), []float64{0, 0.5, 1})
+	// Flooding reaches only what the initiator's channels lead to; the
+	// coordinator sweeps up the rest.
+	run.SweepAfter = 4 * run.MaxDelay
+	return run
+}
+
+// bankRun draws from r what a randomized bank run on g needs besides its
+// graph: delays, declarations, traffic, and how snapshots start (by
+// broadcast with a chance drawn from broadcast).
+func bankRun(r *rand.Rand, s uint64, g snapshottest.Graph, broadcast []float64) snapshottest.BankRun {
+	return snapshottest.BankRun{
 		Config: snapshottest.Config{
 			Seed:     s,
-			Graph:    snapshottest.RandomGraph(r, n, strong),
+			Graph:    g,
 			MaxDelay: 1 + r.IntN(8),
 			Declare:  snapshottest.Declare(r.IntN(3)),
 		},
@@ -33,12 +44,20 @@ func randomRun(s uint64) snapshottest.BankRun {
 		Rate:      1 + r.IntN(4),
 		Ticks:     20 + r.IntN(60),
 		Snapshots: 1 + r.IntN(5),
-		Broadcast: []float64{0, 0.5, 1}[r.IntN(3)],
+		Broadcast: broadcast[r.IntN(len(broadcast))],
 	}
-	// Flooding reaches only what the initiator's channels lead to; the
-	// coordinator sweeps up the rest.
-	run.SweepAfter = 4 * run.MaxDelay
-	return run
+}
+
+// seedRange returns the seeds a randomized test runs: n from 1, short
+// under -short, or the one -seed names.
+func seedRange(n, short int) (first, count uint64) {
+	switch {
+	case *seed != 0:
+		return *seed, 1
+	case testing.Short():
+		return 1, uint64(short)
+	}
+	return 1, uint64(n)
 }
 
 // TestRandomized runs the bank over thousands of random graphs with cycles,
@@ -46,13 +65,7 @@ func randomRun(s uint64) snapshottest.BankRun {
 // processes or by broadcast, and checks every invariant on every snapshot.
 func TestRandomized(t *testing.T) {
 	t.Parallel()
-	first, count := uint64(1), uint64(*seeds)
-	if *seed != 0 {
-		first, count = *seed, 1
-	}
-	if testing.Short() && *seed == 0 {
-		count = 1000
-	}
+	first, count := seedRange(*seeds, 1000)
 	for s := first; s < first+count; s++ {
 		run := randomRun(s)
 		if _, err := run.Run(); err != nil {
@@ -79,20 +92,8 @@ func randomAlignedRun(s uint64) snapshottest.BankRun {
 	default:
 		g = snapshottest.RandomGraph(r, n, false)
 	}
-	run := snapshottest.BankRun{
-		Config: snapshottest.Config{
-			Seed:     s,
-			Graph:    g,
-			MaxDelay: 1 + r.IntN(8),
-			Declare:  snapshottest.Declare(r.IntN(3)),
-			Mode:     snapshot.Aligned,
-		},
-		Initial:   100,
-		Rate:      1 + r.IntN(4),
-		Ticks:     20 + r.IntN(60),
-		Snapshots: 1 + r.IntN(5),
-		Broadcast: []float64{0, 0.5, 1, 1}[r.IntN(4)],
-	}
+	run := bankRun(r, s, g, []float64{0, 0.5, 1, 1})
+	run.Mode = snapshot.Aligned
 	switch r.IntN(3) {
 	case 0:
 		run.BackEdges = g.BackEdges(snapshot.BackEdges)
@@ -117,13 +118,7 @@ func randomAlignedRun(s uint64) snapshottest.BankRun {
 // snapshots are broadcast, that only back edges hold channel state.
 func TestRandomizedAligned(t *testing.T) {
 	t.Parallel()
-	first, count := uint64(1), uint64(*alignedSeeds)
-	if *seed != 0 {
-		first, count = *seed, 1
-	}
-	if testing.Short() && *seed == 0 {
-		count = 500
-	}
+	first, count := seedRange(*alignedSeeds, 500)
 	heldTotal := 0
 	defer func() { t.Logf("%d first messages held behind barriers", heldTotal) }()
 	for s := first; s < first+count; s++ {

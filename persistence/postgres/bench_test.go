@@ -9,10 +9,6 @@ import (
 	"github.com/actorsnap/actorsnap/snapshot"
 )
 
-// benchShape is the snapshot of the benchmarks: 10,000 participants with
-// 100-byte states, and 3,000 messages in flight on 1,000 channels.
-var benchShape = storetest.Shape{Participants: 10000, StateSize: 100, Channels: 1000, InFlight: 3, MessageSize: 64}
-
 // BenchmarkStore measures the PostgreSQL store's Save and Load against the
 // file store's as the baseline, on the same snapshot and in the same run.
 // Throughput is in MB/s of the snapshot's encoded size (EncodeGlobal), the
@@ -26,7 +22,7 @@ var benchShape = storetest.Shape{Participants: 10000, StateSize: 100, Channels: 
 func BenchmarkStore(b *testing.B) {
 	serverURL(b)
 	ctx := context.Background()
-	g := storetest.NewGlobal(1, benchShape)
+	g := storetest.NewGlobal(1, storetest.BenchShape)
 	enc, err := persistence.EncodeGlobal(g)
 	if err != nil {
 		b.Fatal(err)
