@@ -113,6 +113,59 @@ func encodeChecked(g *snapshot.Global, buf []byte) ([]byte, error) {
 	return sealEnvelope(appendGlobalBody(b, g))
 }
 
+// minSplit is the smallest encoding worth splitting over two goroutines.
+const minSplit = 256 << 10
+
+// encodeSplit is encodeChecked in two pieces, encoded at once on two
+// goroutines: the stored form is pieces[0] followed by pieces[1], the
+// same bytes encodeChecked returns. pieces[0] ends after about half the
+// encoded size's worth of participants (all of them when the channels are
+// the larger half, none for a small snapshot); pieces[1] holds the rest
+// and the trailer, whose checksum runs over both. bufs are reused when
+// they have room.
+func encodeSplit(g *snapshot.Global, bufs [2][]byte) (pieces [2][]byte, err error) {
+	size, err := encodedSizeBound(g)
+	if err != nil {
+		return pieces, err
+	}
+	k := 0 // participants in pieces[0]
+	if size >= minSplit {
+		for acc := 0; k < len(g.Participants) && acc < size/2; k++ {
+			p := &g.Participants[k]
+			acc += participantSizeBound(p)
+		}
+	}
+	var done chan struct{}
+	b1 := bufs[1][:0]
+	if k > 0 {
+		done = make(chan struct{})
+		go func() {
+			defer close(done)
+			b1 = appendGlobalTail(appendParticipants(b1, g.Participants[k:]), g)
+		}()
+	}
+	b0 := appendGlobalHead(appendEnvelopeHeader(bufs[0][:0], globalMagic), g)
+	b0 = appendParticipants(b0, g.Participants[:k])
+	if k > 0 {
+		<-done
+	} else {
+		b0 = appendGlobalTail(appendParticipants(b0, g.Participants), g)
+	}
+	if n := len(b0) + len(b1) + trailerSize; n > MaxEncodedSize {
+		return pieces, fmt.Errorf("%w: encoded size %d, more than %d", ErrTooLarge, n, MaxEncodedSize)
+	}
+	sum := crc32.Update(crc32.Checksum(b0, castagnoli), castagnoli, b1)
+	b1 = binary.BigEndian.AppendUint32(b1, sum)
+	return [2][]byte{b0, b1}, nil
+}
+
+// participantSizeBound bounds the encoded size of p, as encodedSizeBound
+// counts it.
+func participantSizeBound(p *snapshot.Participant) int {
+	const perItem = 16
+	return len(p.ID) + 5 + len(p.Kind) + 5 + len(p.State) + perItem
+}
+
 // encodedSizeBound checks g against the format limits and returns an
 // upper bound of its encoded size.
 func encodedSizeBound(g *snapshot.Global) (int, error) {
@@ -134,17 +187,18 @@ func encodedSizeBound(g *snapshot.Global) (int, error) {
 		size += len(s) + 5
 		return nil
 	}
-	for _, p := range g.Participants {
-		if err := name("process id", string(p.ID)); err != nil {
-			return 0, err
+	for i := range g.Participants {
+		p := &g.Participants[i]
+		if len(p.ID) > MaxNameSize {
+			return 0, tooLarge("process id size", len(p.ID), MaxNameSize)
 		}
-		if err := name("kind", p.Kind); err != nil {
-			return 0, err
+		if len(p.Kind) > MaxNameSize {
+			return 0, tooLarge("kind size", len(p.Kind), MaxNameSize)
 		}
 		if len(p.State) > MaxStateSize {
 			return 0, tooLarge(fmt.Sprintf("state size of %s", p.ID), len(p.State), MaxStateSize)
 		}
-		size += len(p.State) + perItem
+		size += participantSizeBound(p)
 		if size > MaxEncodedSize {
 			return 0, tooLarge("encoded size", size, MaxEncodedSize)
 		}
@@ -185,20 +239,38 @@ func encodedSizeBound(g *snapshot.Global) (int, error) {
 // binary search; if g is not sorted (checkSave is refusing it meanwhile)
 // the indices are wrong, and the encoding is thrown away.
 func appendGlobalBody(b []byte, g *snapshot.Global) []byte {
+	b = appendParticipants(appendGlobalHead(b, g), g.Participants)
+	return appendGlobalTail(b, g)
+}
+
+// appendGlobalHead appends what comes before the participants: the body's
+// array header, the id, the mode, the instants and the participants'
+// array header.
+func appendGlobalHead(b []byte, g *snapshot.Global) []byte {
 	b = appendArray(b, 9)
 	b = appendUint(b, uint64(g.ID))
 	b = appendUint(b, uint64(g.Mode))
 	b = appendTime(b, g.Start)
 	b = appendTime(b, g.End)
-	b = appendArray(b, len(g.Participants))
-	for i := range g.Participants {
-		p := &g.Participants[i]
+	return appendArray(b, len(g.Participants))
+}
+
+// appendParticipants appends ps, elements of the participants' array.
+func appendParticipants(b []byte, ps []snapshot.Participant) []byte {
+	for i := range ps {
+		p := &ps[i]
 		b = appendArray(b, 4)
 		b = appendString(b, string(p.ID))
 		b = appendString(b, p.Kind)
 		b = appendBytes(b, p.State)
 		b = appendBool(b, p.Departed)
 	}
+	return b
+}
+
+// appendGlobalTail appends what follows the participants: the in-flight
+// count and the channels.
+func appendGlobalTail(b []byte, g *snapshot.Global) []byte {
 	b = appendUint(b, uint64(g.TotalInFlight()))
 	b = appendArray(b, len(g.Channels))
 	ps := g.Participants

@@ -392,3 +392,30 @@ func TestCorruptErrorMessage(t *testing.T) {
 	assert.Equal(t, "persistence: corrupt snapshot: /d/snap-1/global.dat at offset 12: checksum mismatch", err.Error())
 	assert.True(t, errors.Is(err, persistence.ErrCorrupt))
 }
+
+// TestEncodeSplit checks that the FileStore's two-piece encoding is, piece
+// after piece, the bytes EncodeGlobal returns, however it splits: not at
+// all (small), inside the participants, or after all of them (channels
+// the larger half).
+func TestEncodeSplit(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		shape storetest.Shape
+		split bool
+	}{
+		{"small", storetest.Small, false},
+		{"states", storetest.BenchShape, true},
+		{"channels", storetest.Shape{Participants: 50, StateSize: 10, Channels: 2000, InFlight: 4, MessageSize: 100}, true},
+		{"empty", storetest.Shape{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := storetest.NewGlobal(3, tc.shape)
+			want, err := persistence.EncodeGlobal(g)
+			require.NoError(t, err)
+			pieces, err := persistence.EncodeSplit(g)
+			require.NoError(t, err)
+			assert.Equal(t, tc.split, len(pieces[1]) > 4, "split")
+			assert.Equal(t, want, append(append([]byte(nil), pieces[0]...), pieces[1]...))
+		})
+	}
+}

@@ -51,3 +51,6 @@ func FixChecksum(data []byte) []byte {
 	binary.BigEndian.PutUint32(data[len(body):], crc32.Checksum(body, castagnoli))
 	return data
 }
+
+// EncodeSplit is the FileStore's encoder: the stored form in two pieces.
+func EncodeSplit(g *snapshot.Global) ([2][]byte, error) { return encodeSplit(g, [2][]byte{}) }

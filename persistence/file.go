@@ -73,10 +73,10 @@ type FileStore struct {
 	grace time.Duration
 	now   func() time.Time
 	log   *slog.Logger
-	// bufs holds *[]byte buffers that Save encodes into: a snapshot's
-	// encoding is garbage once written (File.Write must not retain it),
-	// and reusing the buffer spares the collector a snapshot's size per
-	// Save.
+	// bufs holds *[2][]byte buffers that Save encodes into (encodeSplit):
+	// a snapshot's encoding is garbage once written (File.Write must not
+	// retain it), and reusing the buffers spares the collector a
+	// snapshot's size per Save.
 	bufs sync.Pool
 }
 
@@ -252,7 +252,7 @@ func (s *FileStore) Save(ctx context.Context, g *snapshot.Global) error {
 		return checkSave(g)
 	}
 	var (
-		data     []byte
+		data     [2][]byte
 		encErr   error
 		encoded  = make(chan struct{})
 		checkErr error
@@ -260,11 +260,11 @@ func (s *FileStore) Save(ctx context.Context, g *snapshot.Global) error {
 	)
 	go func() {
 		defer close(encoded)
-		var buf []byte
-		if p, ok := s.bufs.Get().(*[]byte); ok {
-			buf = *p
+		var bufs [2][]byte
+		if p, ok := s.bufs.Get().(*[2][]byte); ok {
+			bufs = *p
 		}
-		data, encErr = encodeChecked(g, buf)
+		data, encErr = encodeSplit(g, bufs)
 	}()
 	go func() {
 		defer close(checked)
@@ -272,14 +272,14 @@ func (s *FileStore) Save(ctx context.Context, g *snapshot.Global) error {
 	}()
 	defer func() {
 		<-encoded
-		if data != nil {
+		if data[1] != nil {
 			s.bufs.Put(&data)
 		}
 	}()
-	err := s.save(ctx, g.ID, func() ([]byte, error) {
+	err := s.save(ctx, g.ID, func() ([2][]byte, error) {
 		<-checked
 		if checkErr != nil {
-			return nil, checkErr
+			return [2][]byte{}, checkErr
 		}
 		<-encoded
 		return data, encErr
@@ -293,8 +293,9 @@ func (s *FileStore) Save(ctx context.Context, g *snapshot.Global) error {
 	return err
 }
 
-// save does Save's work; encoded waits for the encoding.
-func (s *FileStore) save(ctx context.Context, id snapshot.SnapshotID, encoded func() ([]byte, error)) error {
+// save does Save's work; encoded waits for the encoding, in two pieces
+// that the data file holds one after the other.
+func (s *FileStore) save(ctx context.Context, id snapshot.SnapshotID, encoded func() ([2][]byte, error)) error {
 	final := s.snapDir(id)
 	if _, err := s.fs.Stat(final); err == nil {
 		return fmt.Errorf("%w: %d", ErrExists, id)
@@ -333,9 +334,10 @@ func (s *FileStore) save(ctx context.Context, id snapshot.SnapshotID, encoded fu
 	}
 	// The checksum of the file continues the one its trailer holds, over
 	// the trailer: no second pass over the data.
-	trailer := data[len(data)-trailerSize:]
+	trailer := data[1][len(data[1])-trailerSize:]
 	sum := crc32.Update(binary.BigEndian.Uint32(trailer), castagnoli, trailer)
-	man, err := encodeManifest(manifest{ID: id, Files: []manifestFile{{Name: dataName, Size: int64(len(data)), CRC: sum}}})
+	size := int64(len(data[0]) + len(data[1]))
+	man, err := encodeManifest(manifest{ID: id, Files: []manifestFile{{Name: dataName, Size: size, CRC: sum}}})
 	if err != nil {
 		return fmt.Errorf("persistence: save %d: %w", id, err)
 	}
@@ -344,8 +346,10 @@ func (s *FileStore) save(ctx context.Context, id snapshot.SnapshotID, encoded fu
 	// once for them rather than once each. The order of durability among
 	// them does not matter: nothing in the temporary directory is visible
 	// until the rename, which comes after all three syncs have returned.
-	if _, err := dataFile.Write(data); err != nil {
-		return fmt.Errorf("persistence: save %d: %w", id, err)
+	for _, piece := range data {
+		if _, err := dataFile.Write(piece); err != nil {
+			return fmt.Errorf("persistence: save %d: %w", id, err)
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return err
