@@ -57,6 +57,15 @@ func newPool(throughput int, idle time.Duration) *pool {
 // Schedule implements actor.Dispatcher.
 func (d *pool) Schedule(fn func()) {
 	d.mu.Lock()
+	if len(d.queue) == cap(d.queue) && d.head >= len(d.queue)/2 {
+		// Under steady load the queue never empties (the worker's reset),
+		// so taken turns are dropped here instead of growing the buffer
+		// for ever: copying at most as many as were taken keeps Schedule
+		// amortized O(1).
+		n := copy(d.queue, d.queue[d.head:])
+		clear(d.queue[n:])
+		d.queue, d.head = d.queue[:n], 0
+	}
 	d.queue = append(d.queue, fn)
 	wake := d.idle > 0
 	if !wake && d.workers < d.base {
