@@ -128,15 +128,26 @@ func encodeSplit(g *snapshot.Global, bufs [2][]byte) (pieces [2][]byte, err erro
 	if err != nil {
 		return pieces, err
 	}
-	k := 0 // participants in pieces[0]
+	k, acc := 0, 0 // participants in pieces[0], and their size bound
 	if size >= minSplit {
-		for acc := 0; k < len(g.Participants) && acc < size/2; k++ {
-			p := &g.Participants[k]
-			acc += participantSizeBound(p)
+		for ; k < len(g.Participants) && acc < size/2; k++ {
+			acc += participantSizeBound(&g.Participants[k])
 		}
 	}
+	// Each piece is sized once: its bound (the header's is in size's
+	// slack), so no append reallocates.
+	sized := func(b []byte, n int) []byte {
+		if cap(b) < n {
+			return make([]byte, 0, n)
+		}
+		return b[:0]
+	}
+	n0, n1 := acc+headerSize+64, size-acc
+	if k == 0 {
+		n0, n1 = size, trailerSize
+	}
+	b0, b1 := sized(bufs[0], n0), sized(bufs[1], n1)
 	var done chan struct{}
-	b1 := bufs[1][:0]
 	if k > 0 {
 		done = make(chan struct{})
 		go func() {
@@ -144,7 +155,7 @@ func encodeSplit(g *snapshot.Global, bufs [2][]byte) (pieces [2][]byte, err erro
 			b1 = appendGlobalTail(appendParticipants(b1, g.Participants[k:]), g)
 		}()
 	}
-	b0 := appendGlobalHead(appendEnvelopeHeader(bufs[0][:0], globalMagic), g)
+	b0 = appendGlobalHead(appendEnvelopeHeader(b0, globalMagic), g)
 	b0 = appendParticipants(b0, g.Participants[:k])
 	if k > 0 {
 		<-done
