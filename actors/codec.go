@@ -81,9 +81,28 @@ func messageName(payload any) (string, error) {
 // encoder encodes recorded messages and states with one reused msgpack
 // encoder and buffer. Each participant owns one, used on its goroutine.
 type encoder struct {
-	buf  bytes.Buffer
-	enc  *msgpack.Encoder
-	ends []int
+	buf   bytes.Buffer
+	enc   *msgpack.Encoder
+	ends  []int
+	names []string
+	// The last message type named, and its name: a channel's messages
+	// are mostly of one type, and the registry costs a read lock and a
+	// hash of the type.
+	lastType reflect.Type
+	lastName string
+}
+
+// name returns the registered name of payload's type.
+func (e *encoder) name(payload any) (string, error) {
+	t := reflect.TypeOf(payload)
+	if t == e.lastType && t != nil {
+		return e.lastName, nil
+	}
+	name, err := messageName(payload)
+	if err == nil {
+		e.lastType, e.lastName = t, name
+	}
+	return name, err
 }
 
 func (e *encoder) reset() {
@@ -98,16 +117,16 @@ func (e *encoder) reset() {
 // The encodings share one allocation.
 func (e *encoder) messages(msgs []snapshot.Message) ([]snapshot.Message, error) {
 	e.reset()
-	names := make([]string, len(msgs))
-	for i, m := range msgs {
-		name, err := messageName(m.Payload)
+	e.names = e.names[:0]
+	for _, m := range msgs {
+		name, err := e.name(m.Payload)
 		if err != nil {
 			return nil, err
 		}
 		if err := e.enc.Encode(m.Payload); err != nil {
 			return nil, fmt.Errorf("actors: encoding %s: %w", name, err)
 		}
-		names[i] = name
+		e.names = append(e.names, name)
 		e.ends = append(e.ends, e.buf.Len())
 	}
 	data := bytes.Clone(e.buf.Bytes())
@@ -115,7 +134,7 @@ func (e *encoder) messages(msgs []snapshot.Message) ([]snapshot.Message, error) 
 	start := 0
 	for i, m := range msgs {
 		end := e.ends[i]
-		out[i] = snapshot.Message{Seq: m.Seq, Payload: RecordedMessage{Type: names[i], Data: data[start:end:end]}}
+		out[i] = snapshot.Message{Seq: m.Seq, Payload: RecordedMessage{Type: e.names[i], Data: data[start:end:end]}}
 		start = end
 	}
 	return out, nil

@@ -92,12 +92,13 @@ type System struct {
 	kinds   map[string]*kind
 	props   map[*actor.Props]string // Props(kind) results, for spawning inside actors
 
-	reg      registry
-	pool     *pool
-	nextKey  atomic.Uint64
-	down     atomic.Bool
-	stopped  sync.WaitGroup // participants not yet stopped
-	guardSTW chan struct{}  // closed when the guardian has stopped
+	reg       registry
+	pool      *pool
+	nextKey   atomic.Uint64
+	down      atomic.Bool
+	stopped   sync.WaitGroup // participants not yet stopped
+	guardSTW  chan struct{}  // closed when the guardian has stopped
+	guardLoop *loop          // the guardian's dispatcher
 
 	// trace, when set by tests, records every send, receipt and record.
 	trace tracer
@@ -192,9 +193,11 @@ func NewSystem(opts ...Option) (*System, error) {
 	// The guardian takes in every record of every participant: let it work
 	// through its whole queue per turn instead of yielding every 300
 	// messages behind a thousand busy actors.
+	s.guardLoop = newLoop(guardianThroughput)
 	s.guardian, err = s.root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return newGuardian(s) },
-		actor.WithDispatcher(actor.NewDefaultDispatcher(guardianThroughput))), "actorsnap-guardian")
+		actor.WithDispatcher(s.guardLoop)), "actorsnap-guardian")
 	if err != nil {
+		s.guardLoop.stop()
 		return nil, fmt.Errorf("actors: starting the guardian: %w", err)
 	}
 	return s, nil
@@ -440,6 +443,7 @@ func (s *System) Shutdown(ctx context.Context) error {
 		return ctx.Err()
 	}
 	s.pool.stop()
+	s.guardLoop.stop()
 	s.actors.Shutdown()
 	if aborted > 0 {
 		return fmt.Errorf("%w: %d snapshots in progress aborted", ErrShutdown, aborted)
