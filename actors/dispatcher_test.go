@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -45,4 +46,57 @@ func TestPoolQueueStaysBoundedUnderSteadyLoad(t *testing.T) {
 	d.mu.Unlock()
 	require.Positive(t, c)
 	assert.LessOrEqual(t, c, 4*waiting, "queue buffer grew with the turns scheduled")
+}
+
+// TestPoolAddsWorkersOnlyForStuckTurns drives the watchdog's checks by
+// hand. With every worker in a turn and a turn waiting, no worker is added
+// until the turns have been the same for stuckTicks checks (the watchdog
+// used to add one at the second check: a worker preempted or in a long
+// turn did that under load, and the extra workers, never idle, stayed: 24
+// on 2 cores after ten snapshots of 10,000 busy actors); then one is, the
+// waiting turn runs, and the extra worker ends once the stuck turns are
+// over.
+func TestPoolAddsWorkersOnlyForStuckTurns(t *testing.T) {
+	d := newPoolTick(10, time.Minute, time.Hour) // no tick: checks by hand
+	defer d.stop()
+	workers := func() int {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return d.workers
+	}
+	release := make(chan struct{})
+	var blocked sync.WaitGroup
+	blocked.Add(d.base)
+	for range d.base {
+		d.Schedule(func() { blocked.Done(); <-release })
+	}
+	blocked.Wait()
+	ran := make(chan struct{})
+	d.Schedule(func() { close(ran) })
+	for range stuckTicks - 1 {
+		d.check()
+	}
+	assert.Equal(t, d.base, workers(), "a worker added before the turns were stuck")
+	select {
+	case <-ran:
+		t.Fatal("a turn ran with every worker blocked")
+	default:
+	}
+	d.check()
+	assert.Equal(t, d.base+1, workers())
+	select {
+	case <-ran:
+	case <-time.After(time.Minute):
+		t.Fatal("the turn waiting behind stuck ones did not run")
+	}
+	close(release)
+	// Once a check has seen the stuck turns over, the extra worker ends
+	// after its next turn, or when idle.
+	require.Eventually(t, func() bool {
+		d.check()
+		done := make(chan struct{})
+		d.Schedule(func() { close(done) })
+		<-done
+		return workers() == d.base
+	}, time.Minute, time.Millisecond)
 }
