@@ -22,16 +22,6 @@ type manifestFile struct {
 	CRC  uint32
 }
 
-// file returns the entry of the named file.
-func (m manifest) file(name string) manifestFile {
-	for _, f := range m.Files {
-		if f.Name == name {
-			return f
-		}
-	}
-	return manifestFile{}
-}
-
 // Limits of a manifest.
 const (
 	maxManifestSize  = 1 << 16
