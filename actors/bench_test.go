@@ -25,7 +25,10 @@ import (
 //     middleware, the cost of the obvious way to hook every message;
 //   - actorsnap: participants of an actors.System, no snapshot running;
 //   - actorsnap-snapshotting: the same while a goroutine takes snapshots
-//     back to back.
+//     back to back;
+//   - actorsnap-every-100ms: the same with a snapshot started every 100 ms
+//     (none while one is running): what a periodic schedule costs, where
+//     back to back pays for as many snapshots as fit.
 //
 // The actors only call ctx.Send, so the difference is the plumbing. Waits
 // are on channels closed by the actors, bounded by benchDeadline.
@@ -42,7 +45,8 @@ func init() {
 type variant struct {
 	name         string
 	snap         bool // participants of an actors.System
-	snapshotting bool // snapshots back to back while the benchmark runs
+	snapshotting bool          // snapshots while the benchmark runs
+	every        time.Duration // between the starts of two snapshots; zero: back to back
 	props        []actor.PropsOption
 }
 
@@ -62,6 +66,7 @@ var variants = []variant{
 	}},
 	{name: "actorsnap", snap: true},
 	{name: "actorsnap-snapshotting", snap: true, snapshotting: true},
+	{name: "actorsnap-every-100ms", snap: true, snapshotting: true, every: 100 * time.Millisecond},
 }
 
 // rig runs actors on one variant's plumbing.
@@ -126,7 +131,7 @@ func (r *rig) root() *actor.RootContext { return r.sys.Root }
 // startSnapshots starts taking snapshots back to back if the variant says so.
 func (r *rig) startSnapshots() {
 	if r.v.snapshotting {
-		r.shots = startSnapshotter(r.snap)
+		r.shots = startSnapshotter(r.snap, r.v.every)
 	}
 }
 
@@ -170,21 +175,36 @@ func (r *rig) shutdown(b *testing.B) {
 	r.sys.Shutdown()
 }
 
-// snapshotter takes snapshots back to back until halted.
+// snapshotter takes snapshots until halted: back to back, or one started
+// every interval (skipping a start while the last one still runs).
 type snapshotter struct {
 	stop atomic.Bool
+	quit chan struct{}
 	done chan struct{}
 	n    int
 	err  error
 }
 
-func startSnapshotter(sys *actors.System) *snapshotter {
-	s := &snapshotter{done: make(chan struct{})}
+func startSnapshotter(sys *actors.System, every time.Duration) *snapshotter {
+	s := &snapshotter{quit: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		ctx, cancel := context.WithTimeout(context.Background(), benchDeadline)
 		defer cancel()
+		var tick <-chan time.Time
+		if every > 0 {
+			t := time.NewTicker(every)
+			defer t.Stop()
+			tick = t.C
+		}
 		for !s.stop.Load() {
+			if tick != nil {
+				select {
+				case <-tick:
+				case <-s.quit:
+					return
+				}
+			}
 			if _, err := sys.Snapshot(ctx); err != nil {
 				s.err = err
 				return
@@ -198,6 +218,7 @@ func startSnapshotter(sys *actors.System) *snapshotter {
 // halt waits for the snapshot in progress and returns how many completed.
 func (s *snapshotter) halt() (int, error) {
 	s.stop.Store(true)
+	close(s.quit)
 	<-s.done
 	return s.n, s.err
 }
