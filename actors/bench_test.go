@@ -44,7 +44,7 @@ func init() {
 // variant is one kind of plumbing.
 type variant struct {
 	name         string
-	snap         bool // participants of an actors.System
+	snap         bool          // participants of an actors.System
 	snapshotting bool          // snapshots while the benchmark runs
 	every        time.Duration // between the starts of two snapshots; zero: back to back
 	props        []actor.PropsOption
