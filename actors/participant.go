@@ -33,9 +33,8 @@ type (
 // Control messages from the guardian, in each participant's control queue.
 type (
 	initiateMsg struct {
-		id     snapshot.SnapshotID
-		fanout []*participant // to tell first (broadcast)
-		start  bool           // broadcast: Process.Start, not Initiate
+		id    snapshot.SnapshotID
+		start bool // broadcast: Process.Start, not Initiate
 	}
 	// abortMsg tells a participant that has not recorded a snapshot that
 	// it was aborted: an aligned one unblocks what it blocked for it.
@@ -120,12 +119,6 @@ func (w *shell) receive(ctx actor.Context, key mailbox.SenderKey) {
 		switch m := ctx.Message().(type) {
 		case *initiateMsg:
 			p.takeAwaited()
-			if len(m.fanout) > 0 {
-				fwd := &initiateMsg{id: m.id, start: m.start}
-				for _, q := range m.fanout {
-					q.mb.PostFrom(controlKey, fwd)
-				}
-			}
 			if m.start {
 				p.fail(m.id, p.proc.Start(m.id))
 			} else {

@@ -165,7 +165,7 @@ func (p *Process) begin(id SnapshotID) *snap {
 			p.inChannel(f) // awaited before its first message
 		}
 	}
-	s := &snap{id: id, chans: make(map[ProcessID]recording, len(p.ins))}
+	s := &snap{id: id, chans: p.newChans()}
 	for _, c := range p.ins {
 		if c.back || c.departed || (aw != nil && !aw.set[c.from]) {
 			continue

@@ -22,6 +22,10 @@ type AssemblerConfig struct {
 	// Deadline, if not zero, aborts the snapshot with ErrTimeout when
 	// Status is called at or after it and the snapshot is not complete.
 	Deadline time.Time
+	// Channels, if not zero, is how many channels to make room for at
+	// once (the last snapshot's count, say): only a hint, so that a large
+	// snapshot does not grow its tables again and again.
+	Channels int
 }
 
 // State is where an assembly stands.
@@ -159,12 +163,13 @@ func NewAssembler(cfg AssemblerConfig) (*Assembler, error) {
 	if cfg.Snapshot == 0 {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, ErrInvalidID)
 	}
+	nchans := max(2*len(cfg.Participants), cfg.Channels)
 	a := &Assembler{
 		cfg:       cfg,
 		index:     make(map[ProcessID]int32, len(cfg.Participants)),
 		procs:     make([]procAcc, 0, len(cfg.Participants)),
-		chanIndex: make(map[uint64]int32, 2*len(cfg.Participants)),
-		chans:     make([]chanAcc, 0, 2*len(cfg.Participants)),
+		chanIndex: make(map[uint64]int32, nchans),
+		chans:     make([]chanAcc, 0, nchans),
 	}
 	for _, p := range cfg.Participants {
 		a.require(a.proc(p))
