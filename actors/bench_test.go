@@ -535,6 +535,30 @@ func BenchmarkSnapshotLatency(b *testing.B) {
 	}
 }
 
+// BenchmarkSnapshotIdle takes snapshots back to back of a bank whose
+// traffic has drained: what a snapshot costs by itself, per participant,
+// with every participant's memory cold (its mailbox, its Process, its
+// channels are touched once per snapshot).
+func BenchmarkSnapshotIdle(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("actors=%d", n), func(b *testing.B) {
+			r := newRig(b, variants[2])
+			defer r.shutdown(b)
+			bk := newBank(b, r, n, 1)
+			bk.kick()
+			bk.waitTransfers(b, int64(20*n))
+			bk.drain(b)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := r.snap.Snapshot(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/participant")
+		})
+	}
+}
+
 // stopTheWorld pauses every account on a shared barrier, encodes each
 // account's state from this goroutine while they are all blocked, then
 // releases them. Transfers queued in mailboxes are not captured.

@@ -435,19 +435,18 @@ func (a *Assembler) build(end time.Time) *Global {
 			g.Participants = append(g.Participants, Participant{ID: r.Process, Kind: r.Kind, State: r.State, Departed: pa.departed})
 		}
 	}
+	// Channels by sender in name order, then by receiver: each process
+	// lists its channels, so only each sender's few are sorted.
 	chans := make([]int32, 0, len(a.chans))
-	for i := range a.chans {
-		if !a.procs[a.chans[i].to].departed {
-			chans = append(chans, int32(i))
+	for _, p := range order {
+		first := len(chans)
+		for _, ci := range a.procs[p].chans {
+			if c := &a.chans[ci]; c.from == p && !a.procs[c.to].departed {
+				chans = append(chans, ci)
+			}
 		}
+		slices.SortFunc(chans[first:], func(x, y int32) int { return int(rank[a.chans[x].to] - rank[a.chans[y].to]) })
 	}
-	slices.SortFunc(chans, func(x, y int32) int {
-		cx, cy := &a.chans[x], &a.chans[y]
-		if d := rank[cx.from] - rank[cy.from]; d != 0 {
-			return int(d)
-		}
-		return int(rank[cx.to] - rank[cy.to])
-	})
 	for _, i := range chans {
 		c := &a.chans[i]
 		cs := ChannelState{Channel: a.name(c), Sent: c.sent, Received: c.received}
