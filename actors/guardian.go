@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -170,8 +171,13 @@ type guardian struct {
 	departed map[snapshot.ProcessID]snapshot.LocalRecord // final counters of stopped participants, kept: receivers report their channels in every record
 	ticker   *time.Timer
 	channels int // in the last completed snapshot: the next one's size hint
-	down     bool
-	rng      *rand.Rand
+	// The live participants sorted by id, as of registry version
+	// partsVersion; shared by the snapshots that start with them, never
+	// changed in place.
+	parts        []*participant
+	partsVersion uint64
+	down         bool
+	rng          *rand.Rand
 
 	// Aligned mode: the channel graph seen in completed snapshots, and
 	// whose barriers each participant was last told to wait for.
@@ -313,10 +319,18 @@ func (g *guardian) start(reply chan<- result, direct bool) {
 	// spawn from outside any actor is then either among them or born after.
 	reg := &g.s.reg
 	reg.mu.Lock()
-	parts := make([]*participant, 0, len(reg.byID))
-	for _, p := range reg.byID {
-		parts = append(parts, p)
+	if g.parts == nil || g.partsVersion != reg.version {
+		// Sorted by id, and kept while no one spawns or stops: the
+		// Assembler numbers them in this order, so the Global needs no
+		// sort by name (a sort of 10,000 names per snapshot otherwise).
+		g.parts = make([]*participant, 0, len(reg.byID))
+		for _, p := range reg.byID {
+			g.parts = append(g.parts, p)
+		}
+		slices.SortFunc(g.parts, func(a, b *participant) int { return strings.Compare(string(a.id), string(b.id)) })
+		g.partsVersion = reg.version
 	}
+	parts := g.parts
 	r := &run{id: id, start: now, members: make(map[snapshot.ProcessID]bool, len(parts))}
 	reg.pending = append(reg.pending, id)
 	reg.runs[id] = r

@@ -118,6 +118,7 @@ type registry struct {
 	mu      sync.RWMutex
 	byID    map[snapshot.ProcessID]*participant
 	byKey   map[mailbox.SenderKey]*participant
+	version uint64                      // changes whenever byID does
 	pending []snapshot.SnapshotID       // snapshots in progress
 	retired map[snapshot.ProcessID]bool // ids of participants that stopped
 	runs    map[snapshot.SnapshotID]*run
@@ -337,6 +338,7 @@ func (s *System) newParticipant(k *kind, id snapshot.ProcessID, state []byte, co
 		p.proc.SetAwaited(0, nil)
 	}
 	s.reg.byID[id] = p
+	s.reg.version++
 	s.reg.byKey[p.key] = p
 	return p, nil
 }
@@ -367,6 +369,7 @@ func (s *System) retire(p *participant) {
 	defer s.reg.mu.Unlock()
 	if s.reg.byID[p.id] == p {
 		delete(s.reg.byID, p.id)
+		s.reg.version++
 	}
 	s.reg.byKey[p.key] = ghost
 	s.reg.retired[p.id] = true
@@ -377,6 +380,7 @@ func (s *System) unregister(p *participant) {
 	defer s.reg.mu.Unlock()
 	if s.reg.byID[p.id] == p {
 		delete(s.reg.byID, p.id)
+		s.reg.version++
 	}
 	delete(s.reg.byKey, p.key)
 }
