@@ -586,12 +586,12 @@ func (s *FileStore) readFile(id snapshot.SnapshotID, mf manifestFile) (b []byte,
 	}
 	// The size is bounded by the manifest's check, so this allocation is.
 	b = make([]byte, mf.Size)
-	chunk := len(b)
+	chunk := max(len(b), 1) // an empty file (a manifest may claim one) is one empty read
 	if chunk > pipelineMin {
 		chunk = readChunk
 	}
 	var (
-		chunks = make(chan []byte, (len(b)+chunk-1)/max(chunk, 1))
+		chunks = make(chan []byte, (len(b)+chunk-1)/chunk)
 		summed = make(chan uint32, 1)
 	)
 	go func() {

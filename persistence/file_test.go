@@ -483,3 +483,16 @@ func TestFileStoreRefusedLeavesNothing(t *testing.T) {
 	require.False(t, requireOld(t, s))
 	requireTidy(t, mem)
 }
+
+// TestFileStoreEmptyDataFile: a manifest that vouches for an empty data
+// file (a valid checksum over nothing) gets a CorruptError from Load, not
+// a panic.
+func TestFileStoreEmptyDataFile(t *testing.T) {
+	s, data, man := corruptible(t)
+	require.NoError(t, os.Truncate(data, 0))
+	m, err := persistence.EncodeManifest(persistence.Manifest{ID: 3, Files: []persistence.ManifestFile{{Name: persistence.DataName, Size: 0, CRC: 0}}})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(man, m, 0o644))
+	_, err = s.Load(context.Background(), 3)
+	requireCorrupt(t, err, data)
+}
