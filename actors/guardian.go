@@ -47,7 +47,8 @@ type (
 	// counters already say.
 	reportMsg struct {
 		id       snapshot.SnapshotID
-		rec      *snapshot.LocalRecord
+		hasRec   bool
+		rec      snapshot.LocalRecord
 		children []snapshot.ProcessID // live children: born before the record
 		channels []snapshot.ChannelRecord
 	}
@@ -88,8 +89,7 @@ type run struct {
 
 	mu       sync.Mutex // guards the fields below
 	asm      *snapshot.Assembler
-	members  map[snapshot.ProcessID]bool // participants it started with or required since
-	signaled bool                        // the guardian has been told it is over
+	signaled bool // the guardian has been told it is over
 
 	// Owned by the guardian.
 	waiters []chan<- result
@@ -130,15 +130,11 @@ func (r *run) add(s *System, m *reportMsg) {
 }
 
 func (r *run) applyLocked(m *reportMsg) {
-	if m.rec != nil {
-		r.members[m.rec.Process] = true
+	if m.hasRec {
 		for _, c := range m.children {
-			if !r.members[c] {
-				r.members[c] = true
-				r.asm.Require(c)
-			}
+			r.asm.Require(c)
 		}
-		_ = r.asm.AddRecord(*m.rec)
+		_ = r.asm.AddRecord(m.rec)
 	}
 	for _, c := range m.channels {
 		_ = r.asm.AddChannel(c)
@@ -175,6 +171,7 @@ type guardian struct {
 	// partsVersion; shared by the snapshots that start with them, never
 	// changed in place.
 	parts        []*participant
+	partIDs      []snapshot.ProcessID // their ids
 	partsVersion uint64
 	down         bool
 	rng          *rand.Rand
@@ -247,8 +244,7 @@ func (g *guardian) Receive(ctx actor.Context) {
 	case *registered:
 		for _, r := range g.runs {
 			r.mu.Lock()
-			if m.horizon < r.id && !slices.Contains(m.finished, r.id) && !r.members[m.id] {
-				r.members[m.id] = true
+			if m.horizon < r.id && !slices.Contains(m.finished, r.id) {
 				r.asm.Require(m.id)
 			}
 			r.mu.Unlock()
@@ -328,21 +324,20 @@ func (g *guardian) start(reply chan<- result, direct bool) {
 			g.parts = append(g.parts, p)
 		}
 		slices.SortFunc(g.parts, func(a, b *participant) int { return strings.Compare(string(a.id), string(b.id)) })
+		g.partIDs = make([]snapshot.ProcessID, len(g.parts))
+		for i, p := range g.parts {
+			g.partIDs[i] = p.id
+		}
 		g.partsVersion = reg.version
 	}
 	parts := g.parts
-	r := &run{id: id, start: now, members: make(map[snapshot.ProcessID]bool, len(parts))}
+	r := &run{id: id, start: now}
 	reg.pending = append(reg.pending, id)
 	reg.runs[id] = r
 	reg.mu.Unlock()
 
-	ids := make([]snapshot.ProcessID, len(parts))
-	for i, p := range parts {
-		ids[i] = p.id
-		r.members[p.id] = true
-	}
 	r.asm, _ = snapshot.NewAssembler(snapshot.AssemblerConfig{
-		Snapshot: id, Mode: g.s.cfg.mode, Participants: ids, Start: now, Deadline: now.Add(g.s.cfg.timeout),
+		Snapshot: id, Mode: g.s.cfg.mode, Participants: g.partIDs, Start: now, Deadline: now.Add(g.s.cfg.timeout),
 		Channels: g.channels + g.channels/8,
 	})
 	for _, final := range g.departed {
@@ -407,7 +402,7 @@ func broadcast(id snapshot.SnapshotID, parts []*participant) {
 func (g *guardian) lost(p snapshot.ProcessID, reason error) {
 	for _, r := range g.runs {
 		r.mu.Lock()
-		member := r.members[p]
+		member := r.asm.Involves(p)
 		r.mu.Unlock()
 		if member {
 			g.abort(r, fmt.Errorf("%w: %s", reason, p))

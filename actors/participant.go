@@ -82,10 +82,10 @@ type participant struct {
 	peers    map[mailbox.SenderKey]snapshot.ProcessID
 	keys     map[snapshot.ProcessID]mailbox.SenderKey // peers, reversed
 	children map[snapshot.ProcessID]bool
-	reports  map[snapshot.SnapshotID]*reportMsg // recorded, not yet finished
-	forget   []snapshot.SnapshotID              // to Forget after the actions in hand
-	held     map[snapshot.ProcessID]heldMsg     // aligned: first messages held behind barriers
-	release  []snapshot.ProcessID               // senders whose held message can go
+	reports  map[snapshot.SnapshotID][]snapshot.ChannelRecord // recorded, not yet finished: closed recordings held for one report
+	forget   []snapshot.SnapshotID                            // to Forget after the actions in hand
+	held     map[snapshot.ProcessID]heldMsg                   // aligned: first messages held behind barriers
+	release  []snapshot.ProcessID                             // senders whose held message can go
 	enc      encoder
 }
 
@@ -414,8 +414,8 @@ func (p *participant) actOnce() {
 			// The record goes at once, so that the guardian's work spreads
 			// out; the channel recordings follow in one report when all
 			// have closed.
-			p.report(&reportMsg{id: r.Snapshot, rec: &r, children: children})
-			p.reports[r.Snapshot] = &reportMsg{id: r.Snapshot}
+			p.report(&reportMsg{id: r.Snapshot, hasRec: true, rec: r, children: children})
+			p.reports[r.Snapshot] = nil
 		}
 	}
 	var marker *markerMsg
@@ -437,17 +437,17 @@ func (p *participant) actOnce() {
 			continue
 		}
 		c.Messages = msgs
-		if rep := p.reports[c.Snapshot]; rep != nil {
-			rep.channels = append(rep.channels, c)
+		if held, ok := p.reports[c.Snapshot]; ok {
+			p.reports[c.Snapshot] = append(held, c)
 		} else {
 			p.report(&reportMsg{id: c.Snapshot, channels: []snapshot.ChannelRecord{c}})
 		}
 	}
 	for _, id := range rd.Finished {
-		if rep := p.reports[id]; rep != nil {
+		if held, ok := p.reports[id]; ok {
 			delete(p.reports, id)
-			if len(rep.channels) > 0 {
-				p.report(rep)
+			if len(held) > 0 {
+				p.report(&reportMsg{id: id, channels: held})
 			}
 		}
 	}

@@ -318,7 +318,7 @@ func (s *System) newParticipant(k *kind, id snapshot.ProcessID, state []byte, co
 		keys:     make(map[snapshot.ProcessID]mailbox.SenderKey),
 		held:     make(map[snapshot.ProcessID]heldMsg),
 		children: make(map[snapshot.ProcessID]bool),
-		reports:  make(map[snapshot.SnapshotID]*reportMsg),
+		reports:  make(map[snapshot.SnapshotID][]snapshot.ChannelRecord),
 	}
 	s.reg.mu.Lock()
 	defer s.reg.mu.Unlock()

@@ -186,6 +186,13 @@ func (a *Assembler) Require(p ProcessID) {
 	}
 }
 
+// Involves reports whether p takes part in the snapshot: it must record
+// (it was given, or required since) or it has recorded.
+func (a *Assembler) Involves(p ProcessID) bool {
+	i, ok := a.index[p]
+	return ok && (a.procs[i].required || a.procs[i].record != nil)
+}
+
 // Snapshot returns the id being assembled.
 func (a *Assembler) Snapshot() SnapshotID { return a.cfg.Snapshot }
 
