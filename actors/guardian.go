@@ -160,13 +160,14 @@ func (r *run) signalLocked(s *System) {
 // participants send, stores complete snapshots and tells everyone when a
 // snapshot is over. It is an ordinary actor: its state is its own.
 type guardian struct {
-	s        *System
-	self     *actor.PID
-	next     snapshot.SnapshotID
-	runs     map[snapshot.SnapshotID]*run
-	departed map[snapshot.ProcessID]snapshot.LocalRecord // final counters of stopped participants, kept: receivers report their channels in every record
-	ticker   *time.Timer
-	channels int // in the last completed snapshot: the next one's size hint
+	s         *System
+	self      *actor.PID
+	next      snapshot.SnapshotID
+	runs      map[snapshot.SnapshotID]*run
+	departed  map[snapshot.ProcessID]snapshot.LocalRecord // final counters of stopped participants, kept: receivers report their channels in every record
+	ticker    *time.Timer
+	channels  int                 // in the last completed snapshot: the next one's size hint
+	numbering *snapshot.Numbering // of the last completed snapshot, for the next
 	// The live participants sorted by id, as of registry version
 	// partsVersion; shared by the snapshots that start with them, never
 	// changed in place.
@@ -338,7 +339,7 @@ func (g *guardian) start(reply chan<- result, direct bool) {
 
 	r.asm, _ = snapshot.NewAssembler(snapshot.AssemblerConfig{
 		Snapshot: id, Mode: g.s.cfg.mode, Participants: g.partIDs, Start: now, Deadline: now.Add(g.s.cfg.timeout),
-		Channels: g.channels + g.channels/8,
+		Channels: g.channels + g.channels/8, Numbering: g.numbering,
 	})
 	for _, final := range g.departed {
 		final.Snapshot = id
@@ -419,6 +420,7 @@ func (g *guardian) check(r *run) {
 		// Only then: for a pending snapshot, Global builds an error
 		// listing everything missing, a pass over every participant.
 		gl, _ = r.asm.Global()
+		g.numbering = r.asm.Numbering()
 	}
 	r.signaled = st.State != snapshot.Pending
 	r.mu.Unlock()

@@ -466,3 +466,60 @@ func TestDiscard(t *testing.T) {
 	assert.Equal(t, []snapshot.SnapshotID{1}, p.Send("d").Recorded, "a first message still names it")
 	require.NoError(t, snapshot.CheckLogged(p))
 }
+
+// An Assembler given the Numbering of an earlier one assembles the same
+// Global as one given none: when the records name the same peers (the
+// Numbering is then passed on unchanged: no record needed a lookup), when
+// a process and a channel are new, and when a process of the earlier
+// snapshot is gone (its channels are not in the later Global).
+func TestAssemblerNumbering(t *testing.T) {
+	now := time.Unix(100, 0)
+	assemble := func(id snapshot.SnapshotID, parts []snapshot.ProcessID, nb *snapshot.Numbering, recs []snapshot.LocalRecord) (*snapshot.Global, *snapshot.Numbering) {
+		t.Helper()
+		a, err := snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: id, Participants: parts, Numbering: nb})
+		require.NoError(t, err)
+		for _, r := range recs {
+			require.NoError(t, a.AddRecord(r))
+		}
+		require.Equal(t, snapshot.Complete, a.Status(now).State)
+		g, err := a.Global()
+		require.NoError(t, err)
+		require.NoError(t, g.Verify())
+		return g, a.Numbering()
+	}
+	same := func(id snapshot.SnapshotID, parts []snapshot.ProcessID, nb *snapshot.Numbering, recs func(snapshot.SnapshotID) []snapshot.LocalRecord) *snapshot.Numbering {
+		t.Helper()
+		want, _ := assemble(id, parts, nil, recs(id))
+		got, next := assemble(id, parts, nb, recs(id))
+		assert.Equal(t, want, got)
+		return next
+	}
+	abc := func(id snapshot.SnapshotID) []snapshot.LocalRecord {
+		return []snapshot.LocalRecord{
+			rec(id, "a", []snapshot.PeerCount{pc("b", 2), pc("c", 0)}, []snapshot.PeerCount{pc("c", 1)}),
+			rec(id, "b", nil, []snapshot.PeerCount{pc("a", 2)}),
+			rec(id, "c", []snapshot.PeerCount{pc("a", 1)}, []snapshot.PeerCount{pc("a", 0)}),
+		}
+	}
+	_, n1 := assemble(1, ids("a", "b", "c"), nil, abc(1))
+	require.NotNil(t, n1)
+	n2 := same(2, ids("a", "b", "c"), n1, abc)
+	assert.Same(t, n1, n2, "the same records need no new numbering")
+
+	// d is new, talks to a; b is gone.
+	acd := func(id snapshot.SnapshotID) []snapshot.LocalRecord {
+		return []snapshot.LocalRecord{
+			rec(id, "a", []snapshot.PeerCount{pc("c", 0), pc("d", 4)}, []snapshot.PeerCount{pc("c", 1)}),
+			rec(id, "c", []snapshot.PeerCount{pc("a", 1)}, []snapshot.PeerCount{pc("a", 0)}),
+			rec(id, "d", nil, []snapshot.PeerCount{pc("a", 4)}),
+		}
+	}
+	n3 := same(3, ids("a", "c", "d"), n2, acd)
+	require.NotNil(t, n3)
+	assert.NotSame(t, n2, n3)
+	g, _ := assemble(4, ids("a", "c", "d"), n3, acd(4))
+	for _, c := range g.Channels {
+		assert.NotEqual(t, snapshot.ProcessID("b"), c.Channel.To, "a channel of a process gone")
+	}
+	same(4, ids("a", "c", "d"), n3, acd)
+}

@@ -166,17 +166,20 @@ type run struct {
 // tells every process when one is finished. It is not safe for concurrent
 // use. A failed protocol step stops it: see Err.
 type Network struct {
-	cfg    Config
-	rng    *rand.Rand
-	app    App
-	now    int64
-	procs  []*snapshot.Process
-	index  map[snapshot.ProcessID]int
-	links  map[[2]int]*link
-	order  []*link // links in creation order, for deterministic draining
-	events events
-	seq    uint64
-	trace  *Trace
+	cfg Config
+	rng *rand.Rand
+	// numbering is the last complete snapshot's, given to the next
+	// Assembler as the guardian of package actors does.
+	numbering *snapshot.Numbering
+	app       App
+	now       int64
+	procs     []*snapshot.Process
+	index     map[snapshot.ProcessID]int
+	links     map[[2]int]*link
+	order     []*link // links in creation order, for deterministic draining
+	events    events
+	seq       uint64
+	trace     *Trace
 
 	held      int // deliveries waiting on blocked links
 	learned   map[snapshot.Channel]bool
@@ -367,7 +370,7 @@ func (n *Network) Send(from, to int, payload any) {
 func (n *Network) StartSnapshot(initiator int) snapshot.SnapshotID {
 	n.nextID++
 	id := n.nextID
-	cfg := snapshot.AssemblerConfig{Snapshot: id, Participants: n.cfg.Graph.Names, Start: tickTime(n.now)}
+	cfg := snapshot.AssemblerConfig{Snapshot: id, Participants: n.cfg.Graph.Names, Start: tickTime(n.now), Numbering: n.numbering}
 	if n.cfg.Timeout > 0 {
 		cfg.Deadline = tickTime(n.now + int64(n.cfg.Timeout))
 	}
@@ -477,6 +480,7 @@ func (n *Network) check() {
 		case snapshot.Complete:
 			g, _ := r.asm.Global()
 			n.completed = append(n.completed, g)
+			n.numbering = r.asm.Numbering()
 			for _, c := range g.Channels {
 				if !n.learned[c.Channel] {
 					n.learned[c.Channel] = true
