@@ -86,7 +86,9 @@
 // A Process is not safe for concurrent use: drive it from its process's own
 // goroutine (in actorsnap, the actor's), which also keeps each process's
 // events in the order the algorithm needs. An Assembler is not safe for
-// concurrent use either; one goroutine (the guardian) owns each. Values
+// concurrent use either; one goroutine (the guardian) owns each. A
+// Numbering, taken from a complete Assembler and given to the next
+// (AssemblerConfig.Numbering), is immutable and may be shared. Values
 // returned by Ready are valid until Advance; LocalRecord and ChannelRecord
 // values may be kept, and their Messages slices are shared read-only views.
 // Global values are immutable once built.
