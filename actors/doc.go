@@ -20,6 +20,12 @@
 // middleware or header map on the way. Send, Request, RequestFuture,
 // Respond, Forward and Poison keep their Proto.Actor meaning.
 //
+// Participants run on a small pool of workers (as many as cores, at least
+// two) taking mailbox turns in FIFO order. A participant that blocks in
+// its turn (waiting on a future, say) holds its worker; once a turn has
+// lasted about 50 ms another worker is added, and it ends when the blocked
+// turn does. Blocking is allowed but slow: prefer replies as messages.
+//
 // # What a snapshot holds
 //
 //   - Each participant's state, captured on its goroutine between two
