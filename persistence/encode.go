@@ -91,45 +91,34 @@ func EncodeGlobal(g *snapshot.Global) ([]byte, error) {
 	if err := checkSave(g); err != nil {
 		return nil, err
 	}
-	return encodeChecked(g, nil)
-}
-
-// encodeChecked is EncodeGlobal for a g that passed checkSave, or that is
-// being checked meanwhile: it does not fail on what checkSave refuses (a
-// payload of another type is encoded as an empty RecordedMessage), so that
-// Save can check and encode at once, and throw the encoding away if the
-// check fails. It encodes into buf if buf has room, else into a new
-// buffer.
-func encodeChecked(g *snapshot.Global, buf []byte) ([]byte, error) {
-	size, err := encodedSizeBound(g)
+	pieces, err := encodeSplit(g, [2][]byte{}, false)
 	if err != nil {
 		return nil, err
 	}
-	b := buf[:0]
-	if cap(b) < size {
-		b = make([]byte, 0, size)
-	}
-	b = appendEnvelopeHeader(b, globalMagic)
-	return sealEnvelope(appendGlobalBody(b, g))
+	// Unsplit, pieces[1] is the trailer alone, and pieces[0] has room.
+	return append(pieces[0], pieces[1]...), nil
 }
 
 // minSplit is the smallest encoding worth splitting over two goroutines.
 const minSplit = 256 << 10
 
-// encodeSplit is encodeChecked in two pieces, encoded at once on two
-// goroutines: the stored form is pieces[0] followed by pieces[1], the
-// same bytes encodeChecked returns. pieces[0] ends after about half the
-// encoded size's worth of participants (all of them when the channels are
-// the larger half, none for a small snapshot); pieces[1] holds the rest
-// and the trailer, whose checksum runs over both. bufs are reused when
-// they have room.
-func encodeSplit(g *snapshot.Global, bufs [2][]byte) (pieces [2][]byte, err error) {
+// encodeSplit encodes g, which passed checkSave or is being checked
+// meanwhile: it does not fail on what checkSave refuses (a payload of
+// another type is encoded as an empty RecordedMessage), so that Save can
+// check and encode at once, and throw the encoding away if the check
+// fails. The stored form is pieces[0] followed by pieces[1]. With split,
+// a large snapshot is encoded in two pieces at once on two goroutines:
+// pieces[0] ends after about half the encoded size's worth of
+// participants (all of them when the channels are the larger half);
+// otherwise pieces[1] is the trailer alone. The trailer's checksum runs
+// over both. bufs are reused when they have room.
+func encodeSplit(g *snapshot.Global, bufs [2][]byte, split bool) (pieces [2][]byte, err error) {
 	size, err := encodedSizeBound(g)
 	if err != nil {
 		return pieces, err
 	}
 	k, acc := 0, 0 // participants in pieces[0], and their size bound
-	if size >= minSplit {
+	if split && size >= minSplit {
 		for ; k < len(g.Participants) && acc < size/2; k++ {
 			acc += participantSizeBound(&g.Participants[k])
 		}
@@ -147,20 +136,20 @@ func encodeSplit(g *snapshot.Global, bufs [2][]byte) (pieces [2][]byte, err erro
 		n0, n1 = size, trailerSize
 	}
 	b0, b1 := sized(bufs[0], n0), sized(bufs[1], n1)
+	rest := func(b []byte) []byte { return appendGlobalTail(appendParticipants(b, g.Participants[k:]), g) }
 	var done chan struct{}
 	if k > 0 {
 		done = make(chan struct{})
 		go func() {
 			defer close(done)
-			b1 = appendGlobalTail(appendParticipants(b1, g.Participants[k:]), g)
+			b1 = rest(b1)
 		}()
 	}
-	b0 = appendGlobalHead(appendEnvelopeHeader(b0, globalMagic), g)
-	b0 = appendParticipants(b0, g.Participants[:k])
+	b0 = appendParticipants(appendGlobalHead(appendEnvelopeHeader(b0, globalMagic), g), g.Participants[:k])
 	if k > 0 {
 		<-done
 	} else {
-		b0 = appendGlobalTail(appendParticipants(b0, g.Participants), g)
+		b0 = rest(b0)
 	}
 	if n := len(b0) + len(b1) + trailerSize; n > MaxEncodedSize {
 		return pieces, fmt.Errorf("%w: encoded size %d, more than %d", ErrTooLarge, n, MaxEncodedSize)
@@ -228,7 +217,7 @@ func encodedSizeBound(g *snapshot.Global) (int, error) {
 			return 0, tooLarge("in-flight message count", messages, MaxMessages)
 		}
 		for _, m := range c.Messages {
-			rm, _ := m.Payload.(RecordedMessage) // see encodeChecked
+			rm, _ := m.Payload.(RecordedMessage) // see encodeSplit
 			if err := name("message type", rm.Type); err != nil {
 				return 0, err
 			}
@@ -242,16 +231,6 @@ func encodedSizeBound(g *snapshot.Global) (int, error) {
 		}
 	}
 	return size, nil
-}
-
-// appendGlobalBody appends the body of g in FormatVersion. A channel's
-// ends are written as indices into the participants when they are
-// participants, found by a cursor (channels are sorted by sender) and a
-// binary search; if g is not sorted (checkSave is refusing it meanwhile)
-// the indices are wrong, and the encoding is thrown away.
-func appendGlobalBody(b []byte, g *snapshot.Global) []byte {
-	b = appendParticipants(appendGlobalHead(b, g), g.Participants)
-	return appendGlobalTail(b, g)
 }
 
 // appendGlobalHead appends what comes before the participants: the body's
@@ -280,7 +259,11 @@ func appendParticipants(b []byte, ps []snapshot.Participant) []byte {
 }
 
 // appendGlobalTail appends what follows the participants: the in-flight
-// count and the channels.
+// count and the channels. A channel's ends are written as indices into the
+// participants when they are participants, found by a cursor (channels are
+// sorted by sender) and a binary search; if g is not sorted (checkSave is
+// refusing it meanwhile) the indices are wrong, and the encoding is thrown
+// away.
 func appendGlobalTail(b []byte, g *snapshot.Global) []byte {
 	b = appendUint(b, uint64(g.TotalInFlight()))
 	b = appendArray(b, len(g.Channels))

@@ -53,4 +53,4 @@ func FixChecksum(data []byte) []byte {
 }
 
 // EncodeSplit is the FileStore's encoder: the stored form in two pieces.
-func EncodeSplit(g *snapshot.Global) ([2][]byte, error) { return encodeSplit(g, [2][]byte{}) }
+func EncodeSplit(g *snapshot.Global) ([2][]byte, error) { return encodeSplit(g, [2][]byte{}, true) }

@@ -264,7 +264,7 @@ func (s *FileStore) Save(ctx context.Context, g *snapshot.Global) error {
 		if p, ok := s.bufs.Get().(*[2][]byte); ok {
 			bufs = *p
 		}
-		data, encErr = encodeSplit(g, bufs)
+		data, encErr = encodeSplit(g, bufs, true)
 	}()
 	go func() {
 		defer close(checked)
