@@ -166,7 +166,6 @@ type guardian struct {
 	runs      map[snapshot.SnapshotID]*run
 	departed  map[snapshot.ProcessID]snapshot.LocalRecord // final counters of stopped participants, kept: receivers report their channels in every record
 	ticker    *time.Timer
-	channels  int                 // in the last completed snapshot: the next one's size hint
 	numbering *snapshot.Numbering // of the last completed snapshot, for the next
 	// The live participants sorted by id, as of registry version
 	// partsVersion; shared by the snapshots that start with them, never
@@ -339,7 +338,7 @@ func (g *guardian) start(reply chan<- result, direct bool) {
 
 	r.asm, _ = snapshot.NewAssembler(snapshot.AssemblerConfig{
 		Snapshot: id, Mode: g.s.cfg.mode, Participants: g.partIDs, Start: now, Deadline: now.Add(g.s.cfg.timeout),
-		Channels: g.channels + g.channels/8, Numbering: g.numbering,
+		Numbering: g.numbering,
 	})
 	for _, final := range g.departed {
 		final.Snapshot = id
@@ -451,7 +450,6 @@ func (g *guardian) complete(r *run, gl *snapshot.Global) {
 			g.s.log.Warn("retention failed", slog.Any("error", err))
 		}
 	}
-	g.channels = len(gl.Channels)
 	g.learn(gl)
 	g.finish(r, gl, nil)
 }

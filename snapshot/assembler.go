@@ -23,10 +23,6 @@ type AssemblerConfig struct {
 	// Deadline, if not zero, aborts the snapshot with ErrTimeout when
 	// Status is called at or after it and the snapshot is not complete.
 	Deadline time.Time
-	// Channels, if not zero, is how many channels to make room for at
-	// once (the last snapshot's count, say): only a hint, so that a large
-	// snapshot does not grow its tables again and again.
-	Channels int
 	// Numbering, if not nil, is the Numbering of a complete Assembler of
 	// an earlier snapshot of the same processes: this one numbers them as
 	// it did, and a record that names the same peers as that process's
@@ -202,21 +198,18 @@ func NewAssembler(cfg AssemblerConfig) (*Assembler, error) {
 	if num == nil {
 		num = noNumbering
 	}
+	// Room for the participants and about two channels each, beyond what
+	// the Numbering brings.
 	np, nc := len(num.ids), len(num.chans)
-	nchans := max(2*len(cfg.Participants), cfg.Channels)
+	procs, chans := max(np, len(cfg.Participants)), max(nc, 2*len(cfg.Participants))
 	a := &Assembler{
-		cfg:    cfg,
-		num:    num,
-		procs:  make([]procAcc, np, max(np, len(cfg.Participants))),
-		chans:  make([]chanAcc, nc, max(nc, nchans)),
-		shapes: make([][]int32, np, max(np, len(cfg.Participants))),
-	}
-	if np == 0 {
-		a.index = make(map[ProcessID]int32, len(cfg.Participants))
-		a.chanIndex = make(map[uint64]int32, nchans)
-	} else {
-		a.index = make(map[ProcessID]int32)
-		a.chanIndex = make(map[uint64]int32)
+		cfg:       cfg,
+		num:       num,
+		index:     make(map[ProcessID]int32, procs-np),
+		procs:     make([]procAcc, np, procs),
+		chanIndex: make(map[uint64]int32, chans-nc),
+		chans:     make([]chanAcc, nc, chans),
+		shapes:    make([][]int32, np, procs),
 	}
 	for i, id := range num.ids {
 		a.procs[i] = procAcc{id: id, chans: slices.Clip(num.procChans[i])} // appending copies
@@ -406,7 +399,7 @@ func (a *Assembler) AddRecord(r LocalRecord) error {
 // the same peers in the same order (most records do), without a lookup.
 func (a *Assembler) shape(p int32, r *LocalRecord) []int32 {
 	n := len(r.Sent) + len(r.Received)
-	if sh := a.shapes[p]; len(sh) == n && int(p) < len(a.num.shapes) && a.matches(sh, p, r) {
+	if sh := a.shapes[p]; len(sh) == n && a.matches(sh, p, r) {
 		for _, ci := range sh {
 			a.chans[ci].seen = true
 		}
