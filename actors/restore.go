@@ -97,13 +97,10 @@ func (s *System) restore(ctx context.Context, g *snapshot.Global) error {
 	keys := make(map[snapshot.ProcessID]mailbox.SenderKey, len(g.Participants))
 	for _, pt := range g.Participants {
 		if pt.Departed {
-			ghost := &participant{id: pt.ID, key: mailbox.SenderKey(s.nextKey.Add(1))}
-			ghost.stopped.Store(true)
-			s.reg.mu.Lock()
-			s.reg.byKey[ghost.key] = ghost
-			s.reg.retired[pt.ID] = true
-			s.reg.mu.Unlock()
-			keys[pt.ID] = ghost.key
+			// Its sender key names it, as a stopped participant's does.
+			gone := &participant{id: pt.ID, key: mailbox.SenderKey(s.nextKey.Add(1))}
+			s.retire(gone)
+			keys[pt.ID] = gone.key
 			continue
 		}
 		k, err := s.kind(pt.Kind)
