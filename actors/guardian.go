@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -319,11 +318,7 @@ func (g *guardian) start(reply chan<- result, direct bool) {
 		// Sorted by id, and kept while no one spawns or stops: the
 		// Assembler numbers them in this order, so the Global needs no
 		// sort by name (a sort of 10,000 names per snapshot otherwise).
-		g.parts = make([]*participant, 0, len(reg.byID))
-		for _, p := range reg.byID {
-			g.parts = append(g.parts, p)
-		}
-		slices.SortFunc(g.parts, func(a, b *participant) int { return strings.Compare(string(a.id), string(b.id)) })
+		g.parts = reg.liveLocked()
 		g.partIDs = make([]snapshot.ProcessID, len(g.parts))
 		for i, p := range g.parts {
 			g.partIDs[i] = p.id

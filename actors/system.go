@@ -146,6 +146,11 @@ func (r *registry) lookupKey(k mailbox.SenderKey) *participant {
 func (r *registry) live() []*participant {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	return r.liveLocked()
+}
+
+// liveLocked is live for a caller that holds r.mu.
+func (r *registry) liveLocked() []*participant {
 	ps := make([]*participant, 0, len(r.byID))
 	for _, p := range r.byID {
 		ps = append(ps, p)
