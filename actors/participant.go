@@ -232,11 +232,11 @@ func (p *participant) peer(key mailbox.SenderKey) snapshot.ProcessID {
 			from = snapshot.ProcessID(fmt.Sprintf("#%d", key)) // gone before its first message was read
 		}
 		p.peers[key] = from
+		if p.proc.Mode() == snapshot.Aligned {
+			p.keys[from] = key // what to pause (departedMsg forgets both)
+		}
 	}
 	p.lastKey, p.lastFrom = key, from
-	if p.proc.Mode() == snapshot.Aligned {
-		p.keys[from] = key
-	}
 	return from
 }
 
