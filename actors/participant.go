@@ -126,8 +126,7 @@ func (w *shell) receive(ctx actor.Context, key mailbox.SenderKey) {
 			}
 			p.act()
 		case *abortMsg:
-			p.proc.Forget(m.id)
-			delete(p.reports, m.id)
+			p.forget = append(p.forget, m.id)
 			p.act()
 		}
 		return
