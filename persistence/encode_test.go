@@ -222,21 +222,8 @@ func TestDecodeFaultsVersion2(t *testing.T) {
 		_ = e.EncodeArrayLen(2)
 		_, _ = e.Writer().Write(make([]byte, 12))
 	}), h+9, "2 elements and 4 messages cannot fit")
-	// A channel's end is a participant's index, within range.
-	requireCorruptAt(t, body2(t, func(e *msgpack.Encoder) {
-		header2(e)
-		_ = e.EncodeArrayLen(1)
-		participant(e, "a")
-		_ = e.EncodeUint(0)
-		_ = e.EncodeArrayLen(1)
-		_ = e.EncodeArrayLen(5)
-		_ = e.EncodeUint(0)
-		_ = e.EncodeUint(1)
-		_ = e.EncodeUint(0)
-		_ = e.EncodeUint(0)
-		_ = e.EncodeArrayLen(0)
-	}), h+19, "participant 1, but there are 1")
-	// The channels hold as many messages as counted, no more, no fewer.
+	// channel encodes a channel from participant 0 to participant 1 with
+	// the given number of messages.
 	channel := func(e *msgpack.Encoder, messages int) {
 		_ = e.EncodeArrayLen(5)
 		_ = e.EncodeUint(0)
@@ -250,6 +237,16 @@ func TestDecodeFaultsVersion2(t *testing.T) {
 			_ = e.EncodeNil()
 		}
 	}
+	// A channel's end is a participant's index, within range.
+	requireCorruptAt(t, body2(t, func(e *msgpack.Encoder) {
+		header2(e)
+		_ = e.EncodeArrayLen(1)
+		participant(e, "a")
+		_ = e.EncodeUint(0)
+		_ = e.EncodeArrayLen(1)
+		channel(e, 0)
+	}), h+19, "participant 1, but there are 1")
+	// The channels hold as many messages as counted, no more, no fewer.
 	requireCorruptAt(t, body2(t, func(e *msgpack.Encoder) {
 		header2(e)
 		_ = e.EncodeArrayLen(2)
