@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -89,6 +90,34 @@ func TestAlignedAbortUnblocks(t *testing.T) {
 	assert.Contains(t, r.err.Error(), "aligned barriers still awaited on p1->p2")
 	assert.Contains(t, r.err.Error(), "senders held: p0->p2")
 	assert.Equal(t, "after", waitFor(t, events), "p0 resumed at p2 after the abort, while p1 is still held")
+}
+
+// Messages held for a sender paused behind its barrier count against
+// WithMaxRecorded (DESIGN.md decision 8), even when the paused sender's are
+// the only ones coming: past the budget the aligned snapshot is aborted
+// and the sender resumed, its messages delivered in order.
+func TestAlignedHeldMessagesCountAgainstBudget(t *testing.T) {
+	sys, _, events, second := alignedFixture(t, WithMaxRecorded(3))
+	defer shutdown(t, sys)
+	pending, release := second() // p0 paused at p2, "after" held
+	defer release()
+	pid := func(name string) *actor.PID { return actor.NewPID(sys.ActorSystem().Address(), name) }
+	for i := range 4 {
+		sys.Root().Send(pid("p0"), &sendTo{to: pid("p2"), msg: &note{Text: fmt.Sprintf("flood %d", i)}})
+	}
+	r := waitFor(t, pending)
+	require.ErrorIs(t, r.err, ErrOverBudget)
+	assert.Contains(t, r.err.Error(), "p2 holds")
+	assert.Contains(t, r.err.Error(), "above 3 (WithMaxRecorded)")
+	got := []string{waitFor(t, events)}
+	for range 4 {
+		got = append(got, waitFor(t, events))
+	}
+	assert.Equal(t, []string{"after", "flood 0", "flood 1", "flood 2", "flood 3"}, got, "p0 resumed at p2, in order, while p1 is still held")
+	release()
+	g, err := sys.Snapshot(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, g.Verify())
 }
 
 // Without the back-edge search, a ring whose back edge is not declared

@@ -123,12 +123,14 @@ func WithStore(s persistence.Store) Option { return func(c *config) { c.store = 
 // save. Default 0: keep all.
 func WithRetain(n int) Option { return func(c *config) { c.retain = n } }
 
-// WithMaxRecorded bounds the messages one participant holds as channel
-// state for the snapshots in progress (a message recorded for several is
-// counted once), so that a snapshot of a system with a slow receiver and a
-// flood in flight cannot exhaust memory (DESIGN.md decision 8). A
-// participant over the bound fails the snapshots it is recording with
-// ErrOverBudget and lets go of what it held for them. Default 1<<20;
+// WithMaxRecorded bounds the messages one participant holds for the
+// snapshots in progress: recorded as channel state (a message recorded for
+// several is counted once) and, in the aligned mode, held for senders
+// paused behind their barriers. A snapshot of a system with a slow
+// receiver, or a slow input to align with, and a flood in flight cannot
+// exhaust memory (DESIGN.md decision 8). A participant over the bound fails
+// the snapshots it is recording or aligning with ErrOverBudget and lets go
+// of what it held for them (paused senders are resumed). Default 1<<20;
 // at least 1.
 func WithMaxRecorded(n int) Option { return func(c *config) { c.maxRecorded = n } }
 

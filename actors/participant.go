@@ -39,6 +39,9 @@ type (
 	// abortMsg tells a participant that has not recorded a snapshot that
 	// it was aborted: an aligned one unblocks what it blocked for it.
 	abortMsg struct{ id snapshot.SnapshotID }
+	// budgetMsg is posted by a participant's mailbox to the participant
+	// when the messages held for its paused senders go over the budget.
+	budgetMsg struct{}
 )
 
 // maxTargets bounds the cache of PIDs a participant has sent to.
@@ -87,6 +90,7 @@ type participant struct {
 	held     map[snapshot.ProcessID]heldMsg                   // aligned: first messages held behind barriers
 	release  []snapshot.ProcessID                             // senders whose held message can go
 	enc      encoder
+	budget   bool // a budgetMsg is on its way
 }
 
 // shell is the actor Proto.Actor runs for a participant: it keeps the
@@ -127,6 +131,10 @@ func (w *shell) receive(ctx actor.Context, key mailbox.SenderKey) {
 			p.act()
 		case *abortMsg:
 			p.forget = append(p.forget, m.id)
+			p.act()
+		case *budgetMsg:
+			p.budget = false
+			p.checkBudget()
 			p.act()
 		}
 		return
@@ -259,9 +267,7 @@ func (p *participant) receive(from snapshot.ProcessID, st snapshot.Stamp, payloa
 				p.fail(id, err)
 			}
 		}
-		if n := p.proc.Recorded(); n > p.sys.cfg.maxRecorded {
-			p.overBudget(n)
-		}
+		p.checkBudget()
 		p.act()
 		if tr := p.sys.trace; tr != nil {
 			tr.Received(snapshot.Channel{From: from, To: p.id}, p.proc.Received(from))
@@ -270,9 +276,31 @@ func (p *participant) receive(from snapshot.ProcessID, st snapshot.Stamp, payloa
 	}
 }
 
-// overBudget fails every snapshot this participant records channels for,
-// holding n messages, and lets go of those messages at once. It does not
-// forget the snapshots: until the guardian has aborted them, this
+// checkBudget enforces WithMaxRecorded over the messages this participant
+// holds for the snapshots in progress: recorded as channel state, and held
+// for senders paused behind aligned barriers (DESIGN.md decision 8).
+func (p *participant) checkBudget() {
+	if n := p.proc.Recorded() + p.mb.Held() + len(p.held); n > p.sys.cfg.maxRecorded {
+		p.overBudget(n)
+	}
+}
+
+// overHeld runs in the mailbox, between two messages, when the messages
+// held for paused senders go over the budget: the participant checks its
+// budget at its next message, which it posts itself in case the paused
+// senders' are the only ones coming.
+func (p *participant) overHeld(int) {
+	if !p.budget {
+		p.budget = true
+		p.mb.PostFrom(controlKey, &budgetMsg{})
+	}
+}
+
+// overBudget fails every snapshot this participant records channels for or
+// aligns, holding n messages, and lets go of those messages at once: it
+// discards its recordings, and forgets the aligned snapshot it has not
+// recorded, which resumes the senders it held paused. It does not forget
+// the snapshots it recorded: until the guardian has aborted them, this
 // participant's first messages must still say it recorded them.
 func (p *participant) overBudget(n int) {
 	err := fmt.Errorf("%w: %s holds %d messages in flight, above %d (WithMaxRecorded)", ErrOverBudget, p.id, n, p.sys.cfg.maxRecorded)
@@ -280,6 +308,10 @@ func (p *participant) overBudget(n int) {
 		p.fail(id, err)
 		p.proc.Discard(id)
 		delete(p.reports, id)
+	}
+	if id, _ := p.proc.Awaiting(); id != 0 {
+		p.fail(id, err)
+		p.forget = append(p.forget, id)
 	}
 }
 

@@ -43,8 +43,8 @@ var (
 	// crash discarded the state the snapshot is built on.
 	ErrParticipantRestarted = errors.New("actors: participant restarted")
 	// ErrOverBudget is the reason of a snapshot aborted because a
-	// participant held more messages as channel state than WithMaxRecorded
-	// allows.
+	// participant held more messages, as channel state or behind aligned
+	// barriers, than WithMaxRecorded allows.
 	ErrOverBudget = errors.New("actors: recorded messages over budget")
 	// ErrCapture is wrapped by the reason of a snapshot aborted because a
 	// participant's state or recorded messages could not be encoded.
@@ -316,7 +316,6 @@ func (s *System) spawn(spawner actor.SpawnerContext, parent *participant, kindNa
 func (s *System) newParticipant(k *kind, id snapshot.ProcessID, state []byte, config func(pending []snapshot.SnapshotID) snapshot.Config) (*participant, error) {
 	p := &participant{
 		sys: s, id: id, kind: k.name, key: mailbox.SenderKey(s.nextKey.Add(1)), state: state,
-		mb:       mailbox.New(),
 		targets:  make(map[*actor.PID]*participant),
 		byID:     make(map[snapshot.ProcessID]*participant),
 		peers:    make(map[mailbox.SenderKey]snapshot.ProcessID),
@@ -325,6 +324,7 @@ func (s *System) newParticipant(k *kind, id snapshot.ProcessID, state []byte, co
 		children: make(map[snapshot.ProcessID]bool),
 		reports:  make(map[snapshot.SnapshotID][]snapshot.ChannelRecord),
 	}
+	p.mb = mailbox.New(mailbox.WithHeldLimit(s.cfg.maxRecorded, p.overHeld))
 	s.reg.mu.Lock()
 	defer s.reg.mu.Unlock()
 	if _, dup := s.reg.byID[id]; dup {

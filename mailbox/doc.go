@@ -56,7 +56,9 @@
 // abort).
 //
 // UserMessageCount counts every undelivered user message, held ones
-// included.
+// included; Held counts the held ones, and WithHeldLimit calls back when
+// they pass a bound, so that an owner that pauses senders can bound the
+// memory they take.
 //
 // # Memory
 //

@@ -22,6 +22,8 @@ const (
 type Mailbox struct {
 	// Set before the mailbox runs, read-only afterwards.
 	keyOf       KeyFunc
+	heldLimit   int            // WithHeldLimit
+	overHeld    func(held int) // WithHeldLimit; nil: no limit
 	middlewares []actor.MailboxMiddleware
 	invoker     actor.MessageInvoker
 	dispatcher  actor.Dispatcher
@@ -51,6 +53,7 @@ type Mailbox struct {
 	ready    ring[*senderQueue]         // queues with deliverable messages, in turn order
 	turns    int                        // turns left in this round
 	paused   int                        // number of paused queues
+	held     int                        // messages in paused queues
 	sweepAt  int                        // sweep empty queues when len(queues) reaches it
 	free     []*senderQueue             // swept queues kept for reuse
 	current  *senderQueue               // queue of the user message being delivered
@@ -346,16 +349,22 @@ func (m *Mailbox) demux() {
 		m.inMu.Unlock()
 		m.pos = 0
 	}
+	held := m.held
 	for m.pos < len(m.batch) {
 		p := m.batch[m.pos]
 		q := m.queueOf(p)
 		m.batch[m.pos] = posted{}
 		m.pos++
 		q.msgs.push(p.msg)
-		if !q.inReady && !q.paused {
+		if q.paused {
+			m.held++
+		} else if !q.inReady {
 			q.inReady = true
 			m.ready.push(q)
 		}
+	}
+	if m.held > held && m.held > m.heldLimit && m.overHeld != nil {
+		m.overHeld(m.held)
 	}
 	// As for rings: drop a big buffer only when it was mostly unused.
 	if cap(m.batch) > keepBatch && len(m.batch) < cap(m.batch)/4 {
@@ -445,6 +454,7 @@ func (m *Mailbox) Pause(key SenderKey) {
 	if q := m.queue(key); !q.paused {
 		q.paused = true
 		m.paused++
+		m.held += q.msgs.len()
 	}
 }
 
@@ -469,6 +479,14 @@ func (m *Mailbox) ResumeAll() {
 	}
 }
 
+// Held returns the number of messages held for paused senders, sorted into
+// their queues (posted messages are sorted in between rounds). The threading
+// rules of Pause apply.
+func (m *Mailbox) Held() int {
+	m.mustRun("Held")
+	return m.held
+}
+
 // Paused reports whether sender key is paused. The threading rules of Pause
 // apply.
 func (m *Mailbox) Paused(key SenderKey) bool {
@@ -483,6 +501,7 @@ func (m *Mailbox) resume(q *senderQueue) {
 	}
 	q.paused = false
 	m.paused--
+	m.held -= q.msgs.len()
 	// The run that called us is still going: listing the queue is enough
 	// for its messages to be delivered before the run ends.
 	if q.msgs.len() > 0 && !q.inReady {

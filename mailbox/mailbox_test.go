@@ -254,6 +254,42 @@ func TestPausedSenderIdles(t *testing.T) {
 	assert.Equal(t, 0, m.UserMessageCount())
 }
 
+// Held counts the messages of paused senders; past the limit the mailbox
+// calls its callback between two messages, which may post to the actor.
+func TestHeldLimit(t *testing.T) {
+	var calls []int
+	var m *Mailbox
+	m, d, s := newStepped(WithHeldLimit(3, func(held int) {
+		if len(calls) == 0 {
+			m.PostUserMessage("resume")
+		}
+		calls = append(calls, held)
+	}))
+	s.onUser = func(message interface{}) {
+		switch message {
+		case "resume":
+			assert.Equal(t, 4, m.Held())
+			m.Resume(1)
+			assert.Equal(t, 0, m.Held())
+			return
+		}
+		if message.(*msg).String() == "A1" {
+			m.Pause(1)
+			assert.Equal(t, 2, m.Held(), "the messages already queued are held")
+		}
+	}
+	post(m, 1, 1, 2, 3)
+	d.drain()
+	post(m, 1, 4)
+	d.drain()
+	assert.Empty(t, calls, "3 held: at the limit")
+	post(m, 1, 5)
+	d.drain()
+	assert.Equal(t, []int{4}, calls)
+	assert.Equal(t, "A1 resume A2 A3 A4 A5", s.String())
+	assert.Equal(t, 0, m.UserMessageCount())
+}
+
 func TestPauseBeforeFirstMessage(t *testing.T) {
 	m, d, s := newStepped()
 	s.onUser = func(message interface{}) {

@@ -32,6 +32,18 @@ func WithSenderKey(f KeyFunc) Option {
 	return func(m *Mailbox) { m.keyOf = f }
 }
 
+// WithHeldLimit bounds the messages held for paused senders: each time the
+// mailbox sorts newly posted messages into their queues (between rounds),
+// some of them into paused ones, and more than n are held, over is called
+// with the number held, on the mailbox's goroutine, between two messages
+// (so it must not use the actor's context). It may post to this mailbox,
+// e.g. a message to the actor that makes it resume senders; Pause and
+// Resume are allowed there too. It is called again as more are held, so
+// it should do its work once.
+func WithHeldLimit(n int, over func(held int)) Option {
+	return func(m *Mailbox) { m.heldLimit, m.overHeld = n, over }
+}
+
 // WithMiddleware attaches Proto.Actor mailbox middlewares (statistics). They
 // are called as by Proto.Actor's default mailbox: MessagePosted on the
 // posting goroutine, MessageReceived after each message is processed,
