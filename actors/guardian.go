@@ -69,7 +69,11 @@ type (
 	overMsg      struct{ id snapshot.SnapshotID }
 	deadlineMsg  struct{ id snapshot.SnapshotID }
 	sweepMsg     struct{ id snapshot.SnapshotID }
-	tickMsg      struct{}
+	tickMsg      struct{ schedule uint64 } // a tick of that schedule
+	everyRequest struct {
+		interval time.Duration
+		reply    chan<- error
+	}
 )
 
 // run is a snapshot in progress. Participants add their reports to its
@@ -165,6 +169,8 @@ type guardian struct {
 	runs      map[snapshot.SnapshotID]*run
 	departed  map[snapshot.ProcessID]snapshot.LocalRecord // final counters of stopped participants, kept: receivers report their channels in every record
 	ticker    *time.Timer
+	interval  time.Duration       // between periodic starts; zero: none
+	schedule  uint64              // numbers the schedules: a tick of an older one is ignored
 	numbering *snapshot.Numbering // of the last completed snapshot, for the next
 	// The live participants sorted by id, as of registry version
 	// partsVersion; shared by the snapshots that start with them, never
@@ -203,16 +209,21 @@ func (g *guardian) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		g.self = ctx.Self()
-		if g.s.cfg.interval > 0 {
-			g.ticker = g.later(g.s.cfg.interval, &tickMsg{})
-		}
+		g.every(g.s.cfg.interval)
 	case *actor.Stopped:
 		close(g.s.guardSTW)
 	case *tickMsg:
-		if !g.down {
+		if !g.down && m.schedule == g.schedule {
 			g.start(nil, false)
-			g.ticker = g.later(g.s.cfg.interval, &tickMsg{})
+			g.ticker = g.later(g.interval, &tickMsg{schedule: g.schedule})
 		}
+	case *everyRequest:
+		if g.down {
+			m.reply <- ErrShutdown
+			break
+		}
+		g.every(m.interval)
+		m.reply <- nil
 	case *startRequest:
 		g.start(m.reply, false)
 	case *restoreRequest:
@@ -284,6 +295,20 @@ func (g *guardian) Receive(ctx actor.Context) {
 			g.abort(r, ErrShutdown)
 		}
 		m.reply <- n
+	}
+}
+
+// every replaces the periodic schedule: a start every d from now on, none
+// if d is zero.
+func (g *guardian) every(d time.Duration) {
+	if g.ticker != nil {
+		g.ticker.Stop()
+		g.ticker = nil
+	}
+	g.schedule++
+	g.interval = d
+	if d > 0 {
+		g.ticker = g.later(d, &tickMsg{schedule: g.schedule})
 	}
 }
 

@@ -425,6 +425,44 @@ func TestPeriodicSnapshotsPublishOnEventStream(t *testing.T) {
 	}
 }
 
+// SnapshotEvery starts, changes and stops the periodic schedule of a
+// running system.
+func TestSnapshotEvery(t *testing.T) {
+	b := newBank(t, 20, 100, 5)
+	got := make(chan *SnapshotCompleted, 100)
+	sub := b.sys.ActorSystem().EventStream.Subscribe(func(evt interface{}) {
+		if e, ok := evt.(*SnapshotCompleted); ok {
+			select {
+			case got <- e:
+			default:
+			}
+		}
+	})
+	defer b.sys.ActorSystem().EventStream.Unsubscribe(sub)
+
+	require.ErrorIs(t, b.sys.SnapshotEvery(time.Microsecond), ErrConfig)
+	require.NoError(t, b.sys.SnapshotEvery(5*time.Millisecond))
+	for range 3 {
+		b.check(t, waitFor(t, got).Global)
+	}
+	require.NoError(t, b.sys.SnapshotEvery(0))
+	// No periodic start from here on: the ids of snapshots taken by hand
+	// follow each other, where a tick every 5 ms would take ids between.
+	// A periodic snapshot still in progress completes first.
+	var last snapshot.SnapshotID
+	for i := range 30 {
+		g, err := b.sys.Snapshot(context.Background())
+		require.NoError(t, err)
+		b.check(t, g)
+		if i > 0 {
+			require.Equal(t, last+1, g.ID, "a periodic snapshot started after SnapshotEvery(0)")
+		}
+		last = g.ID
+	}
+	require.NoError(t, b.sys.Shutdown(context.Background()))
+	require.ErrorIs(t, b.sys.SnapshotEvery(time.Second), ErrShutdown)
+}
+
 func TestIngressPutsExternalInputInsideTheCut(t *testing.T) {
 	sys, pids, events := probes(t, 1)
 	defer shutdown(t, sys)

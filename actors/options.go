@@ -135,8 +135,17 @@ func WithRetain(n int) Option { return func(c *config) { c.retain = n } }
 func WithMaxRecorded(n int) Option { return func(c *config) { c.maxRecorded = n } }
 
 // WithInterval takes a snapshot every d, starting d after NewSystem.
-// Default 0: none; otherwise at least 1ms.
+// Default 0: none; otherwise at least 1ms. System.SnapshotEvery changes it
+// while the system runs.
 func WithInterval(d time.Duration) Option { return func(c *config) { c.interval = d } }
+
+// checkInterval enforces the bound of WithInterval and SnapshotEvery.
+func checkInterval(d time.Duration) error {
+	if d != 0 && d < MinInterval {
+		return fmt.Errorf("%w: interval %v below the minimum %v", ErrConfig, d, MinInterval)
+	}
+	return nil
+}
 
 // WithLogger sets the logger of snapshot events. Default: discard.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
@@ -170,8 +179,8 @@ func newConfig(opts []Option) (config, error) {
 		return c, fmt.Errorf("%w: timeout %v below the minimum %v", ErrConfig, c.timeout, MinTimeout)
 	case c.concurrent < 1 || c.concurrent > MaxConcurrent:
 		return c, fmt.Errorf("%w: max concurrent snapshots %d outside 1..%d", ErrConfig, c.concurrent, MaxConcurrent)
-	case c.interval != 0 && c.interval < MinInterval:
-		return c, fmt.Errorf("%w: interval %v below the minimum %v", ErrConfig, c.interval, MinInterval)
+	case checkInterval(c.interval) != nil:
+		return c, checkInterval(c.interval)
 	case c.retain < 0:
 		return c, fmt.Errorf("%w: retain %d below 0", ErrConfig, c.retain)
 	case c.maxRecorded < 0:

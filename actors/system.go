@@ -418,6 +418,28 @@ func (s *System) Snapshot(ctx context.Context) (*snapshot.Global, error) {
 	}
 }
 
+// SnapshotEvery replaces the periodic schedule (WithInterval): a snapshot
+// starts every d from now on, or none if d is zero. A start that finds
+// the maximum of concurrent snapshots running is skipped (and logged). The
+// new schedule holds when SnapshotEvery returns; d below MinInterval is
+// refused with ErrConfig, and a system shut down returns ErrShutdown.
+func (s *System) SnapshotEvery(d time.Duration) error {
+	if err := checkInterval(d); err != nil {
+		return err
+	}
+	if s.down.Load() {
+		return ErrShutdown
+	}
+	reply := make(chan error, 1)
+	s.root.Send(s.guardian, &everyRequest{interval: d, reply: reply})
+	select {
+	case err := <-reply:
+		return err
+	case <-s.guardSTW:
+		return ErrShutdown
+	}
+}
+
 // Shutdown aborts the snapshots in progress, stops every participant and
 // the guardian, and shuts the actor system down. It returns an error
 // wrapping ErrShutdown if it aborted snapshots, or ctx's error if the actors
