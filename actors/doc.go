@@ -75,11 +75,13 @@
 //     the snapshot is built on is gone. Later snapshots go on without a
 //     stopped participant: messages it sent are still accounted for (also
 //     those its receivers read after it stopped), and messages sent to it
-//     after it stopped are dead letters. One that sent messages stays in
-//     every later snapshot as departed, with its final counters (its
-//     receivers keep counting its channels), and its name is not given
-//     again (ErrNameRetired). A system that stops many participants grows
-//     its snapshots by one small record each.
+//     after it stopped are dead letters. One that other participants
+//     exchanged messages with stays in every later snapshot whose records
+//     name it, as departed, with its final counters (its peers keep
+//     counting their channels with it), and its name is not given again
+//     (ErrNameRetired). A system that stops many participants grows its
+//     snapshots by one small record for each departed one its live
+//     participants have exchanged messages with.
 //   - A snapshot not complete within its timeout is aborted with
 //     snapshot.ErrTimeout and what it waited for. The previous complete
 //     snapshot stays the latest in the store.

@@ -167,7 +167,7 @@ type guardian struct {
 	self      *actor.PID
 	next      snapshot.SnapshotID
 	runs      map[snapshot.SnapshotID]*run
-	departed  map[snapshot.ProcessID]snapshot.LocalRecord // final counters of stopped participants, kept: receivers report their channels in every record
+	departed  departedBook
 	ticker    *time.Timer
 	interval  time.Duration       // between periodic starts; zero: none
 	schedule  uint64              // numbers the schedules: a tick of an older one is ignored
@@ -192,11 +192,47 @@ func newGuardian(s *System) *guardian {
 	return &guardian{
 		s:        s,
 		runs:     make(map[snapshot.SnapshotID]*run),
-		departed: make(map[snapshot.ProcessID]snapshot.LocalRecord),
+		departed: departedBook{m: make(map[snapshot.ProcessID]departure)},
 		rng:      rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0)),
 		graph:    make(map[snapshot.Channel]bool),
 		awaited:  make(map[snapshot.ProcessID][]snapshot.ProcessID),
 	}
+}
+
+// departedBook keeps the final records of stopped participants: receivers
+// keep naming their channels in their records, and senders their own, so
+// every later snapshot that a record names one in needs it. The guardian
+// writes it; assemblers read it on the participants' goroutines
+// (AssemblerConfig.Departed), so that a snapshot adds only the departed
+// its records name.
+type departedBook struct {
+	mu sync.RWMutex
+	m  map[snapshot.ProcessID]departure
+}
+
+// departure is a stopped participant's final record, for the snapshots
+// started after it stopped.
+type departure struct {
+	final snapshot.LocalRecord
+	after snapshot.SnapshotID // the last snapshot started when it stopped
+}
+
+func (b *departedBook) add(p snapshot.ProcessID, final snapshot.LocalRecord, after snapshot.SnapshotID) {
+	b.mu.Lock()
+	b.m[p] = departure{final: final, after: after}
+	b.mu.Unlock()
+}
+
+// before returns p's final record if p stopped before snapshot id began.
+// One that stopped while id ran took part in it: id is aborted (lost).
+func (b *departedBook) before(id snapshot.SnapshotID, p snapshot.ProcessID) (snapshot.LocalRecord, bool) {
+	b.mu.RLock()
+	d, ok := b.m[p]
+	b.mu.RUnlock()
+	if !ok || d.after >= id {
+		return snapshot.LocalRecord{}, false
+	}
+	return d.final, true
 }
 
 // later sends msg to the guardian after d, from a timer.
@@ -238,7 +274,7 @@ func (g *guardian) Receive(ctx actor.Context) {
 					final.Sent = append(final.Sent, snapshot.PeerCount{Peer: c.Channel.To, N: c.Sent})
 				}
 			}
-			g.departed[p.ID] = final
+			g.departed.add(p.ID, final, m.base)
 		}
 		g.learn(m.from)
 		g.start(m.reply, true)
@@ -260,9 +296,10 @@ func (g *guardian) Receive(ctx actor.Context) {
 			r.mu.Unlock()
 		}
 	case *stoppedMsg:
-		if slices.ContainsFunc(m.final.Sent, func(pc snapshot.PeerCount) bool { return pc.N > 0 }) {
-			g.departed[m.id] = m.final
-		}
+		// Kept even if it sent nothing: participants that sent to it name
+		// it in their records, and a snapshot must know it is gone rather
+		// than wait for its record.
+		g.departed.add(m.id, m.final, g.next)
 		g.lost(m.id, ErrParticipantStopped)
 	case *restartedMsg:
 		g.lost(m.id, ErrParticipantRestarted)
@@ -359,11 +396,8 @@ func (g *guardian) start(reply chan<- result, direct bool) {
 	r.asm, _ = snapshot.NewAssembler(snapshot.AssemblerConfig{
 		Snapshot: id, Mode: g.s.cfg.mode, Participants: g.partIDs, Start: now, Deadline: now.Add(g.s.cfg.timeout),
 		Numbering: g.numbering,
+		Departed:  func(p snapshot.ProcessID) (snapshot.LocalRecord, bool) { return g.departed.before(id, p) },
 	})
-	for _, final := range g.departed {
-		final.Snapshot = id
-		_ = r.asm.AddDeparted(final)
-	}
 	if reply != nil {
 		r.waiters = append(r.waiters, reply)
 	}

@@ -553,6 +553,27 @@ func TestStoppedBeforeItsMessagesAreRead(t *testing.T) {
 	})
 }
 
+// A participant that stopped having sent nothing, after others sent to it,
+// is departed in later snapshots: they complete without waiting for its
+// record (they timed out, every one of them, before this was fixed).
+func TestStoppedReceiverThatNeverSent(t *testing.T) {
+	forModes(t, func(t *testing.T, mode Option) {
+		sys, pids, events := probes(t, 2, mode)
+		defer shutdown(t, sys)
+		sys.Root().Send(pids[0], &sendTo{to: pids[1], msg: &note{Text: "hi"}})
+		require.Equal(t, "hi", waitFor(t, events))
+		require.NoError(t, sys.Root().StopFuture(pids[1]).Wait())
+		for range 2 {
+			g, err := sys.Snapshot(context.Background())
+			require.NoError(t, err)
+			require.NoError(t, g.Verify())
+			p1, ok := g.Participant("p1")
+			require.True(t, ok)
+			assert.True(t, p1.Departed)
+		}
+	})
+}
+
 // The name of a participant that stopped is not given again: its channels
 // stay in the snapshots' accounts.
 func TestNameOfStoppedParticipantIsRetired(t *testing.T) {

@@ -29,6 +29,14 @@ type AssemblerConfig struct {
 	// record there costs no lookup by name. Only an optimisation: the
 	// result is the same without it.
 	Numbering *Numbering
+	// Departed, if not nil, looks up processes that stopped before this
+	// snapshot began. When a record or a channel recording names a process
+	// that is neither a participant nor recorded here, the Assembler asks,
+	// once: the final record returned stands in for the process's record,
+	// as if given to AddDeparted. A caller that keeps every process that
+	// ever stopped adds only those this snapshot's records name, instead
+	// of all of them (and every one of them in the Global).
+	Departed func(ProcessID) (LocalRecord, bool)
 }
 
 // State is where an assembly stands.
@@ -132,6 +140,7 @@ type procAcc struct {
 	record   *LocalRecord // nil until it records
 	required bool
 	departed bool
+	asked    bool    // AssemblerConfig.Departed was asked about it
 	chans    []int32 // channels with this process at either end
 }
 
@@ -372,6 +381,15 @@ func (a *Assembler) AddRecord(r LocalRecord) error {
 		a.unrecord--
 	}
 	sh := a.shape(p, &r)
+	if a.cfg.Departed != nil {
+		for _, ci := range sh {
+			q := a.chans[ci].to
+			if q == p {
+				q = a.chans[ci].from
+			}
+			a.askDeparted(q)
+		}
+	}
 	for k, pc := range r.Sent {
 		c := &a.chans[sh[k]]
 		c.sent = pc.N
@@ -445,6 +463,21 @@ func (a *Assembler) AddDeparted(r LocalRecord) error {
 	return a.AddRecord(r)
 }
 
+// askDeparted adds process q's final record if AssemblerConfig.Departed
+// knows it as departed and nothing here says otherwise. Pointers into
+// a.procs and a.chans do not survive a call.
+func (a *Assembler) askDeparted(q int32) {
+	pa := &a.procs[q]
+	if a.cfg.Departed == nil || pa.record != nil || pa.required || pa.asked {
+		return
+	}
+	pa.asked = true
+	if final, ok := a.cfg.Departed(pa.id); ok {
+		final.Snapshot = a.cfg.Snapshot
+		_ = a.AddDeparted(final)
+	}
+}
+
 // AddChannel adds the closed recording of one channel. A second recording
 // of one channel aborts the snapshot.
 func (a *Assembler) AddChannel(cr ChannelRecord) error {
@@ -456,6 +489,7 @@ func (a *Assembler) AddChannel(cr ChannelRecord) error {
 	}
 	from := a.proc(cr.Channel.From)
 	c := a.channel(from, a.proc(cr.Channel.To))
+	a.askDeparted(from)
 	if a.chans[c].record != nil {
 		return a.fail(fmt.Errorf("%w: second recording of channel %s", ErrProtocol, cr.Channel))
 	}

@@ -415,6 +415,41 @@ func TestRuleAssemblerDeparted(t *testing.T) {
 	assert.False(t, ok, "messages to a stopped process are dead letters")
 }
 
+// AssemblerConfig.Departed adds only the departed processes a record or a
+// channel recording names, with the same result as AddDeparted: a, named
+// by b's record; c, named only by a channel recording that arrives before
+// any record naming it; d, named by no one, is left out.
+func TestAssemblerDepartedLookup(t *testing.T) {
+	finals := map[snapshot.ProcessID]snapshot.LocalRecord{
+		"a": rec(0, "a", []snapshot.PeerCount{pc("b", 3)}, []snapshot.PeerCount{pc("b", 1)}),
+		"c": rec(0, "c", []snapshot.PeerCount{pc("b", 2)}, nil),
+		"d": rec(0, "d", []snapshot.PeerCount{pc("x", 4)}, nil),
+	}
+	var asked []snapshot.ProcessID
+	a, _ := snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: 8, Participants: ids("b"),
+		Departed: func(id snapshot.ProcessID) (snapshot.LocalRecord, bool) {
+			asked = append(asked, id)
+			r, ok := finals[id]
+			return r, ok
+		}})
+	require.NoError(t, a.AddChannel(snapshot.ChannelRecord{Snapshot: 8, Channel: snapshot.Channel{From: "c", To: "b"}, Messages: []snapshot.Message{{Seq: 1}, {Seq: 2}}}))
+	require.NoError(t, a.AddRecord(rec(8, "b", []snapshot.PeerCount{pc("a", 5)}, []snapshot.PeerCount{pc("a", 2)})))
+	assert.Equal(t, snapshot.Pending, a.Status(time.Time{}).State, "one message from a still to be recorded")
+	require.NoError(t, a.AddChannel(snapshot.ChannelRecord{Snapshot: 8, Channel: snapshot.Channel{From: "a", To: "b"}, Messages: []snapshot.Message{{Seq: 3}}}))
+	require.Equal(t, snapshot.Complete, a.Status(time.Time{}).State)
+	assert.Equal(t, []snapshot.ProcessID{"c", "a"}, asked, "each asked once, d never")
+	g, _ := a.Global()
+	require.NoError(t, g.Verify())
+	for _, id := range []snapshot.ProcessID{"a", "c"} {
+		p, ok := g.Participant(id)
+		require.True(t, ok, id)
+		assert.True(t, p.Departed, id)
+	}
+	_, ok := g.Participant("d")
+	assert.False(t, ok, "named by no record")
+	assert.Len(t, g.InFlight(snapshot.Channel{From: "c", To: "b"}), 2)
+}
+
 // Rule (decision 7): a child created before its parent records s takes part
 // in s; one created after does not.
 func TestRuleChildConfig(t *testing.T) {
