@@ -569,6 +569,32 @@ func (a *Assembler) Status(now time.Time) Status {
 	return Status{State: Pending}
 }
 
+// Peers returns the processes that recorded (not departed ones) and share
+// with process id a channel this snapshot's records name, in name order.
+// A caller that drops a departed process (Process.DropPeer) tells these.
+func (a *Assembler) Peers(id ProcessID) []ProcessID {
+	q, ok := a.lookup(id)
+	if !ok {
+		return nil
+	}
+	var out []ProcessID
+	for _, ci := range a.procs[q].chans {
+		c := &a.chans[ci]
+		if !c.seen {
+			continue
+		}
+		o := c.to
+		if o == q {
+			o = c.from
+		}
+		if pa := &a.procs[o]; pa.record != nil && !pa.departed && o != q {
+			out = append(out, pa.id)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // Missing lists what keeps the snapshot from completing.
 func (a *Assembler) Missing() Missing {
 	var m Missing

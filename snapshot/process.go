@@ -353,9 +353,14 @@ func (p *Process) lateMarker(s *snap, c *inChan) error {
 
 // Departed is called when the sender of channel from has stopped, after its
 // last message on the channel was received: every open recording of the
-// channel closes now, and later snapshots do not record it.
+// channel closes now, and later snapshots do not record it. A channel this
+// process does not know (nothing came on it, or DropPeer dropped it) stays
+// unknown.
 func (p *Process) Departed(from ProcessID) {
-	c := p.inChannel(from)
+	c := p.in[from]
+	if c == nil {
+		return
+	}
 	c.departed = true
 	for _, s := range p.snaps {
 		if r, ok := s.chans[from]; ok && !r.closed && s.recorded {
@@ -369,6 +374,39 @@ func (p *Process) Departed(from ProcessID) {
 			p.record(s.id, nil)
 		}
 	}
+}
+
+// DropPeer forgets the channels between this process and peer, a process
+// that has stopped and whose every message to this one was received and
+// counted in a complete snapshot: records from now on do not name it, so
+// that snapshots do not carry processes long gone. The caller calls it
+// when no snapshot that could still need the channels' counters is in
+// progress anywhere; the snapshots this process still knows of are over,
+// and what they recorded of the channels is let go (as by Departed). A
+// sender that was blocked is resumed.
+func (p *Process) DropPeer(peer ProcessID) {
+	if c := p.in[peer]; c != nil {
+		p.Departed(peer)
+		for _, s := range p.snaps {
+			delete(s.chans, peer)
+		}
+		p.setBlocked(c, false)
+		p.logged -= len(c.log)
+		c.log = nil
+		delete(p.in, peer)
+		p.ins = slices.DeleteFunc(p.ins, func(x *inChan) bool { return x == c })
+		if p.lastIn == c {
+			p.lastIn = nil
+		}
+	}
+	if c := p.out[peer]; c != nil {
+		delete(p.out, peer)
+		p.outs = slices.DeleteFunc(p.outs, func(x *outChan) bool { return x == c })
+		if p.lastOut == c {
+			p.lastOut = nil
+		}
+	}
+	delete(p.back, peer)
 }
 
 // Initiate starts snapshot id at this process: it records its state and

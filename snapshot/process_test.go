@@ -397,6 +397,54 @@ func TestRuleDepartedSenderClosesChannel(t *testing.T) {
 	assert.Equal(t, []snapshot.SnapshotID{2}, rd.Finished, "a departed, c's marker came: nothing open")
 }
 
+// DropPeer: records from then on do not name the peer, what was logged
+// for it is let go, and a late Departed does not bring the channel back.
+func TestDropPeer(t *testing.T) {
+	p := newProcess(t, "a", ids("b", "c"), ids("b", "c"))
+	for seq := uint64(1); seq <= 2; seq++ {
+		require.NoError(t, p.Receive("b", snapshot.Stamp{Seq: seq}, seq))
+	}
+	p.Send("b")
+	require.NoError(t, p.Initiate(1))
+	rd := take(p)
+	require.Len(t, rd.Records, 1)
+	assert.Equal(t, []snapshot.PeerCount{pc("b", 2), pc("c", 0)}, rd.Records[0].Received)
+	require.NoError(t, p.Receive("c", snapshot.Stamp{Seq: 1}, "logged"))
+	assert.Equal(t, 1, p.Recorded())
+
+	p.DropPeer("b")
+	p.DropPeer("c")
+	assert.Equal(t, 0, p.Recorded(), "c's log is let go")
+	rd = take(p)
+	require.Len(t, rd.Channels, 2, "snapshot 1's recordings close, as by Departed")
+	p.Forget(1)
+	p.Departed("b") // its departure came after the drop
+	require.NoError(t, p.Initiate(2))
+	rd = take(p)
+	require.Len(t, rd.Records, 1)
+	assert.Empty(t, rd.Records[0].Sent)
+	assert.Empty(t, rd.Records[0].Received)
+	assert.Empty(t, rd.Markers)
+	assert.Empty(t, p.Counters().Sent)
+	assert.Zero(t, p.Received("b"))
+}
+
+// DropPeer of a sender blocked by a pending aligned snapshot resumes it,
+// and the snapshot no longer awaits it.
+func TestDropPeerAligned(t *testing.T) {
+	p := newAligned(t, "c", nil, ids("a", "b"), nil)
+	require.NoError(t, p.Marker("a", 1))
+	assert.Equal(t, ids("a"), take(p).Pause)
+	p.DropPeer("a")
+	rd := take(p)
+	assert.Equal(t, ids("a"), rd.Resume)
+	assert.Empty(t, rd.Records, "still awaiting b")
+	require.NoError(t, p.Marker("b", 1))
+	rd = take(p)
+	require.Len(t, rd.Records, 1)
+	assert.Equal(t, []snapshot.PeerCount{pc("b", 0)}, rd.Records[0].Received)
+}
+
 // Rule (decision 7): a process that stopped before a snapshot stands in with
 // its final counters: channels from it balance against them, channels to it
 // are left out.
@@ -448,6 +496,10 @@ func TestAssemblerDepartedLookup(t *testing.T) {
 	_, ok := g.Participant("d")
 	assert.False(t, ok, "named by no record")
 	assert.Len(t, g.InFlight(snapshot.Channel{From: "c", To: "b"}), 2)
+	assert.Equal(t, ids("b"), a.Peers("a"))
+	assert.Equal(t, ids("b"), a.Peers("c"))
+	assert.Equal(t, ids(), a.Peers("b"), "its peers are departed")
+	assert.Empty(t, a.Peers("d"))
 }
 
 // Rule (decision 7): a child created before its parent records s takes part
