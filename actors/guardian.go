@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -168,6 +169,7 @@ type guardian struct {
 	next      snapshot.SnapshotID
 	runs      map[snapshot.SnapshotID]*run
 	departed  departedBook
+	drops     []dropping // departed to drop once no snapshot runs
 	ticker    *time.Timer
 	interval  time.Duration       // between periodic starts; zero: none
 	schedule  uint64              // numbers the schedules: a tick of an older one is ignored
@@ -199,6 +201,13 @@ func newGuardian(s *System) *guardian {
 	}
 }
 
+// dropping is a departed participant that a complete snapshot showed
+// drained, and the participants whose records named it there.
+type dropping struct {
+	id    snapshot.ProcessID
+	peers []snapshot.ProcessID
+}
+
 // departedBook keeps the final records of stopped participants: receivers
 // keep naming their channels in their records, and senders their own, so
 // every later snapshot that a record names one in needs it. The guardian
@@ -213,14 +222,74 @@ type departedBook struct {
 // departure is a stopped participant's final record, for the snapshots
 // started after it stopped.
 type departure struct {
-	final snapshot.LocalRecord
-	after snapshot.SnapshotID // the last snapshot started when it stopped
+	final     snapshot.LocalRecord
+	after     snapshot.SnapshotID // the last snapshot started when it stopped
+	drainedIn snapshot.SnapshotID // a complete snapshot counted all it sent; zero: none yet
 }
 
 func (b *departedBook) add(p snapshot.ProcessID, final snapshot.LocalRecord, after snapshot.SnapshotID) {
 	b.mu.Lock()
 	b.m[p] = departure{final: final, after: after}
 	b.mu.Unlock()
+}
+
+// drained lists the departed that a complete snapshot, gl, shows drained:
+// started after they stopped, every message they sent received before its
+// receiver recorded (none in flight), or not named at all. It marks them,
+// so that each is listed once.
+func (b *departedBook) drained(gl *snapshot.Global) []snapshot.ProcessID {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []snapshot.ProcessID
+	for id, d := range b.m {
+		if d.drainedIn != 0 || d.after >= gl.ID || !sentAllReceived(gl, id) {
+			continue
+		}
+		d.drainedIn = gl.ID
+		b.m[id] = d
+		out = append(out, id)
+	}
+	return out
+}
+
+// sentAllReceived reports whether every channel from p in gl balances
+// with nothing in flight.
+func sentAllReceived(gl *snapshot.Global, p snapshot.ProcessID) bool {
+	i, _ := slices.BinarySearchFunc(gl.Channels, p, func(c snapshot.ChannelState, p snapshot.ProcessID) int {
+		return strings.Compare(string(c.Channel.From), string(p))
+	})
+	for ; i < len(gl.Channels) && gl.Channels[i].Channel.From == p; i++ {
+		if c := &gl.Channels[i]; c.Sent != c.Received || len(c.Messages) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// remove forgets the departed in gone, and their names in the final
+// records of the others (copies: assemblers may hold the old ones).
+func (b *departedBook) remove(gone map[snapshot.ProcessID]bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id := range gone {
+		delete(b.m, id)
+	}
+	named := func(pc snapshot.PeerCount) bool { return gone[pc.Peer] }
+	for id, d := range b.m {
+		if !slices.ContainsFunc(d.final.Sent, named) && !slices.ContainsFunc(d.final.Received, named) {
+			continue
+		}
+		d.final.Sent = slices.DeleteFunc(slices.Clone(d.final.Sent), named)
+		d.final.Received = slices.DeleteFunc(slices.Clone(d.final.Received), named)
+		b.m[id] = d
+	}
+}
+
+// len returns the number of departed kept.
+func (b *departedBook) len() int {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return len(b.m)
 }
 
 // before returns p's final record if p stopped before snapshot id began.
@@ -505,13 +574,51 @@ func (g *guardian) complete(r *run, gl *snapshot.Global) {
 		}
 	}
 	g.learn(gl)
+	if drained := g.departed.drained(gl); len(drained) > 0 {
+		r.mu.Lock()
+		for _, id := range drained {
+			g.drops = append(g.drops, dropping{id: id, peers: r.asm.Peers(id)})
+		}
+		r.mu.Unlock()
+	}
 	g.finish(r, gl, nil)
+}
+
+// dropDeparted forgets the departed participants that complete snapshots
+// showed drained, while no snapshot runs: no record of a snapshot in
+// progress can name them then, and every participant that may name one in
+// a later record (a participant cannot open a channel with a stopped one)
+// named it in that snapshot and is told to drop it before its next record
+// (the handover, as for the aligned waits). Snapshots then stop carrying
+// participants long gone: their size and cost follow the live system, not
+// its history.
+func (g *guardian) dropDeparted() {
+	gone := make(map[snapshot.ProcessID]bool, len(g.drops))
+	for _, d := range g.drops {
+		gone[d.id] = true
+		for _, id := range d.peers {
+			if p := g.s.reg.lookup(id); p != nil {
+				p.handDrop(d.id)
+			}
+		}
+	}
+	g.drops = g.drops[:0]
+	g.departed.remove(gone)
+	for c := range g.graph {
+		if gone[c.From] || gone[c.To] {
+			delete(g.graph, c)
+			g.changed = true
+		}
+	}
 }
 
 // finish ends r: waiters get the outcome, and the event stream and the
 // metrics hear of it.
 func (g *guardian) finish(r *run, gl *snapshot.Global, err error) {
 	delete(g.runs, r.id)
+	if len(g.runs) == 0 && len(g.drops) > 0 {
+		g.dropDeparted()
+	}
 	for _, t := range r.timers {
 		t.Stop()
 	}

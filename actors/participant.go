@@ -64,8 +64,11 @@ type participant struct {
 	// snapshot can find a set older than its own: its sender got the start
 	// after the guardian left the set. Older snapshots keep theirs
 	// (snapshot.Process.SetAwaited), so each waits along one graph.
+	// drops holds departed participants to forget, left by the guardian
+	// with the awaited sets and taken with them (guardian.dropDeparted).
 	awaitsMu  sync.Mutex
 	awaits    []awaitHandover
+	drops     []snapshot.ProcessID
 	awaitsNew atomic.Bool
 	// paused is the senders this participant holds paused (aligned mode),
 	// for the guardian's timeout reasons.
@@ -146,11 +149,13 @@ func (w *shell) receive(ctx actor.Context, key mailbox.SenderKey) {
 		p.fail(m.id, p.proc.Marker(from, m.id))
 		p.act()
 	case *departedMsg:
+		p.takeAwaited()
 		p.proc.Departed(from)
 		p.act()
 		delete(p.peers, key)
 		delete(p.keys, from)
 	case *firstMsg:
+		p.takeAwaited()
 		if p.receive(from, m.stamp, actor.UnwrapEnvelopeMessage(m.msg)) {
 			w.deliver(ctx, m.msg)
 		} else {
@@ -210,17 +215,31 @@ func (p *participant) handAwaited(h awaitHandover) {
 	p.awaitsNew.Store(true)
 }
 
-// takeAwaited applies what the guardian left on whose barriers to wait
-// for, in order.
+// handDrop leaves the guardian's word that departed participant id is to
+// be forgotten (Process.DropPeer) before the next record.
+func (p *participant) handDrop(id snapshot.ProcessID) {
+	p.awaitsMu.Lock()
+	p.drops = append(p.drops, id)
+	p.awaitsMu.Unlock()
+	p.awaitsNew.Store(true)
+}
+
+// takeAwaited applies what the guardian left: whose barriers to wait for,
+// in order, and the departed to forget. It runs before anything that can
+// make the Process record.
 func (p *participant) takeAwaited() {
 	if !p.awaitsNew.Load() {
 		return
 	}
 	p.awaitsMu.Lock()
-	hs := p.awaits
-	p.awaits = nil
+	hs, drops := p.awaits, p.drops
+	p.awaits, p.drops = nil, nil
 	p.awaitsNew.Store(false)
 	p.awaitsMu.Unlock()
+	for _, id := range drops {
+		p.proc.DropPeer(id)
+		delete(p.byID, id)
+	}
 	for _, h := range hs {
 		p.proc.SetAwaited(h.id, h.from)
 	}
@@ -325,6 +344,7 @@ type heldMsg struct {
 // unblocked, before the mailbox delivers anything else of theirs.
 func (w *shell) releaseHeld(ctx actor.Context) {
 	p := w.p
+	p.takeAwaited()
 	for len(p.release) > 0 {
 		from := p.release[0]
 		p.release = p.release[1:]
@@ -531,6 +551,7 @@ func (p *participant) report(rep *reportMsg) {
 // told nothing more will come, and the guardian gets its final counters.
 func (p *participant) depart() {
 	p.stopped.Store(true)
+	p.takeAwaited() // its final counters do not name participants dropped
 	final := p.proc.Counters()
 	for _, pc := range final.Sent {
 		if t := p.targetByID(pc.Peer); t != nil {

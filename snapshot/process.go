@@ -407,6 +407,12 @@ func (p *Process) DropPeer(peer ProcessID) {
 		}
 	}
 	delete(p.back, peer)
+	for i := range p.awaits {
+		if aw := &p.awaits[i]; aw.set[peer] {
+			delete(aw.set, peer)
+			aw.list = slices.DeleteFunc(aw.list, func(f ProcessID) bool { return f == peer })
+		}
+	}
 }
 
 // Initiate starts snapshot id at this process: it records its state and
