@@ -69,19 +69,27 @@
 //   - A participant spawned by another participant that had not yet
 //     recorded a snapshot in progress takes part in it; one spawned after
 //     its parent recorded, or from outside any actor, only in later ones.
-//   - A participant that stops, or that crashes and is restarted by its
-//     supervisor, aborts every snapshot in progress it takes part in, with
-//     ErrParticipantStopped or ErrParticipantRestarted naming it: the state
-//     the snapshot is built on is gone. Later snapshots go on without a
-//     stopped participant: messages it sent are still accounted for (also
-//     those its receivers read after it stopped), and messages sent to it
-//     after it stopped are dead letters. One that other participants
-//     exchanged messages with stays in every later snapshot whose records
-//     name it, as departed, with its final counters (its peers keep
-//     counting their channels with it), and its name is not given again
-//     (ErrNameRetired). A system that stops many participants grows its
-//     snapshots by one small record for each departed one its live
-//     participants have exchanged messages with.
+//   - A participant that stops while a snapshot is in progress: if it had
+//     not recorded it, it stands in it as departed, without state, with its
+//     final counters (it never had a marker of that snapshot, so all it
+//     received was sent before its senders recorded: the cut may pass
+//     after its stop); if it had, its record stands and its recordings
+//     close with what came, unless a message sent to it before the cut
+//     was still on its way and is lost with it, which aborts the snapshot
+//     with ErrParticipantStopped naming it. Messages sent to it after it
+//     stopped are dead letters.
+//   - A participant that crashes and is restarted by its supervisor aborts
+//     every snapshot in progress it takes part in, with
+//     ErrParticipantRestarted naming it: the state the snapshot is built
+//     on is gone.
+//   - Later snapshots name a stopped participant as departed, with its
+//     final counters, while its peers' records still count their channels
+//     with it (also messages its receivers read after it stopped). Once a
+//     complete snapshot shows everything it sent received, the guardian
+//     drops it, at a moment no snapshot runs, and its peers forget their
+//     channels with it before their next record: snapshots follow the live
+//     system, not its history, however many participants come and go. Its
+//     name is not given again (ErrNameRetired).
 //   - A snapshot not complete within its timeout is aborted with
 //     snapshot.ErrTimeout and what it waited for. The previous complete
 //     snapshot stays the latest in the store.

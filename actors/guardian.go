@@ -47,6 +47,8 @@ type (
 	// counters already say.
 	reportMsg struct {
 		id       snapshot.SnapshotID
+		from     snapshot.ProcessID // set in a stopped report only
+		stopped  bool               // its sender stopped: it reported all it will
 		hasRec   bool
 		rec      snapshot.LocalRecord
 		children []snapshot.ProcessID // live children: born before the record
@@ -63,8 +65,10 @@ type (
 		horizon  snapshot.SnapshotID
 	}
 	stoppedMsg struct {
-		id    snapshot.ProcessID
-		final snapshot.LocalRecord
+		id       snapshot.ProcessID
+		final    snapshot.LocalRecord
+		recorded []snapshot.SnapshotID // the snapshots in progress it recorded
+		after    snapshot.SnapshotID   // the last snapshot started when it left the registry
 	}
 	restartedMsg struct{ id snapshot.ProcessID }
 	overMsg      struct{ id snapshot.SnapshotID }
@@ -134,6 +138,10 @@ func (r *run) add(s *System, m *reportMsg) {
 }
 
 func (r *run) applyLocked(m *reportMsg) {
+	if m.stopped {
+		_ = r.asm.Stopped(m.from)
+		return
+	}
 	if m.hasRec {
 		for _, c := range m.children {
 			r.asm.Require(c)
@@ -285,15 +293,9 @@ func (b *departedBook) remove(gone map[snapshot.ProcessID]bool) {
 	}
 }
 
-// len returns the number of departed kept.
-func (b *departedBook) len() int {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return len(b.m)
-}
-
-// before returns p's final record if p stopped before snapshot id began.
-// One that stopped while id ran took part in it: id is aborted (lost).
+// before returns p's final record if p left the registry before snapshot
+// id began. One that left after is among id's participants: the guardian
+// settles it there when it hears of the stop (guardian.stopped).
 func (b *departedBook) before(id snapshot.SnapshotID, p snapshot.ProcessID) (snapshot.LocalRecord, bool) {
 	b.mu.RLock()
 	d, ok := b.m[p]
@@ -368,8 +370,8 @@ func (g *guardian) Receive(ctx actor.Context) {
 		// Kept even if it sent nothing: participants that sent to it name
 		// it in their records, and a snapshot must know it is gone rather
 		// than wait for its record.
-		g.departed.add(m.id, m.final, g.next)
-		g.lost(m.id, ErrParticipantStopped)
+		g.departed.add(m.id, m.final, m.after)
+		g.stopped(m)
 	case *restartedMsg:
 		g.lost(m.id, ErrParticipantRestarted)
 	case *deadlineMsg:
@@ -459,6 +461,7 @@ func (g *guardian) start(reply chan<- result, direct bool) {
 	parts := g.parts
 	r := &run{id: id, start: now}
 	reg.pending = append(reg.pending, id)
+	reg.started = id
 	reg.runs[id] = r
 	reg.mu.Unlock()
 
@@ -521,6 +524,28 @@ func broadcast(id snapshot.SnapshotID, parts []*participant) {
 	}
 }
 
+// stopped settles the snapshots in progress with a participant that
+// stopped: those it recorded keep its record (it closed its recordings:
+// the counters say if a message in flight to it was lost); in those it had
+// not recorded, it takes no state and stands as departed, with its final
+// counters: it never had a marker of them, so all it received was sent
+// before its senders' records, and the cut can pass after its stop.
+func (g *guardian) stopped(m *stoppedMsg) {
+	for _, r := range g.runs {
+		if slices.Contains(m.recorded, r.id) {
+			continue
+		}
+		r.mu.Lock()
+		if r.asm.AwaitsRecord(m.id) {
+			final := m.final
+			final.Snapshot = r.id
+			_ = r.asm.AddDeparted(final)
+		}
+		r.mu.Unlock()
+		g.check(r)
+	}
+}
+
 // lost aborts every snapshot in progress that p takes part in.
 func (g *guardian) lost(p snapshot.ProcessID, reason error) {
 	for _, r := range g.runs {
@@ -550,8 +575,19 @@ func (g *guardian) check(r *run) {
 	case snapshot.Complete:
 		g.complete(r, gl)
 	case snapshot.Aborted:
-		g.finish(r, nil, st.Err)
+		g.finish(r, nil, g.explain(st.Err))
 	}
+}
+
+// explain names a stopped participant as the reason of a snapshot that
+// does not balance on a channel to it: messages on their way to it at the
+// cut were lost when it stopped.
+func (g *guardian) explain(err error) error {
+	var be *snapshot.BalanceError
+	if errors.As(err, &be) && be.Received+be.Recorded < be.Sent && g.s.reg.isRetired(be.Channel.To) {
+		return fmt.Errorf("%w: %s, with messages from %s still on their way to it: %w", ErrParticipantStopped, be.Channel.To, be.Channel.From, err)
+	}
+	return err
 }
 
 func (g *guardian) abort(r *run, reason error) {

@@ -154,10 +154,13 @@ func startAsync(sys *System) <-chan result {
 	return reply
 }
 
-func TestParticipantStoppedMidSnapshotAborts(t *testing.T) {
+// A participant that stops before it records a snapshot stands in it as
+// departed: the snapshot completes without its state.
+func TestParticipantStoppedMidSnapshot(t *testing.T) {
 	forModes(t, func(t *testing.T, mode Option) {
 		sys, pids, _, recorded := probesTraced(t, 3, mode)
 		defer shutdown(t, sys)
+		sys.Root().Send(pids[2], &sendTo{to: pids[1], msg: &note{Text: "from p2"}})
 		release := block(t, sys, pids[0]) // holds the snapshot open
 		defer release()
 		release2 := block(t, sys, pids[2]) // cannot record, nor stop, yet
@@ -165,19 +168,71 @@ func TestParticipantStoppedMidSnapshotAborts(t *testing.T) {
 		require.Equal(t, snapshot.ProcessID("p1"), waitFor(t, recorded), "the snapshot has started")
 		sys.Root().Stop(pids[2]) // a system message: p2 stops before it records
 		release2()
-		r := waitFor(t, pending)
-		require.ErrorIs(t, r.err, snapshot.ErrAborted)
-		require.ErrorIs(t, r.err, ErrParticipantStopped)
-		assert.Contains(t, r.err.Error(), "p2")
 		release()
-
-		// Later snapshots go on without it.
-		g, err := sys.Snapshot(context.Background())
-		require.NoError(t, err)
+		r := waitFor(t, pending)
+		require.NoError(t, r.err)
+		g := r.global
 		require.NoError(t, g.Verify())
-		_, ok := g.Participant("p2")
-		assert.False(t, ok)
+		p2, ok := g.Participant("p2")
+		require.True(t, ok, "p1 counted its message")
+		assert.True(t, p2.Departed)
+		assert.Empty(t, p2.State)
+		for _, id := range []snapshot.ProcessID{"p0", "p1"} {
+			p, ok := g.Participant(id)
+			require.True(t, ok, id)
+			assert.False(t, p.Departed, id)
+		}
+
+		// The next snapshot, started after p2 stopped, shows its message
+		// received; later ones go on without it.
+		for i := range 2 {
+			g, err := sys.Snapshot(context.Background())
+			require.NoError(t, err)
+			require.NoError(t, g.Verify())
+			_, ok = g.Participant("p2")
+			assert.Equal(t, i == 0, ok, "snapshot %d", g.ID)
+		}
 	})
+}
+
+// A participant that stops after it recorded, while a message sent to it
+// before the cut is still on its way, takes that message with it: the
+// snapshot is aborted with a reason naming it.
+func TestStoppedWithMessagesOnTheirWayAborts(t *testing.T) {
+	sys, pids, events, recorded := probesTraced(t, 3)
+	defer shutdown(t, sys)
+	release0 := block(t, sys, pids[0])
+	defer release0()
+	// p0 will send to p2 before it records: queued behind its gate, ahead
+	// of the snapshot's start.
+	sys.Root().Send(pids[0], &sendTo{to: pids[2], msg: &note{Text: "lost"}})
+	pending := startAsync(sys)
+	got := map[snapshot.ProcessID]bool{}
+	for !got["p2"] {
+		got[waitFor(t, recorded)] = true
+	}
+	release2 := block(t, sys, pids[2]) // p2 has recorded; now it waits
+	defer release2()
+	release0()
+	for !got["p0"] {
+		got[waitFor(t, recorded)] = true // p0 sent "lost", then recorded
+	}
+	sys.Root().Stop(pids[2]) // before "lost" is read
+	release2()
+	r := waitFor(t, pending)
+	require.ErrorIs(t, r.err, snapshot.ErrAborted)
+	require.ErrorIs(t, r.err, ErrParticipantStopped)
+	require.ErrorIs(t, r.err, snapshot.ErrImbalance)
+	assert.Contains(t, r.err.Error(), "p2, with messages from p0 still on their way")
+	select {
+	case e := <-events:
+		t.Fatalf("p2 read %q after it stopped", e)
+	default:
+	}
+
+	g, err := sys.Snapshot(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, g.Verify())
 }
 
 func TestParticipantCrashMidSnapshotAborts(t *testing.T) {

@@ -239,6 +239,7 @@ func (p *participant) takeAwaited() {
 	for _, id := range drops {
 		p.proc.DropPeer(id)
 		delete(p.byID, id)
+		delete(p.children, id) // its Terminated may not have come yet
 	}
 	for _, h := range hs {
 		p.proc.SetAwaited(h.id, h.from)
@@ -551,15 +552,28 @@ func (p *participant) report(rep *reportMsg) {
 // told nothing more will come, and the guardian gets its final counters.
 func (p *participant) depart() {
 	p.stopped.Store(true)
+	after := p.sys.retire(p)
 	p.takeAwaited() // its final counters do not name participants dropped
+	// What it recorded stands: its open recordings close with what came,
+	// and each snapshot it recorded hears, after those, that nothing more
+	// will come from it, so that the counters tell at once whether a
+	// message on its way to it at the cut was lost with it. The snapshots
+	// it had not recorded take it as departed.
+	p.proc.Stop()
+	p.act()
+	recorded := p.proc.Active()
+	for _, id := range recorded {
+		if r := p.sys.reg.run(id); r != nil {
+			r.add(p.sys, &reportMsg{id: id, from: p.id, stopped: true})
+		}
+	}
 	final := p.proc.Counters()
 	for _, pc := range final.Sent {
 		if t := p.targetByID(pc.Peer); t != nil {
 			t.mb.PostFrom(p.key, &departedMsg{})
 		}
 	}
-	p.sys.retire(p)
-	p.sys.root.Send(p.sys.guardian, &stoppedMsg{id: p.id, final: final})
+	p.sys.root.Send(p.sys.guardian, &stoppedMsg{id: p.id, final: final, recorded: recorded, after: after})
 	p.sys.stopped.Done()
 }
 

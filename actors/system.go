@@ -31,12 +31,17 @@ var (
 	// ErrUnknownKind is returned by Spawn for a kind never registered.
 	ErrUnknownKind = errors.New("actors: unknown kind")
 	// ErrNameRetired is returned by Spawn for the name of a participant
-	// that stopped: its channels stay in every later snapshot's accounts
-	// (their counters continue), so a new participant under the same name
-	// would be taken for it. Spawn it under another name.
+	// that stopped: its peers count their channels with it until it is
+	// dropped (and a restored snapshot may name it), so a new participant
+	// under the same name would be taken for it. Spawn it under another
+	// name.
 	ErrNameRetired = errors.New("actors: name of a stopped participant")
 	// ErrParticipantStopped is the reason of a snapshot aborted because a
-	// participant stopped before it could complete.
+	// participant stopped after it recorded, while messages sent to it
+	// before the cut were still on their way: they were lost with it. (A
+	// participant that stops before it records a snapshot stands in it as
+	// departed; one that stops after, with every message of the cut
+	// received, keeps its record.)
 	ErrParticipantStopped = errors.New("actors: participant stopped")
 	// ErrParticipantRestarted is the reason of a snapshot aborted because a
 	// participant crashed and was restarted while it was in progress: the
@@ -120,6 +125,7 @@ type registry struct {
 	byKey   map[mailbox.SenderKey]*participant
 	version uint64                      // changes whenever byID does
 	pending []snapshot.SnapshotID       // snapshots in progress
+	started snapshot.SnapshotID         // the last snapshot started
 	retired map[snapshot.ProcessID]bool // ids of participants that stopped
 	runs    map[snapshot.SnapshotID]*run
 }
@@ -128,6 +134,13 @@ func (r *registry) run(id snapshot.SnapshotID) *run {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.runs[id]
+}
+
+// isRetired reports whether participant id has stopped.
+func (r *registry) isRetired(id snapshot.ProcessID) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.retired[id]
 }
 
 func (r *registry) lookup(id snapshot.ProcessID) *participant {
@@ -367,7 +380,10 @@ func (s *System) start(spawner actor.SpawnerContext, p *participant, k *kind, na
 // naming it, through a ghost that holds nothing else: messages it sent may
 // still wait in receivers' queues, and they must count on its channels.
 // Its name is not given again (ErrNameRetired).
-func (s *System) retire(p *participant) {
+//
+// It returns the last snapshot started before: those after do not have p
+// among their participants.
+func (s *System) retire(p *participant) (after snapshot.SnapshotID) {
 	ghost := &participant{id: p.id, key: p.key}
 	ghost.stopped.Store(true)
 	s.reg.mu.Lock()
@@ -378,6 +394,7 @@ func (s *System) retire(p *participant) {
 	}
 	s.reg.byKey[p.key] = ghost
 	s.reg.retired[p.id] = true
+	return s.reg.started
 }
 
 func (s *System) unregister(p *participant) {

@@ -141,6 +141,7 @@ type procAcc struct {
 	required bool
 	departed bool
 	asked    bool    // AssemblerConfig.Departed was asked about it
+	stopped  bool    // Stopped: it will report nothing more
 	chans    []int32 // channels with this process at either end
 }
 
@@ -288,10 +289,14 @@ func (a *Assembler) number() *Numbering {
 }
 
 // Require adds a participant that must record before the snapshot can
-// complete: one born before the cut, while the snapshot ran.
+// complete: one born before the cut, while the snapshot ran. One that
+// AssemblerConfig.Departed knows stopped before the snapshot began stands
+// in with its final record instead.
 func (a *Assembler) Require(p ProcessID) {
 	if a.abort == nil && a.global == nil {
-		a.require(a.proc(p))
+		q := a.proc(p)
+		a.askDeparted(q)
+		a.require(q)
 	}
 }
 
@@ -300,6 +305,12 @@ func (a *Assembler) Require(p ProcessID) {
 func (a *Assembler) Involves(p ProcessID) bool {
 	i, ok := a.lookup(p)
 	return ok && (a.procs[i].required || a.procs[i].record != nil)
+}
+
+// AwaitsRecord reports whether p must record and has not.
+func (a *Assembler) AwaitsRecord(p ProcessID) bool {
+	i, ok := a.lookup(p)
+	return ok && a.procs[i].required && a.procs[i].record == nil
 }
 
 // lookup returns the number of process id, if it has one.
@@ -463,6 +474,26 @@ func (a *Assembler) AddDeparted(r LocalRecord) error {
 	return a.AddRecord(r)
 }
 
+// Stopped says that process p, which recorded, has stopped, after it
+// reported every recording it closed: a channel to it that does not
+// balance with what it received and recorded never will, and aborts the
+// snapshot (a message on its way to it at the cut was lost with it).
+func (a *Assembler) Stopped(p ProcessID) error {
+	if a.abort != nil || a.global != nil {
+		return nil
+	}
+	q := a.proc(p)
+	a.procs[q].stopped = true
+	for _, ci := range a.procs[q].chans {
+		if a.chans[ci].to == q {
+			if err := a.settle(ci); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // askDeparted adds process q's final record if AssemblerConfig.Departed
 // knows it as departed and nothing here says otherwise. Pointers into
 // a.procs and a.chans do not survive a call.
@@ -521,8 +552,9 @@ func (a *Assembler) settle(ci int32) error {
 		k = uint64(len(c.record.Messages))
 	}
 	ok := c.received+k == c.sent
-	if !ok && (c.record != nil || c.received > c.sent) {
-		// A closed recording or too many receipts cannot be mended.
+	if !ok && (c.record != nil || c.received > c.sent || a.procs[c.to].stopped) {
+		// A closed recording, too many receipts or a receiver that
+		// stopped cannot be mended.
 		return a.fail(&BalanceError{Snapshot: a.cfg.Snapshot, Channel: a.name(c), Sent: c.sent, Received: c.received, Recorded: k})
 	}
 	if ok == c.pending {

@@ -112,7 +112,12 @@ type Process struct {
 	spareChans map[ProcessID]recording
 	logged     int // messages in the logs of all incoming channels
 	done       doneSet
-	ready      Ready
+	// bornAfter is Config.Finished: the snapshots this process was born
+	// after the cut of. Its first messages name them, so that a receiver
+	// that has not recorded one records it before (the message comes after
+	// the cut); folded into done's horizon, they would not.
+	bornAfter []SnapshotID
+	ready     Ready
 
 	// Aligned mode.
 	back    map[ProcessID]bool
@@ -153,6 +158,9 @@ func NewProcess(cfg Config) (*Process, error) {
 	p.done.horizon = cfg.Horizon
 	for _, id := range cfg.Finished {
 		p.done.add(id)
+		if id > cfg.Horizon {
+			p.bornAfter = append(p.bornAfter, id)
+		}
 	}
 	return p, nil
 }
@@ -218,7 +226,7 @@ func (p *Process) Send(to ProcessID) Stamp {
 // the message was sent before or after this process's record.
 func (p *Process) firstStamp() Stamp {
 	st := Stamp{Seq: 1, Horizon: p.done.horizon}
-	n := len(p.done.above)
+	n := len(p.done.above) + len(p.bornAfter)
 	for _, s := range p.snaps {
 		if s.recorded {
 			n++
@@ -234,7 +242,9 @@ func (p *Process) firstStamp() Stamp {
 		}
 	}
 	st.Recorded = slices.AppendSeq(st.Recorded, maps.Keys(p.done.above))
+	st.Recorded = append(st.Recorded, p.bornAfter...)
 	slices.Sort(st.Recorded)
+	st.Recorded = slices.Compact(st.Recorded)
 	return st
 }
 
@@ -372,6 +382,22 @@ func (p *Process) Departed(from ProcessID) {
 		s.awaiting--
 		if s.awaiting == 0 {
 			p.record(s.id, nil)
+		}
+	}
+}
+
+// Stop is called when this process stops, after its last message: every
+// open recording closes with what it logged. A message that was in flight
+// to this process at a snapshot's cut and never arrives leaves its channel
+// short of what its sender counted, and the Assembler aborts that snapshot
+// (a BalanceError); otherwise the snapshots this process recorded need
+// nothing more from it.
+func (p *Process) Stop() {
+	for _, c := range p.ins {
+		for _, s := range p.snaps {
+			if r, ok := s.chans[c.from]; ok && !r.closed && s.recorded && !s.discarded {
+				p.close(s, c, r)
+			}
 		}
 	}
 }

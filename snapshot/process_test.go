@@ -397,6 +397,72 @@ func TestRuleDepartedSenderClosesChannel(t *testing.T) {
 	assert.Equal(t, []snapshot.SnapshotID{2}, rd.Finished, "a departed, c's marker came: nothing open")
 }
 
+// Stop closes the open recordings with what they logged; the counters
+// then tell whether a message in flight at the cut was lost with the
+// stopped process (aborted) or not (complete).
+func TestStopClosesRecordings(t *testing.T) {
+	for _, lost := range []bool{false, true} {
+		b := newProcess(t, "b", nil, ids("a"))
+		require.NoError(t, b.Receive("a", snapshot.Stamp{Seq: 1}, "before"))
+		require.NoError(t, b.Initiate(1))
+		rd := take(b)
+		require.Len(t, rd.Records, 1)
+		bRec := rd.Records[0]
+		require.NoError(t, b.Receive("a", snapshot.Stamp{Seq: 2}, "in flight"))
+		b.Stop()
+		rd = take(b)
+		require.Len(t, rd.Channels, 1)
+		assert.Equal(t, []snapshot.SnapshotID{1}, rd.Finished)
+		assert.Len(t, rd.Channels[0].Messages, 1)
+
+		sent := uint64(2)
+		if lost {
+			sent = 3 // a third message reached b's mailbox after it stopped
+		}
+		asm, _ := snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: 1, Participants: ids("a", "b")})
+		require.NoError(t, asm.AddRecord(rec(1, "a", []snapshot.PeerCount{pc("b", sent)}, nil)))
+		require.NoError(t, asm.AddRecord(bRec))
+		err := asm.AddChannel(rd.Channels[0])
+		if lost {
+			var be *snapshot.BalanceError
+			require.ErrorAs(t, err, &be)
+			assert.Equal(t, snapshot.Aborted, asm.Status(time.Time{}).State)
+			continue
+		}
+		require.NoError(t, err)
+		assert.Equal(t, snapshot.Complete, asm.Status(time.Time{}).State)
+	}
+}
+
+// Assembler.Stopped: a channel to a process that stopped, unbalanced by
+// what it received and recorded, aborts the snapshot, whether the sender
+// recorded before or after; balanced ones complete.
+func TestAssemblerStopped(t *testing.T) {
+	for _, senderFirst := range []bool{true, false} {
+		a, _ := snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: 1, Participants: ids("a", "b", "c")})
+		sender := rec(1, "a", []snapshot.PeerCount{pc("b", 1)}, nil) // b never heard of a
+		if senderFirst {
+			require.NoError(t, a.AddRecord(sender))
+		}
+		require.NoError(t, a.AddRecord(rec(1, "b", nil, []snapshot.PeerCount{pc("c", 2)})))
+		require.NoError(t, a.AddRecord(rec(1, "c", []snapshot.PeerCount{pc("b", 2)}, nil)))
+		err := a.Stopped("b")
+		if !senderFirst {
+			require.NoError(t, err, "a has not recorded yet")
+			err = a.AddRecord(sender)
+		}
+		var be *snapshot.BalanceError
+		require.ErrorAs(t, err, &be)
+		assert.Equal(t, snapshot.Channel{From: "a", To: "b"}, be.Channel)
+		assert.Equal(t, snapshot.Aborted, a.Status(time.Time{}).State)
+	}
+	a, _ := snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: 1, Participants: ids("b", "c")})
+	require.NoError(t, a.AddRecord(rec(1, "b", nil, []snapshot.PeerCount{pc("c", 2)})))
+	require.NoError(t, a.Stopped("b"))
+	require.NoError(t, a.AddRecord(rec(1, "c", []snapshot.PeerCount{pc("b", 2)}, nil)))
+	assert.Equal(t, snapshot.Complete, a.Status(time.Time{}).State)
+}
+
 // DropPeer: records from then on do not name the peer, what was logged
 // for it is let go, and a late Departed does not bring the channel back.
 func TestDropPeer(t *testing.T) {
@@ -522,6 +588,24 @@ func TestRuleChildConfig(t *testing.T) {
 	c := child.Counters()
 	assert.Equal(t, []snapshot.PeerCount{{Peer: "parent", N: 0}}, c.Received)
 	assert.Equal(t, uint64(0), child.Received("parent"))
+}
+
+// A child born after its parent's cut of s names s in its first messages,
+// even once s is below its horizon: a receiver that has not recorded s
+// records it before the message, which comes after the cut.
+func TestChildFirstMessageActsAsMarker(t *testing.T) {
+	parent := newProcess(t, "parent", nil, nil)
+	require.NoError(t, parent.Initiate(1))
+	take(parent)
+	child, err := snapshot.NewProcess(parent.ChildConfig("child"))
+	require.NoError(t, err)
+	st := child.Send("h")
+	assert.Equal(t, []snapshot.SnapshotID{1}, st.Recorded)
+	h := newProcess(t, "h", nil, nil)
+	require.NoError(t, h.Receive("child", st, "post-cut"))
+	rd := take(h)
+	require.Len(t, rd.Records, 1, "h records 1 before the message")
+	assert.Equal(t, []snapshot.PeerCount{pc("child", 0)}, rd.Records[0].Received)
 }
 
 // A restored process continues its channels' sequences.

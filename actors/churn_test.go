@@ -1,0 +1,184 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+// A workload of short-lived participants: K tokens travel between hubs,
+// each hop through a courier that a hub spawns for it, which hands the
+// token on and stops. Thousands of participants come and go.
+
+// churnToken is a token on its way; Hop numbers its hops.
+type churnToken struct{ Hop int }
+
+// churnStart makes a hub send off the tokens it holds.
+type churnStart struct{}
+
+func init() { RegisterMessage[*churnToken]("test.churn.token") }
+
+// churn is the shared wiring of a churn workload.
+type churn struct {
+	sys      *System
+	hubs     []*actor.PID
+	couriers atomic.Int64 // spawned so far: their names
+	park     atomic.Bool  // hubs keep the tokens that reach them
+	parked   atomic.Int64
+	allIn    chan struct{} // closed when every token is parked
+	tokens   int64
+}
+
+// hub forwards every token through a new courier to a random hub, or keeps
+// it once the workload parks. Held, the tokens it keeps, is its state.
+type hub struct {
+	Held int
+	c    *churn
+}
+
+func (h *hub) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *churnStart:
+		for ; h.Held > 0; h.Held-- {
+			h.pass(ctx, 0)
+		}
+	case *churnToken:
+		if h.c.park.Load() {
+			h.Held++
+			if h.c.parked.Add(1) == h.c.tokens {
+				close(h.c.allIn)
+			}
+			return
+		}
+		h.pass(ctx, m.Hop+1)
+	}
+}
+
+// pass sends a token off through a new courier.
+func (h *hub) pass(ctx actor.Context, hop int) {
+	name := fmt.Sprintf("courier-%d", h.c.couriers.Add(1))
+	pid, err := ctx.SpawnNamed(h.c.sys.Props("courier"), name)
+	if err != nil {
+		panic(err)
+	}
+	ctx.Send(pid, &churnToken{Hop: hop})
+}
+
+// courier hands its one token to a random hub and stops.
+type courier struct {
+	c   *churn
+	rng *rand.Rand
+}
+
+func (k *courier) Receive(ctx actor.Context) {
+	if m, ok := ctx.Message().(*churnToken); ok {
+		ctx.Send(k.c.hubs[k.rng.IntN(len(k.c.hubs))], m)
+		ctx.Stop(ctx.Self())
+	}
+}
+
+// held counts the tokens g holds: kept by hubs, and in flight; and the
+// departed participants it lists.
+func (c *churn) held(t *testing.T, g *snapshot.Global) (held int, departed []snapshot.ProcessID) {
+	t.Helper()
+	for _, p := range g.Participants {
+		if p.Departed {
+			departed = append(departed, p.ID)
+			continue
+		}
+		if strings.HasPrefix(string(p.ID), "hub-") {
+			var h struct{ Held int }
+			require.NoError(t, msgpack.Unmarshal(p.State, &h))
+			held += h.Held
+		}
+	}
+	return held + g.TotalInFlight(), departed
+}
+
+// Participants that stopped long ago leave the snapshots: a complete
+// snapshot that shows everything a stopped participant sent as received
+// lets the guardian drop it, and the participants that exchanged messages
+// with it forget its channels. Every snapshot still holds every token.
+func TestStoppedParticipantsLeaveTheSnapshots(t *testing.T) {
+	forModes(t, func(t *testing.T, mode Option) {
+		const hubs, tokens = 8, 16
+		sys, err := NewSystem(mode, WithTimeout(testTimeout))
+		require.NoError(t, err)
+		defer shutdown(t, sys)
+		c := &churn{sys: sys, allIn: make(chan struct{}), tokens: tokens}
+		var mu sync.Mutex
+		seeds := rand.New(rand.NewPCG(1, 2))
+		newRng := func() *rand.Rand {
+			mu.Lock()
+			defer mu.Unlock()
+			return rand.New(rand.NewPCG(seeds.Uint64(), 0))
+		}
+		require.NoError(t, sys.RegisterKind("hub", func() actor.Actor { return &hub{Held: tokens / hubs, c: c} }))
+		require.NoError(t, sys.RegisterKind("courier", func() actor.Actor { return &courier{c: c, rng: newRng()} }))
+		for i := range hubs {
+			pid, err := sys.Spawn("hub", fmt.Sprintf("hub-%d", i))
+			require.NoError(t, err)
+			c.hubs = append(c.hubs, pid)
+		}
+		for _, pid := range c.hubs {
+			sys.Root().Send(pid, &churnStart{})
+		}
+
+		// How many snapshots each departed courier stays in: without the
+		// drop, every one would stay in every later snapshot.
+		ctx := context.Background()
+		stays := map[snapshot.ProcessID]int{}
+		const rounds = 40
+		for range rounds {
+			g, err := sys.Snapshot(ctx)
+			require.NoError(t, err)
+			require.NoError(t, g.Verify())
+			held, departed := c.held(t, g)
+			require.Equal(t, tokens, held, "snapshot %d holds every token", g.ID)
+			for _, id := range departed {
+				stays[id]++
+			}
+		}
+		c.park.Store(true)
+		waitFor(t, c.allIn)
+		spawned := int(c.couriers.Load())
+		total, longest := 0, 0
+		for _, n := range stays {
+			total += n
+			longest = max(longest, n)
+		}
+		require.Greater(t, spawned, 1000, "the workload churned")
+		require.NotEmpty(t, stays)
+		mean := float64(total) / float64(len(stays))
+		t.Logf("%d couriers came and went; %d were departed in a snapshot, for %.2f snapshots on average, %d at most", spawned, len(stays), mean, longest)
+		assert.Less(t, mean, 4.0, "departed participants leave the snapshots (they would stay in about %d each)", rounds/2)
+
+		// Parked, the couriers stop; a snapshot that shows them drained
+		// lets them go. None is left a few snapshots later.
+		var g *snapshot.Global
+		for range 10 {
+			g, err = sys.Snapshot(ctx)
+			require.NoError(t, err)
+			held, departed := c.held(t, g)
+			require.Equal(t, tokens, held)
+			if len(departed) == 0 && len(g.Participants) == hubs {
+				break
+			}
+		}
+		assert.Len(t, g.Participants, hubs, "only the hubs are left")
+		for _, ch := range g.Channels {
+			assert.True(t, strings.HasPrefix(string(ch.Channel.From), "hub-") && strings.HasPrefix(string(ch.Channel.To), "hub-"), "channel %s", ch.Channel)
+		}
+	})
+}
