@@ -88,8 +88,10 @@
 //     complete snapshot shows everything it sent received, the guardian
 //     drops it, at a moment no snapshot runs, and its peers forget their
 //     channels with it before their next record: snapshots follow the live
-//     system, not its history, however many participants come and go. Its
-//     name is not given again (ErrNameRetired).
+//     system, not its history, however many participants come and go.
+//     Until then its name is refused (ErrNameRetired); afterwards a new
+//     participant may take it, and its channels start afresh (a late
+//     departure of the old one does not touch them).
 //   - A snapshot not complete within its timeout is aborted with
 //     snapshot.ErrTimeout and what it waited for. The previous complete
 //     snapshot stays the latest in the store.

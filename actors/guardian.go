@@ -640,6 +640,7 @@ func (g *guardian) dropDeparted() {
 	}
 	g.drops = g.drops[:0]
 	g.departed.remove(gone)
+	g.s.reg.free(gone) // after the handovers: a new one under the name finds them
 	for c := range g.graph {
 		if gone[c.From] || gone[c.To] {
 			delete(g.graph, c)

@@ -634,22 +634,48 @@ func TestStoppedReceiverThatNeverSent(t *testing.T) {
 	})
 }
 
-// The name of a participant that stopped is not given again: its channels
-// stay in the snapshots' accounts.
-func TestNameOfStoppedParticipantIsRetired(t *testing.T) {
-	sys, pids, _ := probes(t, 2)
-	defer shutdown(t, sys)
-	require.NoError(t, sys.Root().StopFuture(pids[0]).Wait())
-	_, err := sys.Snapshot(context.Background()) // the guardian has heard of the stop
-	require.NoError(t, err)
-	_, err = sys.Spawn("probe", "p0")
-	require.ErrorIs(t, err, ErrNameRetired)
-	assert.Contains(t, err.Error(), "spawning p0")
-	_, err = sys.Spawn("probe", "p0-again")
-	require.NoError(t, err)
-	g, err := sys.Snapshot(context.Background())
-	require.NoError(t, err)
-	require.NoError(t, g.Verify())
+// The name of a participant that stopped is refused until a snapshot has
+// shown everything it sent received and the guardian has dropped it; then
+// a new participant under the name starts its channels afresh, both ways.
+func TestNameOfStoppedParticipantIsGivenAgain(t *testing.T) {
+	forModes(t, func(t *testing.T, mode Option) {
+		sys, pids, events := probes(t, 2, mode)
+		defer shutdown(t, sys)
+		sys.Root().Send(pids[0], &sendTo{to: pids[1], msg: &note{Text: "a"}})
+		require.Equal(t, "a", waitFor(t, events))
+		sys.Root().Send(pids[1], &sendTo{to: pids[0], msg: &note{Text: "b"}})
+		require.Equal(t, "b", waitFor(t, events))
+		require.NoError(t, sys.Root().StopFuture(pids[0]).Wait())
+		_, err := sys.Spawn("probe", "p0")
+		require.ErrorIs(t, err, ErrNameRetired)
+		assert.Contains(t, err.Error(), "spawning p0")
+
+		g, err := sys.Snapshot(context.Background()) // shows p0 drained
+		require.NoError(t, err)
+		p0, ok := g.Participant("p0")
+		require.True(t, ok)
+		assert.True(t, p0.Departed)
+
+		again, err := sys.Spawn("probe", "p0")
+		require.NoError(t, err, "dropped: the name is free")
+		sys.Root().Send(again, &sendTo{to: pids[1], msg: &note{Text: "c"}})
+		require.Equal(t, "c", waitFor(t, events))
+		sys.Root().Send(pids[1], &sendTo{to: again, msg: &note{Text: "d"}})
+		require.Equal(t, "d", waitFor(t, events))
+		g, err = sys.Snapshot(context.Background())
+		require.NoError(t, err)
+		require.NoError(t, g.Verify())
+		p0, ok = g.Participant("p0")
+		require.True(t, ok)
+		assert.False(t, p0.Departed)
+		assert.Equal(t, []string{"d"}, seenBy(t, g, "p0"), "the new p0's state")
+		for _, c := range []snapshot.Channel{{From: "p0", To: "p1"}, {From: "p1", To: "p0"}} {
+			cs, ok := g.Channel(c)
+			require.True(t, ok, "%s", c)
+			assert.Equal(t, uint64(1), cs.Sent, "%s counts from 1 again", c)
+			assert.Equal(t, uint64(1), cs.Received, "%s", c)
+		}
+	})
 }
 
 // A participant that would hold more messages as channel state than

@@ -150,10 +150,12 @@ func (w *shell) receive(ctx actor.Context, key mailbox.SenderKey) {
 		p.act()
 	case *departedMsg:
 		p.takeAwaited()
-		p.proc.Departed(from)
+		if p.keys[from] == key {
+			p.proc.Departed(from)
+			delete(p.keys, from)
+		}
 		p.act()
 		delete(p.peers, key)
-		delete(p.keys, from)
 	case *firstMsg:
 		p.takeAwaited()
 		if p.receive(from, m.stamp, actor.UnwrapEnvelopeMessage(m.msg)) {
@@ -184,7 +186,12 @@ func (w *shell) lifecycle(ctx actor.Context) {
 		p.sys.root.Send(p.sys.guardian, &restartedMsg{id: p.id})
 	case *actor.Terminated:
 		if m.Who != nil {
-			delete(p.children, snapshot.ProcessID(m.Who.Id))
+			// Unless a new child lives under the name already (a dropped
+			// one's name is given again).
+			id := snapshot.ProcessID(m.Who.Id)
+			if t := p.sys.reg.lookup(id); t == nil || t.stopped.Load() {
+				delete(p.children, id)
+			}
 		}
 	case *actor.Stopped:
 		defer p.depart()
@@ -236,13 +243,35 @@ func (p *participant) takeAwaited() {
 	p.awaits, p.drops = nil, nil
 	p.awaitsNew.Store(false)
 	p.awaitsMu.Unlock()
-	for _, id := range drops {
+	p.drop(drops)
+	for _, h := range hs {
+		p.proc.SetAwaited(h.id, h.from)
+	}
+}
+
+// takeDrops applies only the departed to forget, in the middle of a
+// message: before a send or a spawn that may reach a new participant under
+// a dropped one's name, whose channel must start afresh. What dropping
+// leaves to do (it can only concern snapshots that are over) waits for
+// the next act.
+func (p *participant) takeDrops() {
+	if !p.awaitsNew.Load() {
+		return
+	}
+	p.awaitsMu.Lock()
+	drops := p.drops
+	p.drops = nil
+	p.awaitsNew.Store(len(p.awaits) > 0)
+	p.awaitsMu.Unlock()
+	p.drop(drops)
+}
+
+// drop forgets the departed participants ids.
+func (p *participant) drop(ids []snapshot.ProcessID) {
+	for _, id := range ids {
 		p.proc.DropPeer(id)
 		delete(p.byID, id)
 		delete(p.children, id) // its Terminated may not have come yet
-	}
-	for _, h := range hs {
-		p.proc.SetAwaited(h.id, h.from)
 	}
 }
 
@@ -253,14 +282,22 @@ func (p *participant) peer(key mailbox.SenderKey) snapshot.ProcessID {
 	}
 	from, ok := p.peers[key]
 	if !ok {
-		if t := p.sys.reg.lookupKey(key); t != nil {
+		// A new sender may reuse the name of one dropped: forget the old
+		// one's channels first.
+		p.takeAwaited()
+		t := p.sys.reg.lookupKey(key)
+		if t != nil {
 			from = t.id
 		} else {
 			from = snapshot.ProcessID(fmt.Sprintf("#%d", key)) // gone before its first message was read
 		}
 		p.peers[key] = from
-		if p.proc.Mode() == snapshot.Aligned {
-			p.keys[from] = key // what to pause (departedMsg forgets both)
+		// keys holds the key of each sender's latest incarnation: what to
+		// pause, and whose departure is the one to apply (departedMsg
+		// forgets both). A stopped one's late departure does not take the
+		// name back from a new participant under it.
+		if _, seen := p.keys[from]; !seen || (t != nil && !t.stopped.Load()) {
+			p.keys[from] = key
 		}
 	}
 	p.lastKey, p.lastFrom = key, from
@@ -380,6 +417,7 @@ func (p *participant) target(pid *actor.PID) *participant {
 		if pid == nil || pid.Address != p.sys.actors.Address() {
 			return nil
 		}
+		p.takeDrops()
 		if t = p.sys.reg.lookup(snapshot.ProcessID(pid.Id)); t == nil {
 			return nil
 		}

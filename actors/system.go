@@ -31,10 +31,11 @@ var (
 	// ErrUnknownKind is returned by Spawn for a kind never registered.
 	ErrUnknownKind = errors.New("actors: unknown kind")
 	// ErrNameRetired is returned by Spawn for the name of a participant
-	// that stopped: its peers count their channels with it until it is
-	// dropped (and a restored snapshot may name it), so a new participant
-	// under the same name would be taken for it. Spawn it under another
-	// name.
+	// that stopped and is not dropped yet: its peers still count their
+	// channels with it, so a new participant under the same name would be
+	// taken for it. The name is given again once a complete snapshot has
+	// shown everything it sent received and the guardian has dropped it
+	// (usually after the next snapshot).
 	ErrNameRetired = errors.New("actors: name of a stopped participant")
 	// ErrParticipantStopped is the reason of a snapshot aborted because a
 	// participant stopped after it recorded, while messages sent to it
@@ -134,6 +135,17 @@ func (r *registry) run(id snapshot.SnapshotID) *run {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.runs[id]
+}
+
+// free gives the names of dropped participants again: no participant
+// counts a channel with them any more once it has taken the guardian's
+// word (guardian.dropDeparted).
+func (r *registry) free(ids map[snapshot.ProcessID]bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id := range ids {
+		delete(r.retired, id)
+	}
 }
 
 // isRetired reports whether participant id has stopped.
@@ -316,6 +328,7 @@ func (s *System) spawn(spawner actor.SpawnerContext, parent *participant, kindNa
 		return nil, err
 	}
 	if parent != nil {
+		parent.takeDrops() // id may be the name of a child dropped
 		parent.proc.DeclareOutgoing(id)
 		parent.children[id] = true
 		s.root.Send(s.guardian, &registered{id: id, finished: pcfg.Finished, horizon: pcfg.Horizon})
