@@ -127,3 +127,38 @@ func TestRestoreOlderSnapshot(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ids[2]+2, next.ID)
 }
+
+// A restore brings back a departed participant as departed; the restored
+// system drops it as the original would, and gives its name again.
+func TestRestoreDropsDeparted(t *testing.T) {
+	store := persistence.NewMemory()
+	sys, pids, events := probes(t, 2, WithStore(store))
+	sys.Root().Send(pids[0], &sendTo{to: pids[1], msg: &note{Text: "a"}})
+	require.Equal(t, "a", waitFor(t, events))
+	require.NoError(t, sys.Root().StopFuture(pids[0]).Wait())
+	ctx := context.Background()
+	g, err := sys.Snapshot(ctx)
+	require.NoError(t, err)
+	p0, ok := g.Participant("p0")
+	require.True(t, ok)
+	require.True(t, p0.Departed)
+	shutdown(t, sys)
+
+	restored, err := Restore(ctx, store, g.ID, WithTimeout(testTimeout), WithKind("probe", func() actor.Actor { return &probe{} }))
+	require.NoError(t, err)
+	defer shutdown(t, restored)
+	// The restored system's first snapshot, taken by Restore, is the
+	// restored one, p0 departed; it shows p0 drained, so the next has no
+	// p0 and the name is free.
+	first, err := store.Load(ctx, g.ID+1)
+	require.NoError(t, err)
+	_, ok = first.Participant("p0")
+	assert.True(t, ok)
+	next, err := restored.Snapshot(ctx)
+	require.NoError(t, err)
+	require.NoError(t, next.Verify())
+	_, ok = next.Participant("p0")
+	assert.False(t, ok)
+	_, err = restored.Spawn("probe", "p0")
+	require.NoError(t, err)
+}
