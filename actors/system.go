@@ -57,6 +57,9 @@ var (
 	ErrCapture = errors.New("actors: capture failed")
 )
 
+// guardianName is the guardian actor's name.
+const guardianName = "actorsnap-guardian"
+
 // participantThroughput is the messages a participant handles per turn
 // before it yields, as Proto.Actor's default; workerIdle is how long a
 // dispatcher worker waits for a turn before it ends.
@@ -225,8 +228,12 @@ func NewSystem(opts ...Option) (*System, error) {
 	// through its whole queue per turn instead of yielding every 300
 	// messages behind a thousand busy actors.
 	s.guardLoop = newLoop(guardianThroughput)
-	s.guardian, err = s.root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return newGuardian(s) },
-		actor.WithDispatcher(s.guardLoop)), "actorsnap-guardian")
+	// The guardian's PID is known before it runs: it sends to itself from
+	// its first message on (a periodic tick, say), so s.guardian must not
+	// be written after the spawn.
+	s.guardian = actor.NewPID(s.actors.Address(), guardianName)
+	_, err = s.root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return newGuardian(s) },
+		actor.WithDispatcher(s.guardLoop)), guardianName)
 	if err != nil {
 		s.guardLoop.stop()
 		return nil, fmt.Errorf("actors: starting the guardian: %w", err)
