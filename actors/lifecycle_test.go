@@ -424,7 +424,12 @@ type timeoutActor struct{ events chan<- string }
 func (a *timeoutActor) Receive(ctx actor.Context) {
 	switch ctx.Message().(type) {
 	case *actor.Started:
-		ctx.SetReceiveTimeout(time.Millisecond)
+		// Not shorter: Proto.Actor starts the timer before it stores it,
+		// and its handler reads the actor's fields on the timer's
+		// goroutine; a timer that fires while the actor is still in
+		// Started is a data race inside Proto.Actor (the race detector
+		// caught it under load with 1 ms).
+		ctx.SetReceiveTimeout(100 * time.Millisecond)
 	case *actor.ReceiveTimeout:
 		ctx.CancelReceiveTimeout()
 		a.events <- "timeout"
