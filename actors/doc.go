@@ -11,6 +11,7 @@
 //	pid, _ := sys.Spawn("account", "a1")
 //	...
 //	g, err := sys.Snapshot(ctx) // complete, verified and stored
+//	sys.SnapshotEvery(time.Second) // or on a schedule (also WithInterval)
 //
 // Participants are ordinary actors spawned by kind and name, through
 // System.Spawn or, inside a participant, ctx.Spawn*(sys.Props(kind)). Their
