@@ -87,9 +87,11 @@
 //     final counters, while its peers' records still count their channels
 //     with it (also messages its receivers read after it stopped). Once a
 //     complete snapshot shows everything it sent received, the guardian
-//     drops it, at a moment no snapshot runs, and its peers forget their
-//     channels with it before their next record: snapshots follow the live
-//     system, not its history, however many participants come and go.
+//     drops it, at a moment no snapshot runs (a snapshot asked for while
+//     one runs and a drop waits is postponed until then), and its peers
+//     forget their channels with it before their next record: snapshots
+//     follow the live system, not its history, however many participants
+//     come and go.
 //     Until then its name is refused (ErrNameRetired); afterwards a new
 //     participant may take it, and its channels start afresh (a late
 //     departure of the old one does not touch them).

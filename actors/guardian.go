@@ -74,6 +74,7 @@ type (
 	overMsg      struct{ id snapshot.SnapshotID }
 	deadlineMsg  struct{ id snapshot.SnapshotID }
 	sweepMsg     struct{ id snapshot.SnapshotID }
+	postponedMsg struct{}                  // start the snapshots postponed for a drop
 	tickMsg      struct{ schedule uint64 } // a tick of that schedule
 	everyRequest struct {
 		interval time.Duration
@@ -177,7 +178,8 @@ type guardian struct {
 	next      snapshot.SnapshotID
 	runs      map[snapshot.SnapshotID]*run
 	departed  departedBook
-	drops     []dropping // departed to drop once no snapshot runs
+	drops     []dropping      // departed to drop once no snapshot runs
+	postponed []chan<- result // starts asked for while drops wait (start)
 	ticker    *time.Timer
 	interval  time.Duration       // between periodic starts; zero: none
 	schedule  uint64              // numbers the schedules: a tick of an older one is ignored
@@ -393,11 +395,21 @@ func (g *guardian) Receive(ctx actor.Context) {
 				}
 			}
 		}
+	case *postponedMsg:
+		postponed := g.postponed
+		g.postponed = nil
+		for _, reply := range postponed {
+			g.start(reply, false)
+		}
 	case *shutdownRequest:
 		g.down = true
 		if g.ticker != nil {
 			g.ticker.Stop()
 		}
+		for _, reply := range g.postponed {
+			reply <- result{err: ErrShutdown}
+		}
+		g.postponed = nil
 		n := len(g.runs)
 		for _, r := range g.runs {
 			g.abort(r, ErrShutdown)
@@ -437,6 +449,15 @@ func (g *guardian) start(reply chan<- result, direct bool) {
 		return
 	case len(g.runs) >= g.s.cfg.concurrent:
 		fail(fmt.Errorf("%w: %d of %d", ErrBusy, len(g.runs), g.s.cfg.concurrent))
+		return
+	case len(g.drops) > 0 && len(g.runs) > 0 && !direct:
+		// Departed participants wait to be dropped until no snapshot runs
+		// (dropDeparted): postpone new starts until then, so that
+		// snapshots that overlap cannot put the drop off for ever. A
+		// periodic start is skipped, as when too many run.
+		if reply != nil {
+			g.postponed = append(g.postponed, reply)
+		}
 		return
 	}
 	g.next++
@@ -655,6 +676,9 @@ func (g *guardian) finish(r *run, gl *snapshot.Global, err error) {
 	delete(g.runs, r.id)
 	if len(g.runs) == 0 && len(g.drops) > 0 {
 		g.dropDeparted()
+		if len(g.postponed) > 0 {
+			g.s.root.Send(g.self, &postponedMsg{})
+		}
 	}
 	for _, t := range r.timers {
 		t.Stop()

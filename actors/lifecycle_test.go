@@ -691,6 +691,47 @@ func TestNameOfStoppedParticipantIsGivenAgain(t *testing.T) {
 	})
 }
 
+// A departed participant is dropped even while snapshots overlap: a
+// snapshot asked for while one runs and a drop waits is postponed until
+// none runs, and then no longer carries it.
+func TestDropNotPutOffByOverlappingSnapshots(t *testing.T) {
+	sys, pids, events, recorded := probesTraced(t, 3)
+	defer shutdown(t, sys)
+	sys.Root().Send(pids[0], &sendTo{to: pids[1], msg: &note{Text: "a"}})
+	require.Equal(t, "a", waitFor(t, events))
+	require.NoError(t, sys.Root().StopFuture(pids[0]).Wait())
+
+	// A waits for p2, held. p1 records A, then spawns a child, born after
+	// its cut: not part of A, but of B, which waits for it, held too.
+	release2 := block(t, sys, pids[2])
+	defer release2()
+	a := startAsync(sys)
+	require.Equal(t, snapshot.ProcessID("p1"), waitFor(t, recorded))
+	done := make(chan *actor.PID, 1)
+	sys.Root().Send(pids[1], &spawnKid{name: "kid", done: done})
+	kid := waitFor(t, done)
+	releaseKid := block(t, sys, kid)
+	defer releaseKid()
+	b := startAsync(sys)
+	release2() // p2 records A and B: A completes, showing p0 drained; B waits for the child
+	ra := waitFor(t, a)
+	require.NoError(t, ra.err)
+	p0, ok := ra.global.Participant("p0")
+	require.True(t, ok)
+	assert.True(t, p0.Departed)
+
+	c := startAsync(sys) // postponed: B runs, and p0 waits to be dropped
+	releaseKid()
+	rb := waitFor(t, b)
+	require.NoError(t, rb.err)
+	rc := waitFor(t, c)
+	require.NoError(t, rc.err)
+	require.NoError(t, rc.global.Verify())
+	_, ok = rc.global.Participant("p0")
+	assert.False(t, ok, "dropped before C started")
+	assert.Greater(t, rc.global.ID, rb.global.ID)
+}
+
 // A participant that would hold more messages as channel state than
 // WithMaxRecorded allows fails the snapshot with a reason naming it, and
 // lets go of them; snapshots that stay under the bound complete.
