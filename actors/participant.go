@@ -64,11 +64,8 @@ type participant struct {
 	// snapshot can find a set older than its own: its sender got the start
 	// after the guardian left the set. Older snapshots keep theirs
 	// (snapshot.Process.SetAwaited), so each waits along one graph.
-	// drops holds departed participants to forget, left by the guardian
-	// with the awaited sets and taken with them (guardian.dropDeparted).
 	awaitsMu  sync.Mutex
 	awaits    []awaitHandover
-	drops     []snapshot.ProcessID
 	awaitsNew atomic.Bool
 	// paused is the senders this participant holds paused (aligned mode),
 	// for the guardian's timeout reasons.
@@ -94,6 +91,14 @@ type participant struct {
 	release  []snapshot.ProcessID                             // senders whose held message can go
 	enc      encoder
 	budget   bool // a budgetMsg is on its way
+	nHeld    int  // len(held), for the budget, without touching the map
+	aligned  bool // the Process's mode is Aligned: senders may be held paused
+
+	// drops holds departed participants to forget, left by the guardian
+	// with the awaited sets, under awaitsMu, and taken with them
+	// (guardian.dropDeparted). Kept apart from the fields every message
+	// reads.
+	drops []snapshot.ProcessID
 }
 
 // shell is the actor Proto.Actor runs for a participant: it keeps the
@@ -161,7 +166,7 @@ func (w *shell) receive(ctx actor.Context, key mailbox.SenderKey) {
 		if p.receive(from, m.stamp, actor.UnwrapEnvelopeMessage(m.msg)) {
 			w.deliver(ctx, m.msg)
 		} else {
-			p.held[from] = heldMsg{stamp: m.stamp, msg: m.msg}
+			p.hold(from, heldMsg{stamp: m.stamp, msg: m.msg})
 		}
 	default:
 		p.receive(from, snapshot.Stamp{Seq: p.proc.Received(from) + 1}, m)
@@ -337,7 +342,11 @@ func (p *participant) receive(from snapshot.ProcessID, st snapshot.Stamp, payloa
 // holds for the snapshots in progress: recorded as channel state, and held
 // for senders paused behind aligned barriers (DESIGN.md decision 8).
 func (p *participant) checkBudget() {
-	if n := p.proc.Recorded() + p.mb.Held() + len(p.held); n > p.sys.cfg.maxRecorded {
+	n := p.proc.Recorded()
+	if p.aligned {
+		n += p.mb.Held() + p.nHeld
+	}
+	if n > p.sys.cfg.maxRecorded {
 		p.overBudget(n)
 	}
 }
@@ -372,6 +381,15 @@ func (p *participant) overBudget(n int) {
 	}
 }
 
+// hold keeps h, the first message of from's channel, until the channel is
+// unblocked (aligned mode).
+func (p *participant) hold(from snapshot.ProcessID, h heldMsg) {
+	if _, ok := p.held[from]; !ok {
+		p.nHeld++
+	}
+	p.held[from] = h
+}
+
 // heldMsg is a message held behind a barrier (participant.receive).
 type heldMsg struct {
 	stamp snapshot.Stamp
@@ -391,10 +409,11 @@ func (w *shell) releaseHeld(ctx actor.Context) {
 			continue // blocked again: released at its next resume
 		}
 		delete(p.held, from)
+		p.nHeld--
 		if p.receive(from, h.stamp, actor.UnwrapEnvelopeMessage(h.msg)) {
 			w.deliver(ctx, h.msg)
 		} else {
-			p.held[from] = h
+			p.hold(from, h)
 		}
 	}
 }

@@ -370,7 +370,7 @@ func (s *System) newParticipant(k *kind, id snapshot.ProcessID, state []byte, co
 	if p.proc, err = snapshot.NewProcess(config(s.reg.pending)); err != nil {
 		return nil, err
 	}
-	if p.proc.Mode() == snapshot.Aligned {
+	if p.aligned = p.proc.Mode() == snapshot.Aligned; p.aligned {
 		// Wait for no one until the guardian, which knows the channel
 		// graph and its cycles, says whom (WithMode).
 		p.proc.SetAwaited(0, nil)

@@ -22,8 +22,6 @@ const (
 type Mailbox struct {
 	// Set before the mailbox runs, read-only afterwards.
 	keyOf       KeyFunc
-	heldLimit   int            // WithHeldLimit
-	overHeld    func(held int) // WithHeldLimit; nil: no limit
 	middlewares []actor.MailboxMiddleware
 	invoker     actor.MessageInvoker
 	dispatcher  actor.Dispatcher
@@ -57,6 +55,11 @@ type Mailbox struct {
 	sweepAt  int                        // sweep empty queues when len(queues) reaches it
 	free     []*senderQueue             // swept queues kept for reuse
 	current  *senderQueue               // queue of the user message being delivered
+
+	// Set before the mailbox runs (WithHeldLimit); last, so that the
+	// fields above keep the cache lines they had before these came.
+	heldLimit int
+	overHeld  func(held int) // nil: no limit
 }
 
 // posted is a user message and, when posted with PostFrom, its sender.

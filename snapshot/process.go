@@ -112,12 +112,7 @@ type Process struct {
 	spareChans map[ProcessID]recording
 	logged     int // messages in the logs of all incoming channels
 	done       doneSet
-	// bornAfter is Config.Finished: the snapshots this process was born
-	// after the cut of. Its first messages name them, so that a receiver
-	// that has not recorded one records it before (the message comes after
-	// the cut); folded into done's horizon, they would not.
-	bornAfter []SnapshotID
-	ready     Ready
+	ready      Ready
 
 	// Aligned mode.
 	back    map[ProcessID]bool
@@ -125,6 +120,12 @@ type Process struct {
 	pending *snap        // the one snapshot aligning here, not yet recorded
 	queued  []SnapshotID // started by the coordinator while another aligned
 	dirty   []*inChan    // channels whose blocking changed since Ready
+
+	// bornAfter is Config.Finished: the snapshots this process was born
+	// after the cut of. Its first messages name them, so that a receiver
+	// that has not recorded one records it before (the message comes after
+	// the cut); folded into done's horizon, they would not.
+	bornAfter []SnapshotID
 }
 
 // NewProcess returns a Process with cfg's declared channels.
