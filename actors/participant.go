@@ -239,36 +239,34 @@ func (p *participant) handDrop(id snapshot.ProcessID) {
 // takeAwaited applies what the guardian left: whose barriers to wait for,
 // in order, and the departed to forget. It runs before anything that can
 // make the Process record.
-func (p *participant) takeAwaited() {
-	if !p.awaitsNew.Load() {
-		return
-	}
-	p.awaitsMu.Lock()
-	hs, drops := p.awaits, p.drops
-	p.awaits, p.drops = nil, nil
-	p.awaitsNew.Store(false)
-	p.awaitsMu.Unlock()
-	p.drop(drops)
-	for _, h := range hs {
-		p.proc.SetAwaited(h.id, h.from)
-	}
-}
+func (p *participant) takeAwaited() { p.takeHandovers(true) }
 
 // takeDrops applies only the departed to forget, in the middle of a
 // message: before a send or a spawn that may reach a new participant under
 // a dropped one's name, whose channel must start afresh. What dropping
 // leaves to do (it can only concern snapshots that are over) waits for
 // the next act.
-func (p *participant) takeDrops() {
+func (p *participant) takeDrops() { p.takeHandovers(false) }
+
+// takeHandovers applies the departed to forget and, with awaits, the
+// awaited sets the guardian left.
+func (p *participant) takeHandovers(awaits bool) {
 	if !p.awaitsNew.Load() {
 		return
 	}
 	p.awaitsMu.Lock()
 	drops := p.drops
 	p.drops = nil
+	var hs []awaitHandover
+	if awaits {
+		hs, p.awaits = p.awaits, nil
+	}
 	p.awaitsNew.Store(len(p.awaits) > 0)
 	p.awaitsMu.Unlock()
 	p.drop(drops)
+	for _, h := range hs {
+		p.proc.SetAwaited(h.id, h.from)
+	}
 }
 
 // drop forgets the departed participants ids.
