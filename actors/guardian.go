@@ -232,9 +232,9 @@ type departedBook struct {
 // departure is a stopped participant's final record, for the snapshots
 // started after it stopped.
 type departure struct {
-	final     snapshot.LocalRecord
-	after     snapshot.SnapshotID // the last snapshot started when it stopped
-	drainedIn snapshot.SnapshotID // a complete snapshot counted all it sent; zero: none yet
+	final   snapshot.LocalRecord
+	after   snapshot.SnapshotID // the last snapshot started when it stopped
+	drained bool                // a complete snapshot counted all it sent: it is to be dropped
 }
 
 func (b *departedBook) add(p snapshot.ProcessID, final snapshot.LocalRecord, after snapshot.SnapshotID) {
@@ -252,10 +252,10 @@ func (b *departedBook) drained(gl *snapshot.Global) []snapshot.ProcessID {
 	defer b.mu.Unlock()
 	var out []snapshot.ProcessID
 	for id, d := range b.m {
-		if d.drainedIn != 0 || d.after >= gl.ID || !sentAllReceived(gl, id) {
+		if d.drained || d.after >= gl.ID || !sentAllReceived(gl, id) {
 			continue
 		}
-		d.drainedIn = gl.ID
+		d.drained = true
 		b.m[id] = d
 		out = append(out, id)
 	}
@@ -557,13 +557,16 @@ func (g *guardian) stopped(m *stoppedMsg) {
 			continue
 		}
 		r.mu.Lock()
-		if r.asm.AwaitsRecord(m.id) {
+		awaited := r.asm.AwaitsRecord(m.id)
+		if awaited {
 			final := m.final
 			final.Snapshot = r.id
 			_ = r.asm.AddDeparted(final)
 		}
 		r.mu.Unlock()
-		g.check(r)
+		if awaited {
+			g.check(r)
+		}
 	}
 }
 
