@@ -469,16 +469,7 @@ func TestPeriodicSnapshotsPublishOnEventStream(t *testing.T) {
 			require.ErrorIs(t, err, ErrShutdown)
 		}
 	}()
-	got := make(chan *SnapshotCompleted, 100)
-	sub := b.sys.ActorSystem().EventStream.Subscribe(func(evt interface{}) {
-		if e, ok := evt.(*SnapshotCompleted); ok {
-			select {
-			case got <- e:
-			default:
-			}
-		}
-	})
-	defer b.sys.ActorSystem().EventStream.Unsubscribe(sub)
+	got := completions(t, b.sys)
 	for checked := 0; checked < 3; {
 		// The schedule starts with the system: a snapshot may come while
 		// the accounts are still being spawned (consistent, but the total
@@ -493,12 +484,11 @@ func TestPeriodicSnapshotsPublishOnEventStream(t *testing.T) {
 	}
 }
 
-// SnapshotEvery starts, changes and stops the periodic schedule of a
-// running system.
-func TestSnapshotEvery(t *testing.T) {
-	b := newBank(t, 20, 100, 5)
+// completions delivers the SnapshotCompleted events of sys (up to 100
+// waiting) until the test ends.
+func completions(t *testing.T, sys *System) <-chan *SnapshotCompleted {
 	got := make(chan *SnapshotCompleted, 100)
-	sub := b.sys.ActorSystem().EventStream.Subscribe(func(evt interface{}) {
+	sub := sys.ActorSystem().EventStream.Subscribe(func(evt interface{}) {
 		if e, ok := evt.(*SnapshotCompleted); ok {
 			select {
 			case got <- e:
@@ -506,7 +496,15 @@ func TestSnapshotEvery(t *testing.T) {
 			}
 		}
 	})
-	defer b.sys.ActorSystem().EventStream.Unsubscribe(sub)
+	t.Cleanup(func() { sys.ActorSystem().EventStream.Unsubscribe(sub) })
+	return got
+}
+
+// SnapshotEvery starts, changes and stops the periodic schedule of a
+// running system.
+func TestSnapshotEvery(t *testing.T) {
+	b := newBank(t, 20, 100, 5)
+	got := completions(t, b.sys)
 
 	require.ErrorIs(t, b.sys.SnapshotEvery(time.Microsecond), ErrConfig)
 	require.NoError(t, b.sys.SnapshotEvery(5*time.Millisecond))
