@@ -2,6 +2,7 @@ package actors_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -48,6 +49,7 @@ type variant struct {
 	snapshotting bool          // snapshots while the benchmark runs
 	every        time.Duration // between the starts of two snapshots; zero: back to back
 	props        []actor.PropsOption
+	floor        floorKind // bank only: rounds that bound what any snapshot costs
 }
 
 func passReceive(next actor.ReceiverFunc) actor.ReceiverFunc {
@@ -131,7 +133,10 @@ func (r *rig) root() *actor.RootContext { return r.sys.Root }
 // startSnapshots starts taking snapshots back to back if the variant says so.
 func (r *rig) startSnapshots() {
 	if r.v.snapshotting {
-		r.shots = startSnapshotter(r.snap, r.v.every)
+		r.shots = startRounds(r.v.every, func(ctx context.Context, _ <-chan struct{}) error {
+			_, err := r.snap.Snapshot(ctx)
+			return err
+		})
 	}
 }
 
@@ -185,7 +190,10 @@ type snapshotter struct {
 	err  error
 }
 
-func startSnapshotter(sys *actors.System, every time.Duration) *snapshotter {
+// startRounds calls take until halted: back to back, or once every
+// interval (skipping a start while the last call still runs). take gets
+// the halting signal for what it waits on.
+func startRounds(every time.Duration, take func(ctx context.Context, quit <-chan struct{}) error) *snapshotter {
 	s := &snapshotter{quit: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
@@ -205,8 +213,10 @@ func startSnapshotter(sys *actors.System, every time.Duration) *snapshotter {
 					return
 				}
 			}
-			if _, err := sys.Snapshot(ctx); err != nil {
-				s.err = err
+			if err := take(ctx, s.quit); err != nil {
+				if !errors.Is(err, errHalted) {
+					s.err = err
+				}
 				return
 			}
 			s.n++
@@ -214,6 +224,9 @@ func startSnapshotter(sys *actors.System, every time.Duration) *snapshotter {
 	}()
 	return s
 }
+
+// errHalted ends a round cut short by halt.
+var errHalted = errors.New("halted")
 
 // halt waits for the snapshot in progress and returns how many completed.
 func (s *snapshotter) halt() (int, error) {
@@ -390,6 +403,8 @@ type load struct {
 	chains    int64        // transfers in flight while running: 2 per account
 	ended     atomic.Int64 // chains that ended (not forwarded) after a stop goal
 	drained   chan struct{}
+	epochs    bool                  // floor-epoch: accounts look for a round at every transfer
+	touch     atomic.Pointer[touch] // floor-epoch: the round in progress
 }
 
 // account forwards a random part of every transfer it gets to a random
@@ -404,6 +419,7 @@ type account struct {
 	logged  [][]byte // transfers received meanwhile, encoded
 	amounts int64    // their sum
 	logErr  error
+	seen    uint64 // the last floor round this account took part in
 }
 
 func (a *account) Receive(ctx actor.Context) {
@@ -414,6 +430,12 @@ func (a *account) Receive(ctx actor.Context) {
 		}
 		a.Balance += m.Amount
 		l := a.load
+		if l.epochs {
+			if t := l.touch.Load(); t != nil && t.round != a.seen {
+				a.seen = t.round
+				t.visit(a)
+			}
+		}
 		n := l.transfers.Add(1)
 		if g := l.goal.Load(); g != nil && n >= g.at {
 			if !g.reached.Load() && g.reached.CompareAndSwap(false, true) {
@@ -438,6 +460,8 @@ func (a *account) Receive(ctx actor.Context) {
 		a.logging = m.log
 		m.arrived.Done()
 		<-m.release
+	case *touch:
+		m.visit(a)
 	case *mark:
 		m.cut.add(a.logged, a.amounts, a.logErr)
 		a.logging, a.logged, a.amounts, a.logErr = false, nil, 0, nil
@@ -539,7 +563,7 @@ func (bk *bank) drain(b *testing.B) {
 // transfer delivered.
 func BenchmarkBank(b *testing.B) {
 	const n = 1000
-	for _, v := range variants {
+	for _, v := range slices.Concat(variants, floors) {
 		b.Run(v.name, func(b *testing.B) {
 			r := newRig(b, v)
 			defer r.shutdown(b)
@@ -549,6 +573,7 @@ func BenchmarkBank(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			r.startSnapshots()
+			bk.startFloor()
 			bk.kick()
 			await(b, g.done, "transfers")
 			b.StopTimer()
@@ -557,6 +582,82 @@ func BenchmarkBank(b *testing.B) {
 			await(b, bk.load.drained, "the bank to drain")
 		})
 	}
+}
+
+// --- Floors ---
+
+// floorKind names rounds that do, back to back on the bank, the least any
+// snapshot of it must do, and nothing else: no markers, no channel state,
+// no assembly, no store. They bound (d)/(c) from above for the bank.
+type floorKind uint8
+
+const (
+	noFloor floorKind = iota
+	// floorTouch sends every account one message per round, as a
+	// broadcast start does, and waits until all have taken it.
+	floorTouch
+	// floorCapture is floorTouch plus each account encoding its state
+	// (msgpack) on its goroutine: a broadcast snapshot's floor.
+	floorCapture
+	// floorEpoch sends nothing: an account sees the round at its next
+	// transfer (one atomic load per transfer) and encodes its state: the
+	// floor of any snapshot that captures every actor's state, whatever
+	// carries the start.
+	floorEpoch
+)
+
+var floors = []variant{
+	{name: "floor-touch", snap: true, floor: floorTouch},
+	{name: "floor-capture", snap: true, floor: floorCapture},
+	{name: "floor-epoch", snap: true, floor: floorEpoch},
+}
+
+// touch is one floor round.
+type touch struct {
+	round   uint64
+	capture bool
+	left    atomic.Int64 // accounts yet to take part
+	done    chan struct{}
+}
+
+// visit is an account taking part in the round, on its goroutine.
+func (t *touch) visit(a *account) {
+	if t.capture {
+		if _, err := msgpack.Marshal(a); err != nil {
+			panic(err)
+		}
+	}
+	if t.left.Add(-1) == 0 {
+		close(t.done)
+	}
+}
+
+// startFloor runs the variant's floor rounds back to back.
+func (bk *bank) startFloor() {
+	kind := bk.r.v.floor
+	if kind == noFloor {
+		return
+	}
+	bk.load.epochs = kind == floorEpoch
+	var round uint64
+	bk.r.shots = startRounds(0, func(_ context.Context, quit <-chan struct{}) error {
+		round++
+		t := &touch{round: round, capture: kind != floorTouch, done: make(chan struct{})}
+		t.left.Store(int64(len(bk.pids)))
+		if kind == floorEpoch {
+			bk.load.touch.Store(t)
+		} else {
+			for _, pid := range bk.pids {
+				bk.r.root().Send(pid, t)
+			}
+		}
+		select {
+		case <-t.done:
+			return nil
+		case <-quit:
+			return errHalted
+		}
+	})
 }
 
 // --- Snapshot latency ---
