@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -137,6 +138,9 @@ func shutdown(t testing.TB, sys *System) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	require.NoError(t, sys.Shutdown(ctx))
+	// Every snapshot has ended and every participant stopped: nothing is
+	// held for a snapshot any more (WithMaxRecorded's count).
+	assert.Zero(t, sys.recorded.Load(), "messages still counted for snapshots after shutdown")
 }
 
 // modes are the snapshot algorithms the tests run on the same workloads.

@@ -98,7 +98,9 @@ type run struct {
 
 	mu       sync.Mutex // guards the fields below
 	asm      *snapshot.Assembler
-	signaled bool // the guardian has been told it is over
+	signaled bool  // the guardian has been told it is over
+	held     int64 // recorded messages reported, counted in System.recorded until the run ends
+	ended    bool  // the guardian has finished it: nothing more is counted
 
 	// Owned by the guardian.
 	waiters []chan<- result
@@ -131,14 +133,14 @@ func (r *run) add(s *System, m *reportMsg) {
 		r.qmu.Unlock()
 		r.mu.Lock()
 		for _, m := range batch {
-			r.applyLocked(m)
+			r.applyLocked(s, m)
 		}
 		r.signalLocked(s)
 		r.mu.Unlock()
 	}
 }
 
-func (r *run) applyLocked(m *reportMsg) {
+func (r *run) applyLocked(s *System, m *reportMsg) {
 	if m.stopped {
 		_ = r.asm.Stopped(m.from)
 		return
@@ -149,8 +151,20 @@ func (r *run) applyLocked(m *reportMsg) {
 		}
 		_ = r.asm.AddRecord(m.rec)
 	}
+	n := 0
 	for _, c := range m.channels {
 		_ = r.asm.AddChannel(c)
+		n += len(c.Messages)
+	}
+	if n > 0 && !r.ended {
+		// The messages left their participant's count when its recording
+		// closed; they are this snapshot's until it ends (DESIGN.md
+		// decision 8).
+		r.held += int64(n)
+		if total := s.recorded.Add(int64(n)); total > int64(s.cfg.maxRecorded) {
+			r.asm.Abort(fmt.Errorf("%w: snapshot %d has %d recorded messages, %d system-wide, above %d (WithMaxRecorded)",
+				ErrOverBudget, r.id, r.held, total, s.cfg.maxRecorded))
+		}
 	}
 }
 
@@ -677,6 +691,11 @@ func (g *guardian) dropDeparted() {
 // metrics hear of it.
 func (g *guardian) finish(r *run, gl *snapshot.Global, err error) {
 	delete(g.runs, r.id)
+	r.mu.Lock()
+	r.ended = true
+	g.s.recorded.Add(-r.held)
+	r.held = 0
+	r.mu.Unlock()
 	if len(g.runs) == 0 && len(g.drops) > 0 {
 		g.dropDeparted()
 		if len(g.postponed) > 0 {

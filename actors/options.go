@@ -123,15 +123,18 @@ func WithStore(s persistence.Store) Option { return func(c *config) { c.store = 
 // save. Default 0: keep all.
 func WithRetain(n int) Option { return func(c *config) { c.retain = n } }
 
-// WithMaxRecorded bounds the messages one participant holds for the
-// snapshots in progress: recorded as channel state (a message recorded for
-// several is counted once) and, in the aligned mode, held for senders
-// paused behind their barriers. A snapshot of a system with a slow
-// receiver, or a slow input to align with, and a flood in flight cannot
-// exhaust memory (DESIGN.md decision 8). A participant over the bound fails
-// the snapshots it is recording or aligning with ErrOverBudget and lets go
-// of what it held for them (paused senders are resumed). Default 1<<20;
-// at least 1.
+// WithMaxRecorded bounds the messages the snapshots in progress hold, all
+// participants together (DESIGN.md decision 8): recorded as channel state,
+// first in the receivers' recordings (a message recorded for several
+// concurrent snapshots is counted once there), then in the snapshot's
+// assembly until it ends, and, in the aligned mode, held for senders
+// paused behind their barriers. A snapshot of a system with slow
+// receivers, or a slow input to align with, and a flood in flight cannot
+// exhaust memory. A participant whose part grows while the count is over
+// the bound fails the snapshots it records or aligns with ErrOverBudget
+// and lets go of what it held for them (paused senders are resumed); a
+// snapshot whose reported channel state takes the count over is aborted
+// with ErrOverBudget. Default 1<<20; at least 1.
 func WithMaxRecorded(n int) Option { return func(c *config) { c.maxRecorded = n } }
 
 // WithInterval takes a snapshot every d, starting d after NewSystem.

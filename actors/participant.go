@@ -93,6 +93,7 @@ type participant struct {
 	budget   bool // a budgetMsg is on its way
 	nHeld    int  // len(held), for the budget, without touching the map
 	aligned  bool // the Process's mode is Aligned: senders may be held paused
+	counted  int  // this participant's part of System.recorded
 
 	// drops holds departed participants to forget, left by the guardian
 	// with the awaited sets, under awaitsMu, and taken with them
@@ -142,7 +143,10 @@ func (w *shell) receive(ctx actor.Context, key mailbox.SenderKey) {
 			p.act()
 		case *budgetMsg:
 			p.budget = false
-			p.checkBudget()
+			p.recount()
+			if total := p.sys.recorded.Load(); total > int64(p.sys.cfg.maxRecorded) && p.counted > 0 {
+				p.overBudget(total)
+			}
 			p.act()
 		}
 		return
@@ -336,25 +340,42 @@ func (p *participant) receive(from snapshot.ProcessID, st snapshot.Stamp, payloa
 	}
 }
 
-// checkBudget enforces WithMaxRecorded over the messages this participant
-// holds for the snapshots in progress: recorded as channel state, and held
-// for senders paused behind aligned barriers (DESIGN.md decision 8).
+// checkBudget keeps this participant's part of the messages held for the
+// snapshots in progress up to date in the system-wide count, and fails
+// its snapshots if its part grew while the count is above WithMaxRecorded
+// (DESIGN.md decision 8).
 func (p *participant) checkBudget() {
+	if grew, total := p.recount(); grew && total > int64(p.sys.cfg.maxRecorded) {
+		p.overBudget(total)
+	}
+}
+
+// recount brings the system-wide count (System.recorded) up to date with
+// the messages this participant holds for snapshots in progress: recorded
+// as channel state, and held for senders paused behind aligned barriers.
+// It reports whether its part grew, and the count after. A participant
+// whose part did not change touches nothing shared.
+func (p *participant) recount() (grew bool, total int64) {
 	n := p.proc.Recorded()
 	if p.aligned {
 		n += p.mb.Held() + p.nHeld
 	}
-	if n > p.sys.cfg.maxRecorded {
-		p.overBudget(n)
+	if n == p.counted {
+		return false, 0
 	}
+	grew = n > p.counted
+	total = p.sys.recorded.Add(int64(n - p.counted))
+	p.counted = n
+	return grew, total
 }
 
-// overHeld runs in the mailbox, between two messages, when the messages
-// held for paused senders go over the budget: the participant checks its
-// budget at its next message, which it posts itself in case the paused
-// senders' are the only ones coming.
+// overHeld runs in the mailbox, between two messages, when messages are
+// held for paused senders: it counts them at once, so that a flood from a
+// paused sender alone is caught, and, over the budget, the participant
+// fails its snapshots at its next message, which it posts itself in case
+// the paused senders' are the only ones coming.
 func (p *participant) overHeld(int) {
-	if !p.budget {
+	if grew, total := p.recount(); grew && total > int64(p.sys.cfg.maxRecorded) && !p.budget {
 		p.budget = true
 		p.mb.PostFrom(controlKey, &budgetMsg{})
 	}
@@ -366,8 +387,9 @@ func (p *participant) overHeld(int) {
 // recorded, which resumes the senders it held paused. It does not forget
 // the snapshots it recorded: until the guardian has aborted them, this
 // participant's first messages must still say it recorded them.
-func (p *participant) overBudget(n int) {
-	err := fmt.Errorf("%w: %s holds %d messages in flight, above %d (WithMaxRecorded)", ErrOverBudget, p.id, n, p.sys.cfg.maxRecorded)
+func (p *participant) overBudget(total int64) {
+	err := fmt.Errorf("%w: %s holds %d messages in flight, %d system-wide, above %d (WithMaxRecorded)",
+		ErrOverBudget, p.id, p.counted, total, p.sys.cfg.maxRecorded)
 	for _, id := range p.proc.Active() {
 		p.fail(id, err)
 		p.proc.Discard(id)
@@ -489,6 +511,7 @@ func (p *participant) act() {
 			p.actOnce()
 		}
 		if len(p.forget) == 0 {
+			p.recount() // recordings closed, discarded or forgotten
 			return
 		}
 		for _, id := range p.forget {
@@ -501,6 +524,10 @@ func (p *participant) act() {
 
 func (p *participant) actOnce() {
 	rd := p.proc.Ready()
+	// The recordings that closed have left the Process's logs: their
+	// messages are counted again, in their snapshot's assembly, when
+	// reported below.
+	p.recount()
 	if len(rd.Records) > 0 {
 		p.forgetFinished()
 		state, err := p.enc.state(p.inner)
@@ -629,6 +656,9 @@ func (p *participant) depart() {
 		}
 	}
 	p.sys.root.Send(p.sys.guardian, &stoppedMsg{id: p.id, final: final, recorded: recorded, after: after})
+	// What it still held (messages its paused senders sent) goes with it.
+	p.sys.recorded.Add(-int64(p.counted))
+	p.counted = 0
 	p.sys.stopped.Done()
 }
 

@@ -108,6 +108,10 @@ type System struct {
 	stopped   sync.WaitGroup // participants not yet stopped
 	guardSTW  chan struct{}  // closed when the guardian has stopped
 	guardLoop *loop          // the guardian's dispatcher
+	// recorded counts the messages held for snapshots in progress, system
+	// wide: recorded in participants' recordings, reported to a snapshot
+	// not yet ended, held behind aligned barriers (WithMaxRecorded).
+	recorded atomic.Int64
 
 	// trace, when set by tests, records every send, receipt and record.
 	trace tracer
@@ -357,7 +361,7 @@ func (s *System) newParticipant(k *kind, id snapshot.ProcessID, state []byte, co
 		children: make(map[snapshot.ProcessID]bool),
 		reports:  make(map[snapshot.SnapshotID][]snapshot.ChannelRecord),
 	}
-	p.mb = mailbox.New(mailbox.WithHeldLimit(s.cfg.maxRecorded, p.overHeld))
+	p.mb = mailbox.New(mailbox.WithHeldLimit(0, p.overHeld))
 	s.reg.mu.Lock()
 	defer s.reg.mu.Unlock()
 	if _, dup := s.reg.byID[id]; dup {
