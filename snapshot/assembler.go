@@ -92,16 +92,23 @@ type ChannelGap struct {
 // Empty reports whether nothing is missing.
 func (m Missing) Empty() bool { return len(m.Participants) == 0 && len(m.Channels) == 0 }
 
+// missingShown is how many participants and channels Missing.String
+// names; the full lists stay in Missing (AbortError.Missing).
+const missingShown = 10
+
+// String names what is missing: at most missingShown participants and
+// channels, then how many more, so that an abort of a snapshot of
+// thousands of actors reads as one line of a log.
 func (m Missing) String() string {
 	var parts []string
-	if len(m.Participants) > 0 {
-		names := make([]string, len(m.Participants))
-		for i, p := range m.Participants {
-			names[i] = string(p)
+	if n := len(m.Participants); n > 0 {
+		names := make([]string, 0, min(n, missingShown))
+		for _, p := range m.Participants[:min(n, missingShown)] {
+			names = append(names, string(p))
 		}
-		parts = append(parts, "not recorded: "+strings.Join(names, ", "))
+		parts = append(parts, "not recorded: "+strings.Join(names, ", ")+more(n, ""))
 	}
-	for _, g := range m.Channels {
+	for _, g := range m.Channels[:min(len(m.Channels), missingShown)] {
 		state := "closed"
 		if g.Open {
 			state = "open"
@@ -111,7 +118,15 @@ func (m Missing) String() string {
 	if len(parts) == 0 {
 		return "nothing missing"
 	}
-	return strings.Join(parts, "; ")
+	return strings.Join(parts, "; ") + more(len(m.Channels), " channels")
+}
+
+// more says how many of n items Missing.String leaves out.
+func more(n int, what string) string {
+	if n <= missingShown {
+		return ""
+	}
+	return fmt.Sprintf(" and %d more%s", n-missingShown, what)
 }
 
 // AbortError says why a snapshot was aborted, and what was missing then.
