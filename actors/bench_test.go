@@ -501,10 +501,11 @@ func (a *account) pay(ctx actor.Context) {
 
 // bank is n accounts on a ring plus random chords.
 type bank struct {
-	r     *rig
-	pids  []*actor.PID
-	accts []*account
-	load  *load
+	r      *rig
+	pids   []*actor.PID
+	accts  []*account
+	load   *load
+	rounds uint64 // floor rounds run
 }
 
 const chainsPerAccount = 2
@@ -639,25 +640,32 @@ func (bk *bank) startFloor() {
 		return
 	}
 	bk.load.epochs = kind == floorEpoch
-	var round uint64
 	bk.r.shots = startRounds(0, func(_ context.Context, quit <-chan struct{}) error {
-		round++
-		t := &touch{round: round, capture: kind != floorTouch, done: make(chan struct{})}
-		t.left.Store(int64(len(bk.pids)))
-		if kind == floorEpoch {
-			bk.load.touch.Store(t)
-		} else {
-			for _, pid := range bk.pids {
-				bk.r.root().Send(pid, t)
-			}
-		}
-		select {
-		case <-t.done:
-			return nil
-		case <-quit:
-			return errHalted
-		}
+		return bk.floorRound(kind, quit)
 	})
+}
+
+// floorRound runs one floor round of the given kind and waits for it,
+// or for quit.
+func (bk *bank) floorRound(kind floorKind, quit <-chan struct{}) error {
+	bk.rounds++
+	t := &touch{round: bk.rounds, capture: kind != floorTouch, done: make(chan struct{})}
+	t.left.Store(int64(len(bk.pids)))
+	if kind == floorEpoch {
+		bk.load.touch.Store(t)
+	} else {
+		for _, pid := range bk.pids {
+			bk.r.root().Send(pid, t)
+		}
+	}
+	select {
+	case <-t.done:
+		return nil
+	case <-quit:
+		return errHalted
+	case <-time.After(benchDeadline):
+		return errors.New("floor round timed out")
+	}
 }
 
 // --- Snapshot latency ---
@@ -669,7 +677,9 @@ func (bk *bank) startFloor() {
 // mailbox, release them, and collect what each receives before its mark
 // (the transfers in flight). stop-the-world-states-only leaves out the
 // marks, so its cut loses the money in flight: a lower bound on what
-// stopping the world costs.
+// stopping the world costs. floor-capture is the least a snapshot started
+// by broadcast must do (floorCapture): a message to every account and its
+// state encoded, on the actorsnap plumbing with no snapshot.
 //
 // Besides ns/op (mean time from initiation to completion) it reports the
 // median and the worst snapshot, the bank's transfers/s during the
@@ -693,6 +703,13 @@ func BenchmarkSnapshotLatency(b *testing.B) {
 			})
 			b.Run("stop-the-world-states-only", func(b *testing.B) {
 				benchLatency(b, n, variants[0], stopTheWorldStates)
+			})
+			b.Run("floor-capture", func(b *testing.B) {
+				benchLatency(b, n, variants[2], func(b *testing.B, bk *bank) {
+					if err := bk.floorRound(floorCapture, nil); err != nil {
+						b.Fatal(err)
+					}
+				})
 			})
 		})
 	}
