@@ -186,6 +186,13 @@ func TestStoppedParticipantsLeaveTheSnapshots(t *testing.T) {
 			}
 		}
 		assert.Len(t, g.Participants, hubs, "only the hubs are left")
+		// Nor is anything of them left in the registry: a dropped courier's
+		// ghost (its sender key) goes with its name.
+		sys.reg.mu.RLock()
+		keys, live, retired := len(sys.reg.byKey), len(sys.reg.byID), len(sys.reg.retired)
+		sys.reg.mu.RUnlock()
+		assert.Equal(t, live+retired, keys, "sender keys of %d live participants and %d stopped ones not yet dropped", live, retired)
+		assert.Equal(t, hubs, live)
 		for _, ch := range g.Channels {
 			assert.True(t, strings.HasPrefix(string(ch.Channel.From), "hub-") && strings.HasPrefix(string(ch.Channel.To), "hub-"), "channel %s", ch.Channel)
 		}

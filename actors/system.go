@@ -131,10 +131,10 @@ type registry struct {
 	mu      sync.RWMutex
 	byID    map[snapshot.ProcessID]*participant
 	byKey   map[mailbox.SenderKey]*participant
-	version uint64                      // changes whenever byID does
-	pending []snapshot.SnapshotID       // snapshots in progress
-	started snapshot.SnapshotID         // the last snapshot started
-	retired map[snapshot.ProcessID]bool // ids of participants that stopped
+	version uint64                                   // changes whenever byID does
+	pending []snapshot.SnapshotID                    // snapshots in progress
+	started snapshot.SnapshotID                      // the last snapshot started
+	retired map[snapshot.ProcessID]mailbox.SenderKey // participants that stopped, not yet dropped: their ghosts' keys
 	runs    map[snapshot.SnapshotID]*run
 }
 
@@ -146,12 +146,19 @@ func (r *registry) run(id snapshot.SnapshotID) *run {
 
 // free gives the names of dropped participants again: no participant
 // counts a channel with them any more once it has taken the guardian's
-// word (guardian.dropDeparted).
+// word (guardian.dropDeparted). Their ghosts go too: everything they sent
+// has been received, so no queue holds a message under their keys that
+// its receiver has not already named.
 func (r *registry) free(ids map[snapshot.ProcessID]bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for id := range ids {
-		delete(r.retired, id)
+		if k, ok := r.retired[id]; ok {
+			if g := r.byKey[k]; g != nil && g.stopped.Load() {
+				delete(r.byKey, k)
+			}
+			delete(r.retired, id)
+		}
 	}
 }
 
@@ -159,7 +166,8 @@ func (r *registry) free(ids map[snapshot.ProcessID]bool) {
 func (r *registry) isRetired(id snapshot.ProcessID) bool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return r.retired[id]
+	_, ok := r.retired[id]
+	return ok
 }
 
 func (r *registry) lookup(id snapshot.ProcessID) *participant {
@@ -214,7 +222,7 @@ func NewSystem(opts ...Option) (*System, error) {
 			byID:    make(map[snapshot.ProcessID]*participant),
 			byKey:   make(map[mailbox.SenderKey]*participant),
 			runs:    make(map[snapshot.SnapshotID]*run),
-			retired: make(map[snapshot.ProcessID]bool),
+			retired: make(map[snapshot.ProcessID]mailbox.SenderKey),
 		},
 	}
 	if s.metrics, err = newMetrics(cfg.meter); err != nil {
@@ -367,7 +375,7 @@ func (s *System) newParticipant(k *kind, id snapshot.ProcessID, state []byte, co
 	if _, dup := s.reg.byID[id]; dup {
 		return nil, fmt.Errorf("actors: spawning %s: %w", id, actor.ErrNameExists)
 	}
-	if s.reg.retired[id] {
+	if _, ok := s.reg.retired[id]; ok {
 		return nil, fmt.Errorf("actors: spawning %s: %w", id, ErrNameRetired)
 	}
 	var err error
@@ -403,7 +411,7 @@ func (s *System) start(spawner actor.SpawnerContext, p *participant, k *kind, na
 // retire unregisters a participant that stopped. Its sender key keeps
 // naming it, through a ghost that holds nothing else: messages it sent may
 // still wait in receivers' queues, and they must count on its channels.
-// Its name is not given again (ErrNameRetired).
+// Its name is refused (ErrNameRetired) until it is dropped (free).
 //
 // It returns the last snapshot started before: those after do not have p
 // among their participants.
@@ -417,7 +425,7 @@ func (s *System) retire(p *participant) (after snapshot.SnapshotID) {
 		s.reg.version++
 	}
 	s.reg.byKey[p.key] = ghost
-	s.reg.retired[p.id] = true
+	s.reg.retired[p.id] = p.key
 	return s.reg.started
 }
 
