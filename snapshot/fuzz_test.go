@@ -2,6 +2,7 @@ package snapshot_test
 
 import (
 	"errors"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -10,17 +11,22 @@ import (
 )
 
 // FuzzProcess drives three fully connected processes with an arbitrary
-// sequence of events: sends, FIFO deliveries, initiations, forgets, and
-// faults (markers and messages that no real sender produced). Processes may
-// reject inputs with errors but must never panic, and an assembler must
-// never report a complete snapshot that fails Verify. When no fault was
-// injected, every complete snapshot must also pass the trace checkers.
+// sequence of events: sends, FIFO deliveries, initiations, forgets, stops
+// (as package actors carries them out: the stopped process's recordings
+// close, its receivers hear of it after its last message, and snapshots it
+// did not record take its final counters), and faults (markers and
+// messages that no real sender produced). Processes may reject inputs with
+// errors but must never panic, and an assembler must never report a
+// complete snapshot that fails Verify. When no fault was injected, every
+// complete snapshot must also pass the trace checkers.
 //
 //	go test ./snapshot -run '^$' -fuzz FuzzProcess -fuzztime 1m
 func FuzzProcess(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 0, 1, 0, 2, 3, 1, 0, 1, 1, 1, 2, 1, 5, 1, 7, 1, 1})
 	f.Add([]byte{2, 0, 0, 1, 0, 5, 1, 1, 1, 4, 1, 3, 1, 2, 1, 0, 7, 0})
 	f.Add([]byte{6, 1, 1, 1, 0, 4, 1, 2, 5, 3, 3, 1, 6, 2, 2, 0})
+	// b sends to c and stops while a snapshot runs; then another starts.
+	f.Add([]byte{0, 1, 0, 5, 2, 0, 7, 0x81, 1, 7, 1, 5, 1, 1, 2, 9, 0, 2, 1, 2, 1, 0})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		aligned := len(ops)%2 == 1 // odd length: the aligned mode
 		h := newHarness(t, aligned)
@@ -37,10 +43,11 @@ func FuzzProcess(f *testing.F) {
 }
 
 type fuzzMsg struct {
-	marker  bool
-	id      snapshot.SnapshotID
-	stamp   snapshot.Stamp
-	payload int
+	marker   bool
+	departed bool // the sender stopped: its last message on the link
+	id       snapshot.SnapshotID
+	stamp    snapshot.Stamp
+	payload  int
 }
 
 type harness struct {
@@ -55,10 +62,13 @@ type harness struct {
 	faulty  bool
 	nextID  snapshot.SnapshotID
 	payload int
+	stopped [3]bool
+	final   map[snapshot.ProcessID]snapshot.LocalRecord // of stopped processes
 }
 
 func newHarness(t *testing.T, aligned bool) *harness {
-	h := &harness{t: t, names: []snapshot.ProcessID{"a", "b", "c"}, asm: map[snapshot.SnapshotID]*snapshot.Assembler{}, trace: snapshottest.NewTrace(), aligned: aligned}
+	h := &harness{t: t, names: []snapshot.ProcessID{"a", "b", "c"}, asm: map[snapshot.SnapshotID]*snapshot.Assembler{}, trace: snapshottest.NewTrace(), aligned: aligned,
+		final: map[snapshot.ProcessID]snapshot.LocalRecord{}}
 	for i, id := range h.names {
 		cfg := snapshot.Config{ID: id}
 		if i != 2 { // c's channels are discovered
@@ -88,7 +98,19 @@ func (h *harness) assembler(id snapshot.SnapshotID) *snapshot.Assembler {
 	a := h.asm[id]
 	if a == nil {
 		var err error
-		a, err = snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: id, Participants: h.names})
+		// As the guardian: the live processes take part; the stopped
+		// stand in when a record names them.
+		var live []snapshot.ProcessID
+		for i, n := range h.names {
+			if !h.stopped[i] {
+				live = append(live, n)
+			}
+		}
+		a, err = snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: id, Participants: live,
+			Departed: func(p snapshot.ProcessID) (snapshot.LocalRecord, bool) {
+				r, ok := h.final[p]
+				return r, ok
+			}})
 		if err != nil {
 			h.t.Fatal(err)
 		}
@@ -101,7 +123,7 @@ func (h *harness) do(op, arg byte) {
 	i, j := int(arg%3), int(arg/3%3)
 	switch op % 8 {
 	case 0: // send
-		if i == j {
+		if i == j || h.stopped[i] {
 			return
 		}
 		st := h.procs[i].Send(h.names[j])
@@ -111,6 +133,9 @@ func (h *harness) do(op, arg byte) {
 	case 1: // deliver the head of a link
 		h.deliver(i, j)
 	case 2: // initiate a new snapshot, or an existing one
+		if h.stopped[i] {
+			return
+		}
 		id := snapshot.SnapshotID(arg/9) + 1
 		if id > h.nextID {
 			h.nextID++
@@ -124,13 +149,17 @@ func (h *harness) do(op, arg byte) {
 	case 3: // forget everywhere, or discard at one process
 		id := snapshot.SnapshotID(arg / 9 % 16)
 		if arg&0x80 != 0 {
-			h.procs[i].Discard(id)
-			h.step(i, nil)
+			if !h.stopped[i] {
+				h.procs[i].Discard(id)
+				h.step(i, nil)
+			}
 			return
 		}
 		for j, p := range h.procs {
-			p.Forget(id)
-			h.step(j, nil)
+			if !h.stopped[j] {
+				p.Forget(id)
+				h.step(j, nil)
+			}
 		}
 	case 4: // fault: drop or duplicate the head of a link
 		if l := h.links[i][j]; len(l) > 0 {
@@ -142,9 +171,15 @@ func (h *harness) do(op, arg byte) {
 			}
 		}
 	case 5: // fault: a marker nobody sent
+		if h.stopped[j] {
+			return
+		}
 		h.faulty = true
 		h.step(j, h.procs[j].Marker(h.names[i], snapshot.SnapshotID(arg/9)))
 	case 6: // fault: a message with an invented stamp
+		if h.stopped[j] {
+			return
+		}
 		h.faulty = true
 		st := snapshot.Stamp{Seq: uint64(arg / 9 % 4), Horizon: snapshot.SnapshotID(arg >> 6)}
 		if arg&0x10 != 0 {
@@ -152,7 +187,43 @@ func (h *harness) do(op, arg byte) {
 		}
 		h.step(j, h.procs[j].Receive(h.names[i], st, -1))
 	case 7:
+		if arg&0x80 != 0 {
+			h.stop(i)
+			return
+		}
 		h.check()
+	}
+}
+
+// stop stops process i as package actors does when an actor stops: its
+// open recordings close with what came, the snapshots it recorded hear it
+// will report nothing more, each receiver hears of it after its last
+// message, and the snapshots that wait for its record (and those that
+// start later) take its final counters instead.
+func (h *harness) stop(i int) {
+	if h.stopped[i] {
+		return
+	}
+	h.stopped[i] = true
+	p, id := h.procs[i], h.names[i]
+	recorded := p.Active()
+	p.Stop()
+	h.step(i, nil)
+	for _, s := range recorded {
+		_ = h.assembler(s).Stopped(id)
+	}
+	final := p.Counters()
+	for _, pc := range final.Sent {
+		k := h.index(pc.Peer)
+		h.links[i][k] = append(h.links[i][k], fuzzMsg{departed: true})
+	}
+	h.final[id] = final
+	for s, a := range h.asm {
+		if a.AwaitsRecord(id) {
+			r := final
+			r.Snapshot = s
+			_ = a.AddDeparted(r)
+		}
 	}
 }
 
@@ -164,6 +235,14 @@ func (h *harness) deliver(i, j int) bool {
 	m := l[0]
 	h.links[i][j] = l[1:]
 	from := h.names[i]
+	if h.stopped[j] {
+		return true // lost with its receiver, as a dead letter
+	}
+	if m.departed {
+		h.procs[j].Departed(from)
+		h.step(j, nil)
+		return true
+	}
 	if m.marker {
 		h.step(j, h.procs[j].Marker(from, m.id))
 		return true
@@ -257,5 +336,88 @@ func (h *harness) check() {
 		if err := h.trace.CheckChannels(g); err != nil {
 			h.t.Fatalf("fault-free run: %v", err)
 		}
+	}
+}
+
+// A process that stops before it records a snapshot stands in it with its
+// final counters: the message it sent that arrives after the receiver
+// recorded is channel state, and the trace checkers accept the cut.
+func TestHarnessStopBeforeRecord(t *testing.T) {
+	h := newHarness(t, false)
+	const bToC = 1 + 3*2 // arg: i = b, j = c
+	h.do(0, bToC)        // b sends m1 to c
+	h.do(1, bToC)        // c receives it
+	h.do(0, bToC)        // b sends m2, still in flight
+	h.do(7, 0x80+2)      // b stops (0x82 % 3 == 1)
+	h.do(2, 0)           // a starts snapshot 1
+	h.do(2, 2)           // and so does c (b cannot pass the marker on)
+	for h.deliverAny() {
+	}
+	a := h.asm[1]
+	if a == nil || a.Status(time.Time{}).State != snapshot.Complete {
+		t.Fatalf("snapshot 1 not complete: %v", a.Missing())
+	}
+	g, err := a.Global()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, ok := g.Participant("b"); !ok || !b.Departed {
+		t.Fatalf("b stands in as departed: %+v", b)
+	}
+	cs, ok := g.Channel(snapshot.Channel{From: "b", To: "c"})
+	if !ok || len(cs.Messages) != 1 || cs.Messages[0].Seq != 2 {
+		t.Fatalf("b->c holds m2: %+v", cs)
+	}
+	h.check()
+}
+
+// TestRandomOps runs the fuzz harness on seeded random event sequences,
+// so that every test run covers what FuzzProcess does, stops included:
+// the complete snapshots must include some with a process departed and
+// some with a process that recorded and then stopped. A failure prints
+// the seed and the events.
+func TestRandomOps(t *testing.T) {
+	first, count := seedRange(20000, 2000)
+	var complete, departed, stopped int
+	for s := first; s < first+count; s++ {
+		r := rand.New(rand.NewPCG(s, 0xf022))
+		ops := make([]byte, 2*(10+r.IntN(40))+r.IntN(2))
+		for i := range ops {
+			ops[i] = byte(r.IntN(256))
+		}
+		func() {
+			defer func() {
+				if t.Failed() {
+					t.Logf("seed %d, events %x\nreplay: go test ./snapshot -run 'TestRandomOps$' -seed %d", s, ops, s)
+				}
+			}()
+			h := newHarness(t, len(ops)%2 == 1)
+			for i := 0; i+1 < len(ops); i += 2 {
+				h.do(ops[i], ops[i+1])
+			}
+			for h.deliverAny() {
+			}
+			h.check()
+			for _, a := range h.asm {
+				if a.Status(time.Time{}).State != snapshot.Complete {
+					continue
+				}
+				complete++
+				g, _ := a.Global()
+				for _, p := range g.Participants {
+					i := h.index(p.ID)
+					switch {
+					case p.Departed:
+						departed++
+					case h.stopped[i]:
+						stopped++
+					}
+				}
+			}
+		}()
+	}
+	t.Logf("%d complete snapshots; %d departed and %d recorded-then-stopped participants in them", complete, departed, stopped)
+	if count > 100 && (departed == 0 || stopped == 0) {
+		t.Fatalf("stops are not exercised: %d departed, %d stopped after recording", departed, stopped)
 	}
 }

@@ -2,6 +2,8 @@ package snapshottest
 
 import (
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 	"sync"
 
@@ -87,14 +89,16 @@ func (t *Trace) Recorded(p snapshot.ProcessID, id snapshot.SnapshotID) {
 }
 
 // CheckCut checks that g is a consistent cut: every message whose receipt
-// is reflected in a recorded state was sent before its sender recorded.
+// is reflected in a recorded state was sent before its sender recorded. A
+// participant departed in g stands in with its final record: everything
+// it sent was sent before the cut.
 func (t *Trace) CheckCut(g *snapshot.Global) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	rec := t.recorded[g.ID]
+	rec := t.cut(g)
 	for ch, c := range t.chans {
 		to, ok := rec[ch.To]
-		if !ok {
+		if !ok || to == stoodIn {
 			continue
 		}
 		from, fromOK := rec[ch.From]
@@ -113,13 +117,42 @@ func (t *Trace) CheckCut(g *snapshot.Global) error {
 	return nil
 }
 
+// stoodIn is the record time of a participant departed in a snapshot:
+// after everything it did.
+const stoodIn = math.MaxUint64
+
+// cut returns when each participant of g recorded it, departed ones at
+// stoodIn.
+func (t *Trace) cut(g *snapshot.Global) map[snapshot.ProcessID]uint64 {
+	rec := t.recorded[g.ID]
+	var departed []snapshot.ProcessID
+	for _, p := range g.Participants {
+		if _, ok := rec[p.ID]; p.Departed && !ok {
+			departed = append(departed, p.ID)
+		}
+	}
+	if len(departed) == 0 {
+		return rec
+	}
+	out := maps.Clone(rec)
+	if out == nil {
+		out = make(map[snapshot.ProcessID]uint64, len(departed))
+	}
+	for _, id := range departed {
+		out[id] = stoodIn
+	}
+	return out
+}
+
 // CheckChannels checks that the state of every channel in g is exactly the
 // messages sent on it before its sender recorded and received after its
-// receiver recorded (or never), in order.
+// receiver recorded (or never), in order. A departed participant's
+// channels in count every message it sent; channels to it are not in the
+// snapshot (what was sent to it after it stopped is lost).
 func (t *Trace) CheckChannels(g *snapshot.Global) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	rec := t.recorded[g.ID]
+	rec := t.cut(g)
 	seen := make(map[snapshot.Channel]bool, len(g.Channels))
 	for _, cs := range g.Channels {
 		seen[cs.Channel] = true
@@ -140,6 +173,9 @@ func (t *Trace) CheckChannels(g *snapshot.Global) error {
 func (t *Trace) checkChannel(id snapshot.SnapshotID, rec map[snapshot.ProcessID]uint64, ch snapshot.Channel, got []snapshot.Message) error {
 	from, fromOK := rec[ch.From]
 	to, toOK := rec[ch.To]
+	if to == stoodIn {
+		toOK = false
+	}
 	var want []uint64
 	if c := t.chans[ch]; c != nil && fromOK && toOK {
 		for i, s := range c.sent {
