@@ -162,7 +162,9 @@ func (p *Process) begin(id SnapshotID) *snap {
 	aw := p.awaitFor(id)
 	if aw != nil {
 		for _, f := range aw.list {
-			p.inChannel(f) // awaited before its first message
+			if !p.gone[f] {
+				p.inChannel(f) // awaited before its first message
+			}
 		}
 	}
 	s := &snap{id: id, chans: p.newChans()}

@@ -154,6 +154,23 @@ func TestRuleAlignedDepartedNotAwaited(t *testing.T) {
 	assert.Equal(t, ids("a"), rd.Resume)
 }
 
+// Rule: a sender that departed before anything of it came is not awaited
+// when an awaited set names it (a coordinator that learnt the channel from
+// the sender's record): no barrier will come from it. A message from a
+// new sender under the name makes it a sender like any other again.
+func TestRuleAlignedDepartedBeforeItsFirstMessageNotAwaited(t *testing.T) {
+	p := newAligned(t, "c", nil, ids("a"), nil)
+	p.Departed("b") // b never sent to c
+	p.SetAwaited(1, ids("a", "b"))
+	require.NoError(t, p.Marker("a", 1))
+	require.Len(t, take(p).Records, 1, "b is not awaited")
+
+	require.NoError(t, p.Receive("b", snapshot.Stamp{Seq: 1, Horizon: 1}, "b1")) // a new b
+	require.NoError(t, p.Start(2))
+	_, awaiting := p.Awaiting()
+	assert.Equal(t, ids("a", "b"), awaiting, "the new b is awaited")
+}
+
 // Rule: the first message of a channel whose sender had recorded the
 // pending snapshot stands for its barrier: the channel is blocked and the
 // message held (ErrHeld, not accounted for) until the snapshot records;

@@ -126,6 +126,11 @@ type Process struct {
 	// that has not recorded one records it before (the message comes after
 	// the cut); folded into done's horizon, they would not.
 	bornAfter []SnapshotID
+
+	// gone holds senders that departed before any message of theirs came
+	// (Departed on an unknown channel): an aligned snapshot does not await
+	// them. Nil until one does.
+	gone map[ProcessID]bool
 }
 
 // NewProcess returns a Process with cfg's declared channels.
@@ -199,6 +204,7 @@ func (p *Process) inChannel(from ProcessID) *inChan {
 		c = &inChan{from: from, back: p.back[from]}
 		p.in[from] = c
 		p.ins = append(p.ins, c)
+		delete(p.gone, from) // a new sender under the name
 	}
 	p.lastIn = c
 	return c
@@ -366,10 +372,16 @@ func (p *Process) lateMarker(s *snap, c *inChan) error {
 // last message on the channel was received: every open recording of the
 // channel closes now, and later snapshots do not record it. A channel this
 // process does not know (nothing came on it, or DropPeer dropped it) stays
-// unknown.
+// unknown, and an aligned snapshot told to await that sender (SetAwaited)
+// does not wait for it, until a message comes from it again (a new
+// process under the name) or DropPeer forgets it.
 func (p *Process) Departed(from ProcessID) {
 	c := p.in[from]
 	if c == nil {
+		if p.gone == nil {
+			p.gone = make(map[ProcessID]bool)
+		}
+		p.gone[from] = true
 		return
 	}
 	c.departed = true
@@ -434,6 +446,7 @@ func (p *Process) DropPeer(peer ProcessID) {
 		}
 	}
 	delete(p.back, peer)
+	delete(p.gone, peer)
 	for i := range p.awaits {
 		if aw := &p.awaits[i]; aw.set[peer] {
 			delete(aw.set, peer)
