@@ -26,7 +26,49 @@ func randomRun(s uint64) snapshottest.BankRun {
 	// Flooding reaches only what the initiator's channels lead to; the
 	// coordinator sweeps up the rest.
 	run.SweepAfter = 4 * run.MaxDelay
+	withStops(&run, s)
 	return run
+}
+
+// withStops makes half the runs stop 1 to 3 processes while their traffic
+// runs, drawn apart from the rest of the run.
+func withStops(run *snapshottest.BankRun, s uint64) {
+	r := rand.New(rand.NewPCG(s, 0x5709))
+	if r.IntN(2) == 0 {
+		run.Stops, run.StopSeed = 1+r.IntN(3), r.Uint64()
+	}
+}
+
+// stopStats counts what the runs with stops exercised.
+type stopStats struct {
+	runs, departed, stoppedAfter, aborted int
+}
+
+func (st *stopStats) add(run snapshottest.BankRun, res *snapshottest.BankResult) {
+	if run.Stops == 0 || res == nil {
+		return
+	}
+	st.runs++
+	n := res.Network
+	st.aborted += len(n.Aborted())
+	for _, g := range n.Completed() {
+		for _, p := range g.Participants {
+			if i, _ := n.Index(p.ID); p.Departed {
+				st.departed++
+			} else if n.Stopped(i) {
+				st.stoppedAfter++
+			}
+		}
+	}
+}
+
+// check logs the counts and fails a long run that did not exercise stops.
+func (st *stopStats) check(t *testing.T, count uint64) {
+	t.Logf("%d runs with stops: %d departed participants in complete snapshots, %d that recorded and then stopped, %d snapshots aborted by a message lost with a stopped one",
+		st.runs, st.departed, st.stoppedAfter, st.aborted)
+	if count >= 500 && (st.departed == 0 || st.stoppedAfter == 0) {
+		t.Errorf("stops not exercised")
+	}
 }
 
 // bankRun draws from r what a randomized bank run on g needs besides its
@@ -66,9 +108,13 @@ func seedRange(n, short int) (first, count uint64) {
 func TestRandomized(t *testing.T) {
 	t.Parallel()
 	first, count := seedRange(*seeds, 1000)
+	var stops stopStats
+	defer func() { stops.check(t, count) }()
 	for s := first; s < first+count; s++ {
 		run := randomRun(s)
-		if _, err := run.Run(); err != nil {
+		res, err := run.Run()
+		stops.add(run, res)
+		if err != nil {
 			t.Fatalf("seed %d (%d processes, %d edges, declare %d, %d snapshots): %v\nreplay: go test ./snapshot -run 'TestRandomized$' -seed %d -v",
 				s, run.Graph.Len(), len(run.Graph.Edges), run.Declare, run.Snapshots, err, s)
 		}
@@ -105,6 +151,7 @@ func randomAlignedRun(s uint64) snapshottest.BankRun {
 		// Broadcast runs have no sweep: they must finish on their own.
 		run.SweepAfter = 4 * run.MaxDelay
 	}
+	withStops(&run, s)
 	return run
 }
 
@@ -121,6 +168,8 @@ func TestRandomizedAligned(t *testing.T) {
 	first, count := seedRange(*alignedSeeds, 500)
 	heldTotal := 0
 	defer func() { t.Logf("%d first messages held behind barriers", heldTotal) }()
+	var stops stopStats
+	defer func() { stops.check(t, count) }()
 	for s := first; s < first+count; s++ {
 		run := randomAlignedRun(s)
 		fail := func(err error) {
@@ -134,6 +183,7 @@ func TestRandomizedAligned(t *testing.T) {
 			}
 		}
 		res, err := run.Run()
+		stops.add(run, res)
 		if err != nil {
 			fail(err)
 		}

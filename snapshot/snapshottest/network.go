@@ -85,6 +85,7 @@ const (
 	initiate // control: from the coordinator (Process.Initiate)
 	start    // control: from the coordinator (Process.Start)
 	forget   // control: from the coordinator
+	departed // the sender stopped: after its last message on the link
 )
 
 type envelope struct {
@@ -190,6 +191,20 @@ type Network struct {
 	completed []*snapshot.Global
 	aborted   []error
 	err       error
+
+	// Stopped processes (Stop), their final counters, and the messages
+	// that reached them after they stopped, lost.
+	stopped []bool
+	final   map[snapshot.ProcessID]snapshot.LocalRecord
+	lost    []Lost
+}
+
+// Lost is an application message that reached a stopped process and was
+// dropped, as a dead letter.
+type Lost struct {
+	Channel snapshot.Channel
+	Seq     uint64
+	Payload any
 }
 
 // NewNetwork builds the processes of cfg.Graph running app.
@@ -205,6 +220,7 @@ func NewNetwork(cfg Config, app App) (*Network, error) {
 		links: make(map[[2]int]*link),
 		trace: NewTrace(),
 		runs:  make(map[snapshot.SnapshotID]*run),
+		final: make(map[snapshot.ProcessID]snapshot.LocalRecord),
 	}
 	pcfg := make([]snapshot.Config, cfg.Graph.Len())
 	for i, name := range cfg.Graph.Names {
@@ -253,6 +269,7 @@ func NewNetwork(cfg Config, app App) (*Network, error) {
 		n.procs = append(n.procs, p)
 	}
 	n.learned = make(map[snapshot.Channel]bool)
+	n.stopped = make([]bool, len(n.procs))
 	return n, nil
 }
 
@@ -286,6 +303,12 @@ func (n *Network) Completed() []*snapshot.Global { return n.completed }
 
 // Aborted returns the abort errors of the snapshots aborted so far.
 func (n *Network) Aborted() []error { return n.aborted }
+
+// Stopped reports whether process i has stopped.
+func (n *Network) Stopped(i int) bool { return n.stopped[i] }
+
+// Lost returns the application messages that reached stopped processes.
+func (n *Network) Lost() []Lost { return n.lost }
 
 // Pending returns the snapshots neither complete nor aborted.
 func (n *Network) Pending() []snapshot.SnapshotID { return n.pending }
@@ -347,9 +370,10 @@ func (n *Network) enqueue(from, to int, e envelope) {
 	heap.Push(&n.events, event{at: at, seq: n.seq, l: l})
 }
 
-// Send sends an application message from process from to process to.
+// Send sends an application message from process from to process to. A
+// stopped process sends nothing.
 func (n *Network) Send(from, to int, payload any) {
-	if n.err != nil {
+	if n.err != nil || n.stopped[from] {
 		return
 	}
 	ch := snapshot.Channel{From: n.name(from), To: n.name(to)}
@@ -366,11 +390,19 @@ func (n *Network) Send(from, to int, payload any) {
 // StartSnapshot starts a new snapshot, numbered by the coordinator. With
 // initiator >= 0 that process initiates it and markers flood the graph;
 // with initiator < 0 the coordinator broadcasts it on its control channel
-// to every process.
+// to every process that has not stopped. A stopped initiator makes it a
+// broadcast.
 func (n *Network) StartSnapshot(initiator int) snapshot.SnapshotID {
+	if initiator >= 0 && n.stopped[initiator] {
+		initiator = -1
+	}
 	n.nextID++
 	id := n.nextID
-	cfg := snapshot.AssemblerConfig{Snapshot: id, Participants: n.cfg.Graph.Names, Start: tickTime(n.now), Numbering: n.numbering}
+	cfg := snapshot.AssemblerConfig{Snapshot: id, Participants: n.live(), Start: tickTime(n.now), Numbering: n.numbering,
+		Departed: func(p snapshot.ProcessID) (snapshot.LocalRecord, bool) {
+			r, ok := n.final[p]
+			return r, ok
+		}}
 	if n.cfg.Timeout > 0 {
 		cfg.Deadline = tickTime(n.now + int64(n.cfg.Timeout))
 	}
@@ -394,10 +426,76 @@ func (n *Network) StartSnapshot(initiator int) snapshot.SnapshotID {
 	} else {
 		n.logf("snapshot %d: broadcast", id)
 		for i := range n.procs {
-			n.enqueue(coordinator, i, envelope{kind: start, id: id})
+			if !n.stopped[i] {
+				n.enqueue(coordinator, i, envelope{kind: start, id: id})
+			}
 		}
 	}
 	return id
+}
+
+// live returns the names of the processes that have not stopped: the
+// participants of a snapshot starting now, as the guardian of package
+// actors has them. The stopped stand in when a record names them.
+func (n *Network) live() []snapshot.ProcessID {
+	names := make([]snapshot.ProcessID, 0, len(n.procs))
+	for i, name := range n.cfg.Graph.Names {
+		if !n.stopped[i] {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// Stop stops process i, as package actors carries out an actor's stop:
+// its open recordings close with what came and the snapshots it recorded
+// hear that it will report nothing more (Assembler.Stopped); each process
+// it sent to hears of it after its last message (Process.Departed); the
+// snapshots that wait for its record, and those that start later, take
+// its final counters instead (Assembler.AddDeparted). Messages that reach
+// it from then on are lost (Lost), and it sends nothing more.
+func (n *Network) Stop(i int) {
+	if n.err != nil || n.stopped[i] {
+		return
+	}
+	id, p := n.name(i), n.procs[i]
+	n.logf("%s: stop", id)
+	recorded := p.Active()
+	n.step(i, func(p *snapshot.Process) error { p.Stop(); return nil })
+	n.stopped[i] = true
+	for _, s := range recorded {
+		if r := n.runs[s]; r != nil && !r.done {
+			if err := r.asm.Stopped(id); err != nil {
+				n.logf("snapshot %d: %v", s, err)
+			}
+		}
+	}
+	final := p.Counters()
+	n.final[id] = final
+	for _, pc := range final.Sent {
+		n.enqueue(i, n.index[pc.Peer], envelope{kind: departed})
+	}
+	for _, s := range n.pending {
+		if r := n.runs[s]; r.asm.AwaitsRecord(id) {
+			rec := final
+			rec.Snapshot = s
+			if err := r.asm.AddDeparted(rec); err != nil {
+				n.logf("snapshot %d: %v", s, err)
+			}
+		}
+	}
+	// What it held blocked comes due, to be lost.
+	for _, l := range n.order {
+		if l.to == i && l.blocked {
+			l.blocked = false
+			n.held -= l.held
+			for ; l.held > 0; l.held-- {
+				n.seq++
+				heap.Push(&n.events, event{at: n.now, seq: n.seq, l: l})
+			}
+		}
+	}
+	n.check()
 }
 
 // step applies one input to process i and carries out its actions.
@@ -494,7 +592,9 @@ func (n *Network) check() {
 		}
 		r.done = true
 		for i := range n.procs {
-			n.enqueue(coordinator, i, envelope{kind: forget, id: id})
+			if !n.stopped[i] {
+				n.enqueue(coordinator, i, envelope{kind: forget, id: id})
+			}
 		}
 	}
 	clear(n.pending[len(kept):])
@@ -502,7 +602,18 @@ func (n *Network) check() {
 }
 
 func (n *Network) deliverEnvelope(from, to int, e envelope) {
+	if n.stopped[to] {
+		if e.kind == data {
+			ch := snapshot.Channel{From: n.name(from), To: n.name(to)}
+			n.logf("%s: lost seq=%d %v", ch, e.stamp.Seq, e.payload)
+			n.lost = append(n.lost, Lost{Channel: ch, Seq: e.stamp.Seq, Payload: e.payload})
+		}
+		return
+	}
 	switch e.kind {
+	case departed:
+		n.logf("%s->%s: deliver departed", n.name(from), n.name(to))
+		n.step(to, func(p *snapshot.Process) error { p.Departed(n.name(from)); return nil })
 	case data:
 		ch := snapshot.Channel{From: n.name(from), To: n.name(to)}
 		n.logf("%s: deliver seq=%d %v", ch, e.stamp.Seq, e.payload)
@@ -640,6 +751,9 @@ func (n *Network) Tick(traffic bool) {
 		if r.nextSweep > 0 && n.now >= r.nextSweep {
 			r.nextSweep = n.now + int64(n.cfg.SweepAfter)
 			for _, p := range r.asm.Missing().Participants {
+				if n.stopped[n.index[p]] {
+					continue
+				}
 				n.logf("snapshot %d: coordinator initiates at %s", id, p)
 				n.enqueue(coordinator, n.index[p], envelope{kind: initiate, id: id})
 			}

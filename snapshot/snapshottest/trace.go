@@ -88,6 +88,28 @@ func (t *Trace) Recorded(p snapshot.ProcessID, id snapshot.SnapshotID) {
 	m[p] = t.tick(p)
 }
 
+// HasRecorded reports whether p recorded its state for snapshot id.
+func (t *Trace) HasRecorded(id snapshot.SnapshotID, p snapshot.ProcessID) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.recorded[id][p]
+	return ok
+}
+
+// SentBeforeRecord reports whether the message with sequence seq on ch was
+// sent before its sender recorded snapshot id, or by a sender that never
+// recorded it.
+func (t *Trace) SentBeforeRecord(id snapshot.SnapshotID, ch snapshot.Channel, seq uint64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	rec, ok := t.recorded[id][ch.From]
+	if !ok {
+		return true
+	}
+	c := t.chans[ch]
+	return c != nil && seq >= 1 && int(seq) <= len(c.sent) && c.sent[seq-1] != 0 && c.sent[seq-1] <= rec
+}
+
 // CheckCut checks that g is a consistent cut: every message whose receipt
 // is reflected in a recorded state was sent before its sender recorded. A
 // participant departed in g stands in with its final record: everything
@@ -199,10 +221,14 @@ func (t *Trace) checkChannel(id snapshot.SnapshotID, rec map[snapshot.ProcessID]
 
 // CheckConservation checks that the values held in recorded states plus the
 // values carried by recorded in-flight messages add up to total: tokens in
-// a token system, money in a bank.
+// a token system, money in a bank. Departed participants hold nothing: the
+// total is what the system held at the cut.
 func CheckConservation(g *snapshot.Global, total int64, stateValue func(state []byte) (int64, error), messageValue func(payload any) (int64, error)) error {
 	var sum, inFlight int64
 	for _, p := range g.Participants {
+		if p.Departed {
+			continue // its state is gone: what it held left with it
+		}
 		v, err := stateValue(p.State)
 		if err != nil {
 			return fmt.Errorf("snapshot %d: state of %s: %w", g.ID, p.ID, err)
