@@ -273,11 +273,13 @@ func (p *participant) takeHandovers(awaits bool) {
 	}
 }
 
-// drop forgets the departed participants ids.
+// drop forgets the departed participants ids. A departure of theirs still
+// on its way finds no key and is ignored: the Process forgot them already.
 func (p *participant) drop(ids []snapshot.ProcessID) {
 	for _, id := range ids {
 		p.proc.DropPeer(id)
 		delete(p.byID, id)
+		delete(p.keys, id)
 		delete(p.children, id) // its Terminated may not have come yet
 	}
 }
