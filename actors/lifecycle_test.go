@@ -801,3 +801,28 @@ func TestReportedChannelStateCountsAgainstBudget(t *testing.T) {
 	assert.Contains(t, st.Err.Error(), "snapshot 1 has 3 recorded messages, 3 system-wide, above 2 (WithMaxRecorded)")
 	assert.EqualValues(t, 3, s.recorded.Load(), "counted until the snapshot ends")
 }
+
+// A message sent to a participant that recorded a snapshot and then
+// stopped, by a sender that had not recorded it yet, is lost: it was in
+// flight at the cut, and no snapshot can hold it. The send counts on the
+// channel all the same, so the snapshot aborts naming the stopped
+// participant instead of completing short of the message.
+func TestSendToStoppedBeforeRecordAborts(t *testing.T) {
+	forModes(t, func(t *testing.T, mode Option) {
+		sys, pids, events, recorded := probesTraced(t, 2, mode)
+		defer shutdown(t, sys)
+		sys.Root().Send(pids[1], &sendTo{to: pids[0], msg: &note{Text: "hello"}})
+		require.Equal(t, "hello", waitFor(t, events)) // p0 knows p1: p1 awaits nothing of p0
+		release := block(t, sys, pids[0])
+		defer release()
+		// Behind the gate, before the start: p0 sends before it records.
+		sys.Root().Send(pids[0], &sendTo{to: pids[1], msg: &note{Text: "lost"}})
+		pending := startAsync(sys)
+		require.Equal(t, snapshot.ProcessID("p1"), waitFor(t, recorded))
+		require.NoError(t, sys.Root().StopFuture(pids[1]).Wait())
+		release()
+		r := waitFor(t, pending)
+		require.ErrorIs(t, r.err, ErrParticipantStopped, "%v", r.err)
+		assert.Contains(t, r.err.Error(), "p1, with messages from p0 still on their way to it")
+	})
+}

@@ -459,7 +459,7 @@ func (p *participant) target(pid *actor.PID) *participant {
 			return nil
 		}
 		p.takeDrops()
-		if t = p.sys.reg.lookup(snapshot.ProcessID(pid.Id)); t == nil {
+		if t = p.sys.reg.lookupOrGhost(snapshot.ProcessID(pid.Id)); t == nil {
 			return nil
 		}
 		if len(p.targets) >= maxTargets {
@@ -495,6 +495,14 @@ func (p *participant) send(ctx actor.Context, pid *actor.PID, msg interface{}) {
 	st := p.proc.Send(t.id)
 	if tr := p.sys.trace; tr != nil {
 		tr.Sent(snapshot.Channel{From: p.id, To: t.id}, st.Seq)
+	}
+	if t.stopped.Load() {
+		// Stopped and not yet dropped: the message is lost with it (a dead
+		// letter), but counted on the channel, so that a snapshot it
+		// recorded before it stopped, which counts the message as sent
+		// before this one's record, is aborted rather than short of it.
+		ctx.Send(pid, msg)
+		return
 	}
 	if st.Seq == 1 && (len(st.Recorded) > 0 || st.Horizon > 0) {
 		msg = &firstMsg{stamp: st, msg: msg}

@@ -162,6 +162,20 @@ func (r *registry) free(ids map[snapshot.ProcessID]bool) {
 	}
 }
 
+// lookupOrGhost returns the live participant id or, if id stopped and is
+// not yet dropped, its ghost: sends to it still count on their channels.
+func (r *registry) lookupOrGhost(id snapshot.ProcessID) *participant {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if p := r.byID[id]; p != nil {
+		return p
+	}
+	if k, ok := r.retired[id]; ok {
+		return r.byKey[k]
+	}
+	return nil
+}
+
 // isRetired reports whether participant id has stopped.
 func (r *registry) isRetired(id snapshot.ProcessID) bool {
 	r.mu.RLock()
