@@ -826,3 +826,32 @@ func TestSendToStoppedBeforeRecordAborts(t *testing.T) {
 		assert.Contains(t, r.err.Error(), "p1, with messages from p0 still on their way to it")
 	})
 }
+
+// A participant that opens a channel to a stopped one after recording the
+// snapshot that shows the stopped one drained is not among its peers in
+// that snapshot, yet its channel counts (a send to a stopped participant
+// does): it drops the stopped one with the others, and later snapshots
+// neither wait for it nor hold it.
+func TestSenderToStoppedDropsItToo(t *testing.T) {
+	forModes(t, func(t *testing.T, mode Option) {
+		sys, pids, events, recorded := probesTraced(t, 3, mode, WithTimeout(5*time.Second))
+		defer shutdown(t, sys)
+		require.NoError(t, sys.Root().StopFuture(pids[1]).Wait())
+		release := block(t, sys, pids[2]) // holds A open
+		defer release()
+		a := startAsync(sys)
+		require.Equal(t, snapshot.ProcessID("p0"), waitFor(t, recorded))
+		sys.Root().Send(pids[0], &sendTo{to: pids[1], msg: &note{Text: "to the stopped"}})
+		sys.Root().Send(pids[0], &note{Text: "sent"}) // after the send, in order
+		require.Equal(t, "sent", waitFor(t, events))
+		release()
+		require.NoError(t, waitFor(t, a).err)
+		for range 2 {
+			g, err := sys.Snapshot(context.Background())
+			require.NoError(t, err, "p0's channel to p1 was dropped with p1")
+			require.NoError(t, g.Verify())
+			_, ok := g.Participant("p1")
+			assert.False(t, ok)
+		}
+	})
+}

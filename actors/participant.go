@@ -459,7 +459,7 @@ func (p *participant) target(pid *actor.PID) *participant {
 			return nil
 		}
 		p.takeDrops()
-		if t = p.sys.reg.lookupOrGhost(snapshot.ProcessID(pid.Id)); t == nil {
+		if t = p.sys.reg.lookupOrGhost(snapshot.ProcessID(pid.Id), p); t == nil {
 			return nil
 		}
 		if len(p.targets) >= maxTargets {

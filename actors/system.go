@@ -136,6 +136,10 @@ type registry struct {
 	started snapshot.SnapshotID                      // the last snapshot started
 	retired map[snapshot.ProcessID]mailbox.SenderKey // participants that stopped, not yet dropped: their ghosts' keys
 	runs    map[snapshot.SnapshotID]*run
+	// senders holds, per retired participant, the participants that sent
+	// to it since it stopped: their channels to it count (lookupOrGhost),
+	// so they drop it too, though no snapshot may show them as its peers.
+	senders map[snapshot.ProcessID][]*participant
 }
 
 func (r *registry) run(id snapshot.SnapshotID) *run {
@@ -146,13 +150,18 @@ func (r *registry) run(id snapshot.SnapshotID) *run {
 
 // free gives the names of dropped participants again: no participant
 // counts a channel with them any more once it has taken the guardian's
-// word (guardian.dropDeparted). Their ghosts go too: everything they sent
-// has been received, so no queue holds a message under their keys that
-// its receiver has not already named.
+// word (guardian.dropDeparted), which those that sent to them since they
+// stopped get here, before the name is free. Their ghosts go too:
+// everything they sent has been received, so no queue holds a message
+// under their keys that its receiver has not already named.
 func (r *registry) free(ids map[snapshot.ProcessID]bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for id := range ids {
+		for _, q := range r.senders[id] {
+			q.handDrop(id)
+		}
+		delete(r.senders, id)
 		if k, ok := r.retired[id]; ok {
 			if g := r.byKey[k]; g != nil && g.stopped.Load() {
 				delete(r.byKey, k)
@@ -163,17 +172,26 @@ func (r *registry) free(ids map[snapshot.ProcessID]bool) {
 }
 
 // lookupOrGhost returns the live participant id or, if id stopped and is
-// not yet dropped, its ghost: sends to it still count on their channels.
-func (r *registry) lookupOrGhost(id snapshot.ProcessID) *participant {
+// not yet dropped, its ghost: sends to it from from still count on their
+// channel, and from is noted to drop it with the others (free).
+func (r *registry) lookupOrGhost(id snapshot.ProcessID, from *participant) *participant {
 	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if p := r.byID[id]; p != nil {
+	p := r.byID[id]
+	_, retired := r.retired[id]
+	r.mu.RUnlock()
+	if p != nil || !retired {
 		return p
 	}
-	if k, ok := r.retired[id]; ok {
-		return r.byKey[k]
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k, ok := r.retired[id]
+	if !ok {
+		return r.byID[id] // dropped meanwhile
 	}
-	return nil
+	if !slices.Contains(r.senders[id], from) {
+		r.senders[id] = append(r.senders[id], from)
+	}
+	return r.byKey[k]
 }
 
 // isRetired reports whether participant id has stopped.
@@ -237,6 +255,7 @@ func NewSystem(opts ...Option) (*System, error) {
 			byKey:   make(map[mailbox.SenderKey]*participant),
 			runs:    make(map[snapshot.SnapshotID]*run),
 			retired: make(map[snapshot.ProcessID]mailbox.SenderKey),
+			senders: make(map[snapshot.ProcessID][]*participant),
 		},
 	}
 	if s.metrics, err = newMetrics(cfg.meter); err != nil {
