@@ -162,7 +162,7 @@ func (p *Process) begin(id SnapshotID) *snap {
 	aw := p.awaitFor(id)
 	if aw != nil {
 		for _, f := range aw.list {
-			if !p.gone[f] {
+			if _, gone := p.gone[f]; !gone {
 				p.inChannel(f) // awaited before its first message
 			}
 		}

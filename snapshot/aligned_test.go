@@ -154,6 +154,31 @@ func TestRuleAlignedDepartedNotAwaited(t *testing.T) {
 	assert.Equal(t, ids("a"), rd.Resume)
 }
 
+// Rule: the first message of a new channel acts as the marker of every
+// snapshot its sender had recorded, also of those that recording one of
+// them recorded first: here recording 2 forces 3, queued behind 1 and
+// begun when 1 recorded, to record; the message is after the sender's
+// record of 3, so it is not 3's channel state.
+func TestRuleAlignedFirstMessageClosesForcedRecords(t *testing.T) {
+	p := newAligned(t, "c", nil, ids("a"), nil)
+	require.NoError(t, p.Start(1))
+	require.NoError(t, p.Start(3)) // queued behind 1
+	first := snapshot.Stamp{Seq: 1, Recorded: []snapshot.SnapshotID{1, 2, 3}}
+	require.NoError(t, p.Receive("new", first, "n1"))
+	rd := take(p)
+	var recorded []snapshot.SnapshotID
+	for _, r := range rd.Records {
+		recorded = append(recorded, r.Snapshot)
+	}
+	assert.ElementsMatch(t, []snapshot.SnapshotID{1, 2, 3}, recorded)
+	for _, c := range rd.Channels {
+		if c.Channel.From == "new" {
+			assert.Empty(t, c.Messages, "snapshot %d", c.Snapshot)
+		}
+	}
+	assert.Zero(t, p.Recorded(), "n1 is channel state of no snapshot")
+}
+
 // Rule: a sender that departed before anything of it came is not awaited
 // when an awaited set names it (a coordinator that learnt the channel from
 // the sender's record): no barrier will come from it. A message from a

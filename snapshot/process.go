@@ -14,7 +14,12 @@ type Config struct {
 	Mode Mode
 	// Outgoing declares channels to processes this one will send to.
 	// Channels are also discovered by Send; declaring them up front makes
-	// markers travel on them before the first message does.
+	// markers travel on them before the first message does. Where
+	// processes stop and are dropped (DropPeer), declare each such channel
+	// at the receiver too (Incoming), as package actors does for a child:
+	// a receiver that has not heard of the channel when its sender is
+	// dropped cannot tell that sender's markers still on their way from a
+	// new channel's, and would name the sender again.
 	Outgoing []ProcessID
 	// Incoming declares channels from processes this one will receive from.
 	// Channels are also discovered by Receive and Marker. In the aligned
@@ -127,10 +132,29 @@ type Process struct {
 	// the cut); folded into done's horizon, they would not.
 	bornAfter []SnapshotID
 
-	// gone holds senders that departed before any message of theirs came
-	// (Departed on an unknown channel): an aligned snapshot does not await
-	// them. Nil until one does.
-	gone map[ProcessID]bool
+	// gone holds senders that are no more, with no channel here: those
+	// that departed before any message of theirs came (Departed on an
+	// unknown channel), which an aligned snapshot does not await, and those
+	// dropped before their departure came, whose markers still on their
+	// way are stale. A message from the name (a new sender under it) ends
+	// it, and so does the departure of a dropped one: nothing of it comes
+	// after that. Nil until one is.
+	gone map[ProcessID]goneState
+}
+
+// goneState says why a sender is in Process.gone.
+type goneState uint8
+
+const (
+	goneUnheard  goneState = iota + 1 // departed before anything of it came
+	goneDropping                      // dropped; its departure is still to come
+)
+
+func (p *Process) setGone(from ProcessID, st goneState) {
+	if p.gone == nil {
+		p.gone = make(map[ProcessID]goneState)
+	}
+	p.gone[from] = st
 }
 
 // NewProcess returns a Process with cfg's declared channels.
@@ -314,12 +338,23 @@ func (p *Process) firstMessage(c *inChan, st *Stamp) error {
 				ErrProtocol, s.id, Channel{From: c.from, To: p.id})
 		}
 	}
+	// Recording one may record others first (the aligned mode records the
+	// pending snapshot, and begins the queued ones): for those the sender
+	// had recorded too, the message is after its marker as well.
 	for _, id := range st.Recorded {
 		if p.done.has(id) {
 			continue
 		}
-		if s := p.find(id); s == nil || !s.recorded {
+		switch s := p.find(id); {
+		case s == nil || !s.recorded:
 			p.recordNow(id, c)
+		case s.discarded:
+		default:
+			if r, ok := s.chans[c.from]; !ok {
+				s.chans[c.from] = recording{start: c.received, closed: true}
+			} else if !r.closed {
+				p.close(s, c, r)
+			}
 		}
 	}
 	return nil
@@ -329,6 +364,13 @@ func (p *Process) firstMessage(c *inChan, st *Stamp) error {
 func (p *Process) Marker(from ProcessID, id SnapshotID) error {
 	if id == 0 {
 		return ErrInvalidID
+	}
+	if p.in[from] == nil {
+		if _, gone := p.gone[from]; gone || p.done.has(id) {
+			// A stale marker of a sender that is no more, or of a snapshot
+			// over here: nothing to learn, not even the channel.
+			return nil
+		}
 	}
 	return p.marker(p.inChannel(from), id)
 }
@@ -371,17 +413,19 @@ func (p *Process) lateMarker(s *snap, c *inChan) error {
 // Departed is called when the sender of channel from has stopped, after its
 // last message on the channel was received: every open recording of the
 // channel closes now, and later snapshots do not record it. A channel this
-// process does not know (nothing came on it, or DropPeer dropped it) stays
-// unknown, and an aligned snapshot told to await that sender (SetAwaited)
-// does not wait for it, until a message comes from it again (a new
-// process under the name) or DropPeer forgets it.
+// process does not know stays unknown: if nothing came on it, an aligned
+// snapshot told to await that sender (SetAwaited) does not wait for it,
+// until a message comes from the name again (a new process under it) or
+// DropPeer forgets it; if DropPeer dropped it, its departure ends the
+// wait for its stale markers.
 func (p *Process) Departed(from ProcessID) {
 	c := p.in[from]
 	if c == nil {
-		if p.gone == nil {
-			p.gone = make(map[ProcessID]bool)
+		if p.gone[from] == goneDropping {
+			delete(p.gone, from) // the last of it: nothing stale is left
+		} else {
+			p.setGone(from, goneUnheard)
 		}
-		p.gone[from] = true
 		return
 	}
 	c.departed = true
@@ -422,9 +466,16 @@ func (p *Process) Stop() {
 // when no snapshot that could still need the channels' counters is in
 // progress anywhere; the snapshots this process still knows of are over,
 // and what they recorded of the channels is let go (as by Departed). A
-// sender that was blocked is resumed.
+// sender that was blocked is resumed. If its departure has not come yet,
+// its markers still on their way are ignored until it does.
 func (p *Process) DropPeer(peer ProcessID) {
+	delete(p.gone, peer)
 	if c := p.in[peer]; c != nil {
+		if !c.departed {
+			// Its markers may still be on their way, before its departure:
+			// they are stale, and must not open the channel again.
+			defer p.setGone(peer, goneDropping)
+		}
 		p.Departed(peer)
 		for _, s := range p.snaps {
 			delete(s.chans, peer)
@@ -446,7 +497,6 @@ func (p *Process) DropPeer(peer ProcessID) {
 		}
 	}
 	delete(p.back, peer)
-	delete(p.gone, peer)
 	for i := range p.awaits {
 		if aw := &p.awaits[i]; aw.set[peer] {
 			delete(aw.set, peer)

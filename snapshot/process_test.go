@@ -495,6 +495,32 @@ func TestDropPeer(t *testing.T) {
 	assert.Zero(t, p.Received("b"))
 }
 
+// Markers of a dropped sender still on their way, before its departure,
+// are stale: they do not open its channel again (every later record would
+// name it). Its departure ends that; a new sender under the name is a
+// sender like any other.
+func TestDropPeerStaleMarkers(t *testing.T) {
+	p := newProcess(t, "a", nil, nil)
+	require.NoError(t, p.Receive("b", snapshot.Stamp{Seq: 1}, "b1"))
+	require.NoError(t, p.Initiate(1))
+	take(p)
+	p.Forget(1)
+	take(p)
+	p.DropPeer("b")
+	take(p)
+	require.NoError(t, p.Marker("b", 1), "finished")
+	require.NoError(t, p.Marker("b", 2), "not started here: a stale marker does not start it")
+	assert.False(t, p.HasReady())
+	require.NoError(t, p.Initiate(3))
+	rd := take(p)
+	require.Len(t, rd.Records, 1)
+	assert.Empty(t, rd.Records[0].Received, "b is not named again")
+
+	p.Departed("b") // the last of the old b
+	require.NoError(t, p.Marker("b", 3), "a new b, declared to a, that recorded 3")
+	assert.Equal(t, []snapshot.PeerCount{pc("b", 0)}, p.Counters().Received)
+}
+
 // DropPeer of a sender blocked by a pending aligned snapshot resumes it,
 // and the snapshot no longer awaits it.
 func TestDropPeerAligned(t *testing.T) {
