@@ -41,7 +41,7 @@ func withStops(run *snapshottest.BankRun, s uint64) {
 
 // stopStats counts what the runs with stops exercised.
 type stopStats struct {
-	runs, departed, stoppedAfter, aborted int
+	runs, departed, stoppedAfter, aborted, dropped int
 }
 
 func (st *stopStats) add(run snapshottest.BankRun, res *snapshottest.BankResult) {
@@ -51,6 +51,7 @@ func (st *stopStats) add(run snapshottest.BankRun, res *snapshottest.BankResult)
 	st.runs++
 	n := res.Network
 	st.aborted += len(n.Aborted())
+	st.dropped += len(n.DroppedAt())
 	for _, g := range n.Completed() {
 		for _, p := range g.Participants {
 			if i, _ := n.Index(p.ID); p.Departed {
@@ -64,9 +65,9 @@ func (st *stopStats) add(run snapshottest.BankRun, res *snapshottest.BankResult)
 
 // check logs the counts and fails a long run that did not exercise stops.
 func (st *stopStats) check(t *testing.T, count uint64) {
-	t.Logf("%d runs with stops: %d departed participants in complete snapshots, %d that recorded and then stopped, %d snapshots aborted by a message lost with a stopped one",
-		st.runs, st.departed, st.stoppedAfter, st.aborted)
-	if count >= 500 && (st.departed == 0 || st.stoppedAfter == 0) {
+	t.Logf("%d runs with stops: %d departed participants in complete snapshots, %d that recorded and then stopped, %d snapshots aborted by a message lost with a stopped one, %d stopped processes dropped",
+		st.runs, st.departed, st.stoppedAfter, st.aborted, st.dropped)
+	if count >= 500 && (st.departed == 0 || st.stoppedAfter == 0 || st.dropped == 0) {
 		t.Errorf("stops not exercised")
 	}
 }

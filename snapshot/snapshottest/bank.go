@@ -198,6 +198,11 @@ func (br BankRun) Run() (*BankResult, error) {
 			return res, err
 		}
 	}
+	for i, at := range n.droppedAt {
+		if err := notNamedAfter(n.completed, n.name(i), at); err != nil {
+			return res, err
+		}
+	}
 	lost := int64(0)
 	for _, l := range n.lost {
 		lost += l.Payload.(Transfer).Amount
@@ -206,6 +211,25 @@ func (br BankRun) Run() (*BankResult, error) {
 		return res, fmt.Errorf("snapshottest: bank lost money: %d held and %d lost with stopped processes, want %d", bank.Total(), lost, res.Total)
 	}
 	return res, nil
+}
+
+// notNamedAfter checks that no snapshot started after at holds process
+// id or a channel of it: its peers dropped it then.
+func notNamedAfter(gs []*snapshot.Global, id snapshot.ProcessID, at snapshot.SnapshotID) error {
+	for _, g := range gs {
+		if g.ID <= at {
+			continue
+		}
+		if _, ok := g.Participant(id); ok {
+			return fmt.Errorf("snapshottest: snapshot %d holds %s, dropped before it started", g.ID, id)
+		}
+		for _, c := range g.Channels {
+			if c.Channel.From == id || c.Channel.To == id {
+				return fmt.Errorf("snapshottest: snapshot %d holds channel %s of %s, dropped before it started", g.ID, c.Channel, id)
+			}
+		}
+	}
+	return nil
 }
 
 // stop is a process stopping at a tick.
@@ -236,7 +260,8 @@ func (n *Network) lostWithStop(err error) bool {
 // leftBefore is the money that left the bank before the cut of g: the
 // balances of the processes that stopped before they recorded it (they
 // stand in g without a state, or not at all), and the transfers lost with
-// such a process that were sent before their sender's cut.
+// such a process that were sent before their sender's cut (a transfer
+// lost with a process that recorded g, sent before the cut, aborts g).
 func (res *BankResult) leftBefore(g *snapshot.Global) int64 {
 	n, tr := res.Network, res.Network.trace
 	var left int64
@@ -246,7 +271,14 @@ func (res *BankResult) leftBefore(g *snapshot.Global) int64 {
 		}
 	}
 	for _, l := range n.lost {
-		if !tr.HasRecorded(g.ID, l.Channel.To) && tr.SentBeforeRecord(g.ID, l.Channel, l.Seq) {
+		if tr.HasRecorded(g.ID, l.Channel.To) {
+			continue
+		}
+		before := tr.SentBeforeRecord(g.ID, l.Channel, l.Seq)
+		if l.Seq == 0 { // sent once the receiver had stopped
+			before = !tr.RecordedBefore(g.ID, l.Channel.From, l.At)
+		}
+		if before {
 			left += l.Payload.(Transfer).Amount
 		}
 	}

@@ -21,8 +21,9 @@ const (
 	DeclareAll Declare = iota
 	// DeclareNone declares nothing: every channel is discovered.
 	DeclareNone
-	// DeclareRandom declares each edge's sending end, receiving end, both
-	// or neither, at random.
+	// DeclareRandom declares each edge at its receiving end, at both ends,
+	// or not at all, at random (a sending end is never declared alone: see
+	// snapshot.Config.Outgoing).
 	DeclareRandom
 )
 
@@ -197,13 +198,29 @@ type Network struct {
 	stopped []bool
 	final   map[snapshot.ProcessID]snapshot.LocalRecord
 	lost    []Lost
+	// Dropping, as package actors' guardian does: a stopped process that a
+	// complete snapshot started after its stop shows drained is forgotten
+	// by its peers (Process.DropPeer) at the next moment no snapshot runs.
+	stoppedAt []snapshot.SnapshotID // last snapshot started before the stop
+	drops     []drop                // drained, waiting for such a moment
+	droppedAt map[int]snapshot.SnapshotID
+	senders   map[int]map[int]bool // to a stopped process since its stop: they drop it too
+}
+
+// drop is a drained stopped process and the peers that are to forget it.
+type drop struct {
+	process int
+	peers   []snapshot.ProcessID
 }
 
 // Lost is an application message that reached a stopped process and was
-// dropped, as a dead letter.
+// dropped, as a dead letter. One sent once the receiver was dropped is not
+// stamped (Seq 0): as in package actors, it goes outside the snapshots;
+// At is its place in the sender's order (Trace.Event).
 type Lost struct {
 	Channel snapshot.Channel
 	Seq     uint64
+	At      uint64
 	Payload any
 }
 
@@ -250,6 +267,9 @@ func NewNetwork(cfg Config, app App) (*Network, error) {
 			if cfg.Mode == snapshot.Aligned && !out {
 				in = false // a declared input is awaited: its sender must know it
 			}
+			if out {
+				in = true // as package actors declares a child's channel: both ends (Config.Outgoing)
+			}
 		}
 		if out {
 			pcfg[e.From].Outgoing = append(pcfg[e.From].Outgoing, cfg.Graph.Names[e.To])
@@ -270,6 +290,9 @@ func NewNetwork(cfg Config, app App) (*Network, error) {
 	}
 	n.learned = make(map[snapshot.Channel]bool)
 	n.stopped = make([]bool, len(n.procs))
+	n.stoppedAt = make([]snapshot.SnapshotID, len(n.procs))
+	n.droppedAt = make(map[int]snapshot.SnapshotID)
+	n.senders = make(map[int]map[int]bool)
 	return n, nil
 }
 
@@ -306,6 +329,10 @@ func (n *Network) Aborted() []error { return n.aborted }
 
 // Stopped reports whether process i has stopped.
 func (n *Network) Stopped(i int) bool { return n.stopped[i] }
+
+// DroppedAt returns, for every process dropped, the last snapshot started
+// before its peers forgot it: no later snapshot names it.
+func (n *Network) DroppedAt() map[int]snapshot.SnapshotID { return n.droppedAt }
 
 // Lost returns the application messages that reached stopped processes.
 func (n *Network) Lost() []Lost { return n.lost }
@@ -371,12 +398,25 @@ func (n *Network) enqueue(from, to int, e envelope) {
 }
 
 // Send sends an application message from process from to process to. A
-// stopped process sends nothing.
+// stopped process sends nothing. What is sent to one is lost (Lost): as in
+// package actors, counted on its channel until the process is dropped,
+// outside the snapshots after.
 func (n *Network) Send(from, to int, payload any) {
 	if n.err != nil || n.stopped[from] {
 		return
 	}
 	ch := snapshot.Channel{From: n.name(from), To: n.name(to)}
+	if _, dropped := n.droppedAt[to]; dropped {
+		n.logf("%s: send to a dropped process, lost %v", ch, payload)
+		n.lost = append(n.lost, Lost{Channel: ch, At: n.trace.Event(ch.From), Payload: payload})
+		return
+	}
+	if n.stopped[to] {
+		if n.senders[to] == nil {
+			n.senders[to] = make(map[int]bool)
+		}
+		n.senders[to][from] = true
+	}
 	st := n.procs[from].Send(ch.To)
 	n.trace.Sent(ch, st.Seq)
 	if st.Seq == 1 && (len(st.Recorded) > 0 || st.Horizon > 0) {
@@ -463,6 +503,7 @@ func (n *Network) Stop(i int) {
 	recorded := p.Active()
 	n.step(i, func(p *snapshot.Process) error { p.Stop(); return nil })
 	n.stopped[i] = true
+	n.stoppedAt[i] = n.nextID
 	for _, s := range recorded {
 		if r := n.runs[s]; r != nil && !r.done {
 			if err := r.asm.Stopped(id); err != nil {
@@ -579,6 +620,7 @@ func (n *Network) check() {
 			g, _ := r.asm.Global()
 			n.completed = append(n.completed, g)
 			n.numbering = r.asm.Numbering()
+			n.drained(g, r.asm)
 			for _, c := range g.Channels {
 				if !n.learned[c.Channel] {
 					n.learned[c.Channel] = true
@@ -599,6 +641,78 @@ func (n *Network) check() {
 	}
 	clear(n.pending[len(kept):])
 	n.pending = kept
+	if len(n.pending) == 0 && len(n.drops) > 0 {
+		n.dropDrained()
+	}
+}
+
+// drained notes the stopped processes that g, started after their stop,
+// shows drained: every channel from them balances with nothing in flight.
+func (n *Network) drained(g *snapshot.Global, asm *snapshot.Assembler) {
+	for i := range n.procs {
+		if !n.stopped[i] || n.stoppedAt[i] >= g.ID || slices.ContainsFunc(n.drops, func(d drop) bool { return d.process == i }) {
+			continue
+		}
+		if _, gone := n.droppedAt[i]; gone {
+			continue
+		}
+		name, ok := n.name(i), true
+		for _, c := range g.Channels {
+			if c.Channel.From == name && (c.Sent != c.Received || len(c.Messages) > 0) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			n.drops = append(n.drops, drop{process: i, peers: asm.Peers(name)})
+		}
+	}
+}
+
+// dropDrained makes the peers of every drained process forget it, while
+// no snapshot runs; later snapshots take neither it nor its channels.
+func (n *Network) dropDrained() {
+	drops := n.drops
+	n.drops = nil
+	gone := make(map[snapshot.ProcessID]bool, len(drops))
+	for _, d := range drops {
+		name := n.name(d.process)
+		gone[name] = true
+		n.droppedAt[d.process] = n.nextID
+		n.trace.Dropped(name, n.nextID)
+		// The peers the snapshot shows, and those that sent to it since it
+		// stopped (their channels count, but may be in no snapshot).
+		peers := make(map[int]bool, len(d.peers))
+		for _, peer := range d.peers {
+			peers[n.index[peer]] = true
+		}
+		for j := range n.senders[d.process] {
+			peers[j] = true
+		}
+		delete(n.senders, d.process)
+		n.logf("%s: dropped by %v and its senders since its stop", name, d.peers)
+		for j := range n.procs {
+			if peers[j] && !n.stopped[j] {
+				n.step(j, func(p *snapshot.Process) error { p.DropPeer(name); return nil })
+			}
+		}
+	}
+	for id := range gone {
+		delete(n.final, id)
+	}
+	// The final records of the others no longer name them.
+	named := func(pc snapshot.PeerCount) bool { return gone[pc.Peer] }
+	for id, f := range n.final {
+		f.Sent = slices.DeleteFunc(slices.Clone(f.Sent), named)
+		f.Received = slices.DeleteFunc(slices.Clone(f.Received), named)
+		n.final[id] = f
+	}
+	for c := range n.learned {
+		if gone[c.From] || gone[c.To] {
+			delete(n.learned, c)
+			n.changed = true
+		}
+	}
 }
 
 func (n *Network) deliverEnvelope(from, to int, e envelope) {

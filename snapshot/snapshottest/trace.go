@@ -20,6 +20,7 @@ type Trace struct {
 	clock    map[snapshot.ProcessID]uint64
 	chans    map[snapshot.Channel]*chanTrace
 	recorded map[snapshot.SnapshotID]map[snapshot.ProcessID]uint64
+	dropped  map[snapshot.ProcessID]snapshot.SnapshotID // Dropped
 }
 
 // chanTrace holds, per sequence number (index seq-1), the sender's and the
@@ -88,6 +89,24 @@ func (t *Trace) Recorded(p snapshot.ProcessID, id snapshot.SnapshotID) {
 	m[p] = t.tick(p)
 }
 
+// Event notes an event of p that the checkers do not look at, such as a
+// message sent outside the snapshot, and returns its place in p's order,
+// for RecordedBefore.
+func (t *Trace) Event(p snapshot.ProcessID) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.tick(p)
+}
+
+// RecordedBefore reports whether p recorded snapshot id before its event
+// at (Event).
+func (t *Trace) RecordedBefore(id snapshot.SnapshotID, p snapshot.ProcessID, at uint64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	rec, ok := t.recorded[id][p]
+	return ok && rec < at
+}
+
 // HasRecorded reports whether p recorded its state for snapshot id.
 func (t *Trace) HasRecorded(id snapshot.SnapshotID, p snapshot.ProcessID) bool {
 	t.mu.Lock()
@@ -143,14 +162,31 @@ func (t *Trace) CheckCut(g *snapshot.Global) error {
 // after everything it did.
 const stoodIn = math.MaxUint64
 
-// cut returns when each participant of g recorded it, departed ones at
-// stoodIn.
+// Dropped notes that p, stopped, was forgotten by its peers once snapshot
+// after had started: later snapshots do not hold it, and the checkers
+// take it as having stopped before their cut.
+func (t *Trace) Dropped(p snapshot.ProcessID, after snapshot.SnapshotID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.dropped == nil {
+		t.dropped = make(map[snapshot.ProcessID]snapshot.SnapshotID)
+	}
+	t.dropped[p] = after
+}
+
+// cut returns when each participant of g recorded it, departed ones, and
+// those dropped before g started, at stoodIn.
 func (t *Trace) cut(g *snapshot.Global) map[snapshot.ProcessID]uint64 {
 	rec := t.recorded[g.ID]
 	var departed []snapshot.ProcessID
 	for _, p := range g.Participants {
 		if _, ok := rec[p.ID]; p.Departed && !ok {
 			departed = append(departed, p.ID)
+		}
+	}
+	for p, after := range t.dropped {
+		if _, ok := rec[p]; after < g.ID && !ok {
+			departed = append(departed, p)
 		}
 	}
 	if len(departed) == 0 {
