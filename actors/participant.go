@@ -154,6 +154,9 @@ func (w *shell) receive(ctx actor.Context, key mailbox.SenderKey) {
 	from := p.peer(key)
 	switch m := ctx.Message().(type) {
 	case *markerMsg:
+		if k, ok := p.keys[from]; ok && k != key {
+			break // from a stopped one whose name a new participant has
+		}
 		p.takeAwaited()
 		p.fail(m.id, p.proc.Marker(from, m.id))
 		p.act()
@@ -273,13 +276,13 @@ func (p *participant) takeHandovers(awaits bool) {
 	}
 }
 
-// drop forgets the departed participants ids. A departure of theirs still
-// on its way finds no key and is ignored: the Process forgot them already.
+// drop forgets the departed participants ids. Their keys stay until their
+// departures come (a departure still on its way ends the Process's wait
+// for their stale markers), or a new participant under the name sends.
 func (p *participant) drop(ids []snapshot.ProcessID) {
 	for _, id := range ids {
 		p.proc.DropPeer(id)
 		delete(p.byID, id)
-		delete(p.keys, id)
 		delete(p.children, id) // its Terminated may not have come yet
 	}
 }
