@@ -528,15 +528,21 @@ func (n *Network) Stop(i int) {
 	// What it held blocked comes due, to be lost.
 	for _, l := range n.order {
 		if l.to == i && l.blocked {
-			l.blocked = false
-			n.held -= l.held
-			for ; l.held > 0; l.held-- {
-				n.seq++
-				heap.Push(&n.events, event{at: n.now, seq: n.seq, l: l})
-			}
+			n.unblock(l)
 		}
 	}
 	n.check()
+}
+
+// unblock lets the deliveries that came due on l while it was blocked go,
+// now.
+func (n *Network) unblock(l *link) {
+	l.blocked = false
+	n.held -= l.held
+	for ; l.held > 0; l.held-- {
+		n.seq++
+		heap.Push(&n.events, event{at: n.now, seq: n.seq, l: l})
+	}
 }
 
 // step applies one input to process i and carries out its actions.
@@ -593,13 +599,7 @@ func (n *Network) step(i int, input func(p *snapshot.Process) error) {
 	}
 	for _, from := range rd.Resume {
 		n.logf("%s->%s: unblocked", from, n.name(i))
-		l := n.link(n.index[from], i)
-		l.blocked = false
-		n.held -= l.held
-		for ; l.held > 0; l.held-- {
-			n.seq++
-			heap.Push(&n.events, event{at: n.now, seq: n.seq, l: l})
-		}
+		n.unblock(n.link(n.index[from], i))
 	}
 	p.Advance()
 	n.check()
