@@ -469,7 +469,9 @@ func (p *Process) Stop() {
 // sender that was blocked is resumed. If its departure has not come yet,
 // its markers still on their way are ignored until it does.
 func (p *Process) DropPeer(peer ProcessID) {
-	delete(p.gone, peer)
+	if p.gone[peer] == goneUnheard {
+		delete(p.gone, peer)
+	} // a second DropPeer keeps the wait of the first for its departure
 	if c := p.in[peer]; c != nil {
 		if !c.departed {
 			// Its markers may still be on their way, before its departure:

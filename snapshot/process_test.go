@@ -516,6 +516,9 @@ func TestDropPeerStaleMarkers(t *testing.T) {
 	require.Len(t, rd.Records, 1)
 	assert.Empty(t, rd.Records[0].Received, "b is not named again")
 
+	p.DropPeer("b") // told twice (a peer, and a sender to it since it stopped)
+	require.NoError(t, p.Marker("b", 2), "still stale")
+	assert.False(t, p.HasReady())
 	p.Departed("b") // the last of the old b
 	require.NoError(t, p.Marker("b", 3), "a new b, declared to a, that recorded 3")
 	assert.Equal(t, []snapshot.PeerCount{pc("b", 0)}, p.Counters().Received)
