@@ -120,6 +120,32 @@ func TestAlignedHeldMessagesCountAgainstBudget(t *testing.T) {
 	require.NoError(t, g.Verify())
 }
 
+// A participant that stops while it holds a sender paused, with more of
+// that sender's messages posted to it but not yet sorted, holds nothing
+// for any snapshot any more: its part of WithMaxRecorded's count leaves
+// with it, and what its mailbox sorts afterwards is not counted again
+// (the shutdown helper checks the count is zero).
+func TestStoppedAlignedParticipantLeavesNothingCounted(t *testing.T) {
+	sys, _, events, second := alignedFixture(t)
+	defer shutdown(t, sys)
+	pending, releaseP1 := second() // p0 paused at p2, "after" held
+	defer releaseP1()
+	pid := func(name string) *actor.PID { return actor.NewPID(sys.ActorSystem().Address(), name) }
+	releaseP2 := block(t, sys, pid("p2"))
+	defer releaseP2()
+	for i := range 5 {
+		sys.Root().Send(pid("p0"), &sendTo{to: pid("p2"), msg: &note{Text: fmt.Sprintf("flood %d", i)}})
+	}
+	sys.Root().Send(pid("p0"), &sendTo{to: pid("p3"), msg: &note{Text: "p0 flooded"}})
+	for waitFor(t, events) != "p0 flooded" {
+	}
+	stopped := sys.Root().StopFuture(pid("p2"))
+	releaseP2()
+	require.NoError(t, stopped.Wait())
+	releaseP1()
+	waitFor(t, pending)
+}
+
 // Without the back-edge search, a ring whose back edge is not declared
 // makes its participants wait for each other: the snapshot times out with
 // a reason naming the channels; declaring the back edge mends it.

@@ -41,6 +41,7 @@ type (
 		reply chan<- int
 	}
 	forwardTo struct{ to *actor.PID }
+	poisonTo  struct{ to *actor.PID }
 	spawnKid  struct {
 		name string
 		done chan<- *actor.PID
@@ -89,6 +90,8 @@ func (p *probe) Receive(ctx actor.Context) {
 		m.reply <- res.(*pong).N
 	case *forwardTo:
 		p.Forwarder = m.to
+	case *poisonTo:
+		ctx.Poison(m.to)
 	case *spawnKid:
 		pid, err := ctx.SpawnNamed(ctx.(*snapContext).p.sys.Props("probe"), m.name)
 		if err != nil {
@@ -854,4 +857,21 @@ func TestSenderToStoppedDropsItToo(t *testing.T) {
 			assert.False(t, ok)
 		}
 	})
+}
+
+// Poisoning a participant that has stopped, and is not yet dropped, is a
+// dead letter, as in Proto.Actor: the sender goes on (its state shows it
+// was not restarted).
+func TestPoisonStoppedParticipant(t *testing.T) {
+	sys, pids, events := probes(t, 2)
+	defer shutdown(t, sys)
+	sys.Root().Send(pids[0], &note{Text: "before"})
+	require.Equal(t, "before", waitFor(t, events))
+	require.NoError(t, sys.Root().StopFuture(pids[1]).Wait())
+	sys.Root().Send(pids[0], &poisonTo{to: pids[1]})
+	sys.Root().Send(pids[0], &note{Text: "after"})
+	require.Equal(t, "after", waitFor(t, events))
+	g, err := sys.Snapshot(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"before", "after"}, seenBy(t, g, "p0"), "p0 was not restarted")
 }

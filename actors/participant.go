@@ -94,6 +94,7 @@ type participant struct {
 	nHeld    int  // len(held), for the budget, without touching the map
 	aligned  bool // the Process's mode is Aligned: senders may be held paused
 	counted  int  // this participant's part of System.recorded
+	nReports int  // messages in reports, for the budget
 
 	// drops holds departed participants to forget, left by the guardian
 	// with the awaited sets, under awaitsMu, and taken with them
@@ -285,6 +286,9 @@ func (p *participant) drop(ids []snapshot.ProcessID) {
 		delete(p.byID, id)
 		delete(p.children, id) // its Terminated may not have come yet
 	}
+	if len(ids) > 0 {
+		p.recount() // what it recorded of their channels is let go
+	}
 }
 
 // peer returns the participant id of a sender key.
@@ -308,8 +312,8 @@ func (p *participant) peer(key mailbox.SenderKey) snapshot.ProcessID {
 		// pause, and whose departure is the one to apply (departedMsg
 		// forgets both). A stopped one's late departure does not take the
 		// name back from a new participant under it.
-		if _, seen := p.keys[from]; !seen || (t != nil && !t.stopped.Load()) {
-			p.keys[from] = key
+		if old, seen := p.keys[from]; !seen || key > old {
+			p.keys[from] = key // keys only grow: a later incarnation's is larger
 		}
 	}
 	p.lastKey, p.lastFrom = key, from
@@ -361,7 +365,10 @@ func (p *participant) checkBudget() {
 // It reports whether its part grew, and the count after. A participant
 // whose part did not change touches nothing shared.
 func (p *participant) recount() (grew bool, total int64) {
-	n := p.proc.Recorded()
+	if p.stopped.Load() {
+		return false, 0 // depart took its part out, once; what its mailbox still sorts is not held for anyone
+	}
+	n := p.proc.Recorded() + p.nReports
 	if p.aligned {
 		n += p.mb.Held() + p.nHeld
 	}
@@ -398,7 +405,7 @@ func (p *participant) overBudget(total int64) {
 	for _, id := range p.proc.Active() {
 		p.fail(id, err)
 		p.proc.Discard(id)
-		delete(p.reports, id)
+		p.dropReports(id)
 	}
 	if id, _ := p.proc.Awaiting(); id != 0 {
 		p.fail(id, err)
@@ -529,7 +536,7 @@ func (p *participant) act() {
 		}
 		for _, id := range p.forget {
 			p.proc.Forget(id)
-			delete(p.reports, id)
+			p.dropReports(id)
 		}
 		p.forget = p.forget[:0]
 	}
@@ -586,13 +593,14 @@ func (p *participant) actOnce() {
 		c.Messages = msgs
 		if held, ok := p.reports[c.Snapshot]; ok {
 			p.reports[c.Snapshot] = append(held, c)
+			p.nReports += len(c.Messages)
 		} else {
 			p.report(&reportMsg{id: c.Snapshot, channels: []snapshot.ChannelRecord{c}})
 		}
 	}
 	for _, id := range rd.Finished {
 		if held, ok := p.reports[id]; ok {
-			delete(p.reports, id)
+			p.dropReports(id)
 			if len(held) > 0 {
 				p.report(&reportMsg{id: id, channels: held})
 			}
@@ -631,6 +639,15 @@ func (p *participant) forgetFinished() {
 			p.forget = append(p.forget, id)
 		}
 	}
+}
+
+// dropReports lets go of the closed recordings held for snapshot id's
+// one report (reported, or the snapshot is over).
+func (p *participant) dropReports(id snapshot.SnapshotID) {
+	for _, c := range p.reports[id] {
+		p.nReports -= len(c.Messages)
+	}
+	delete(p.reports, id)
 }
 
 // report adds a report to its snapshot's assembly. A snapshot already over
@@ -766,11 +783,11 @@ func (c *snapContext) Forward(pid *actor.PID) {
 // Poison implements actor.Context: the pill goes after this participant's
 // earlier messages to pid, as Proto.Actor promises.
 func (c *snapContext) Poison(pid *actor.PID) {
-	if t := c.p.target(pid); t != nil {
+	if t := c.p.target(pid); t != nil && !t.stopped.Load() {
 		t.mb.PostFrom(c.p.key, &actor.PoisonPill{})
 		return
 	}
-	c.Context.Poison(pid)
+	c.Context.Poison(pid) // a stopped one's ghost has no mailbox: a dead letter
 }
 
 // Spawn implements actor.Context: Props from System.Props spawn a child

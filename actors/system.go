@@ -139,7 +139,7 @@ type registry struct {
 	// senders holds, per retired participant, the participants that sent
 	// to it since it stopped: their channels to it count (lookupOrGhost),
 	// so they drop it too, though no snapshot may show them as its peers.
-	senders map[snapshot.ProcessID][]*participant
+	senders map[snapshot.ProcessID]map[*participant]struct{}
 }
 
 func (r *registry) run(id snapshot.SnapshotID) *run {
@@ -158,7 +158,7 @@ func (r *registry) free(ids map[snapshot.ProcessID]bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for id := range ids {
-		for _, q := range r.senders[id] {
+		for q := range r.senders[id] {
 			q.handDrop(id)
 		}
 		delete(r.senders, id)
@@ -177,20 +177,24 @@ func (r *registry) free(ids map[snapshot.ProcessID]bool) {
 func (r *registry) lookupOrGhost(id snapshot.ProcessID, from *participant) *participant {
 	r.mu.RLock()
 	p := r.byID[id]
-	_, retired := r.retired[id]
+	k, retired := r.retired[id]
+	_, noted := r.senders[id][from]
+	if retired && noted {
+		p = r.byKey[k]
+	}
 	r.mu.RUnlock()
 	if p != nil || !retired {
 		return p
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	k, ok := r.retired[id]
-	if !ok {
+	if k, retired = r.retired[id]; !retired {
 		return r.byID[id] // dropped meanwhile
 	}
-	if !slices.Contains(r.senders[id], from) {
-		r.senders[id] = append(r.senders[id], from)
+	if r.senders[id] == nil {
+		r.senders[id] = make(map[*participant]struct{})
 	}
+	r.senders[id][from] = struct{}{}
 	return r.byKey[k]
 }
 
@@ -255,7 +259,7 @@ func NewSystem(opts ...Option) (*System, error) {
 			byKey:   make(map[mailbox.SenderKey]*participant),
 			runs:    make(map[snapshot.SnapshotID]*run),
 			retired: make(map[snapshot.ProcessID]mailbox.SenderKey),
-			senders: make(map[snapshot.ProcessID][]*participant),
+			senders: make(map[snapshot.ProcessID]map[*participant]struct{}),
 		},
 	}
 	if s.metrics, err = newMetrics(cfg.meter); err != nil {
