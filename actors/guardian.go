@@ -479,7 +479,8 @@ func (g *guardian) start(reply chan<- result, direct bool) {
 	now := time.Now()
 
 	// Read the participants and publish the snapshot as pending at once: a
-	// spawn from outside any actor is then either among them or born after.
+	// spawn from outside any actor is then either among them or joins it
+	// at birth.
 	reg := &g.s.reg
 	reg.mu.Lock()
 	if g.parts == nil || g.partsVersion != reg.version {

@@ -875,3 +875,36 @@ func TestPoisonStoppedParticipant(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"before", "after"}, seenBy(t, g, "p0"), "p0 was not restarted")
 }
+
+// A participant spawned from outside any actor while a snapshot runs
+// takes part in it with its state at birth: a participant that has not
+// recorded the snapshot may send to it, and that message is the channel's
+// state (before, the snapshot waited for a record that never came, and
+// timed out).
+func TestSpawnedDuringSnapshotJoinsIt(t *testing.T) {
+	forModes(t, func(t *testing.T, mode Option) {
+		sys, pids, events, recorded := probesTraced(t, 2, mode, WithTimeout(30*time.Second))
+		defer shutdown(t, sys)
+		release := block(t, sys, pids[0])
+		defer release()
+		n := actor.NewPID(sys.ActorSystem().Address(), "n")
+		sys.Root().Send(pids[0], &sendTo{to: n, msg: &note{Text: "to n"}}) // before p0 records
+		pending := startAsync(sys)
+		require.Equal(t, snapshot.ProcessID("p1"), waitFor(t, recorded))
+		_, err := sys.Spawn("probe", "n")
+		require.NoError(t, err)
+		release()
+		require.Equal(t, "to n", waitFor(t, events))
+		r := waitFor(t, pending)
+		require.NoError(t, r.err)
+		g := r.global
+		require.NoError(t, g.Verify())
+		assert.Empty(t, seenBy(t, g, "n"), "its state at birth")
+		c, ok := g.Channel(snapshot.Channel{From: "p0", To: "n"})
+		require.True(t, ok)
+		require.Len(t, c.Messages, 1, "in flight at the cut")
+		v, err := DecodeMessage(c.Messages[0].Payload.(RecordedMessage))
+		require.NoError(t, err)
+		assert.Equal(t, "to n", v.(*note).Text)
+	})
+}

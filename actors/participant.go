@@ -96,6 +96,10 @@ type participant struct {
 	counted  int  // this participant's part of System.recorded
 	nReports int  // messages in reports, for the budget
 
+	// joins holds the snapshots in progress when it was spawned from
+	// outside any actor: it records them at birth (shell.lifecycle).
+	joins []snapshot.SnapshotID
+
 	// drops holds departed participants to forget, left by the guardian
 	// with the awaited sets, under awaitsMu, and taken with them
 	// (guardian.dropDeparted). Kept apart from the fields every message
@@ -210,6 +214,17 @@ func (w *shell) lifecycle(ctx actor.Context) {
 		defer p.depart()
 	}
 	w.deliver(ctx, nil)
+	if _, started := ctx.Message().(*actor.Started); started && len(p.joins) > 0 {
+		// Spawned from outside any actor while these snapshots ran: it
+		// records its state at birth, before any message.
+		joins := p.joins
+		p.joins = nil
+		p.takeAwaited()
+		for _, id := range joins {
+			p.fail(id, p.proc.Start(id))
+		}
+		p.act()
+	}
 }
 
 // deliver hands the current message to the application. msg, when set,

@@ -126,7 +126,8 @@ type tracer interface {
 
 // registry holds the live participants. Its lock also orders snapshot
 // starts against spawns from outside any actor, so that such a spawn is
-// either a participant of a snapshot (it gets the start) or born after it.
+// either a participant a snapshot starts with (it gets the start) or
+// joins it at birth (it records its state at birth).
 type registry struct {
 	mu      sync.RWMutex
 	byID    map[snapshot.ProcessID]*participant
@@ -368,17 +369,23 @@ func (s *System) spawn(spawner actor.SpawnerContext, parent *participant, kindNa
 		id = snapshot.ProcessID(parent.pid.Id + "/" + name)
 	}
 	var pcfg snapshot.Config
+	var joins []snapshot.SnapshotID
 	p, err := s.newParticipant(k, id, state, func(pending []snapshot.SnapshotID) snapshot.Config {
 		if parent != nil {
 			pcfg = parent.proc.ChildConfig(id)
 		} else {
-			pcfg = snapshot.Config{ID: id, Mode: s.cfg.mode, Finished: slices.Clone(pending)}
+			// Born while these run, from outside any actor: it takes part
+			// in them with its state at birth (a participant that has not
+			// recorded one may send to it before its record).
+			pcfg = snapshot.Config{ID: id, Mode: s.cfg.mode}
+			joins = slices.Clone(pending)
 		}
 		return pcfg
 	})
 	if err != nil {
 		return nil, err
 	}
+	p.joins = joins
 	pid, err := s.start(spawner, p, k, name)
 	if err != nil {
 		return nil, err
@@ -388,6 +395,8 @@ func (s *System) spawn(spawner actor.SpawnerContext, parent *participant, kindNa
 		parent.proc.DeclareOutgoing(id)
 		parent.children[id] = true
 		s.root.Send(s.guardian, &registered{id: id, finished: pcfg.Finished, horizon: pcfg.Horizon})
+	} else if len(joins) > 0 {
+		s.root.Send(s.guardian, &registered{id: id})
 	}
 	return pid, nil
 }
