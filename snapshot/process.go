@@ -498,7 +498,8 @@ func (p *Process) DropPeer(peer ProcessID) {
 			p.lastOut = nil
 		}
 	}
-	delete(p.back, peer)
+	// Back edges stay: they are declared for the name (Config.BackEdges),
+	// and hold for a new process under it.
 	for i := range p.awaits {
 		if aw := &p.awaits[i]; aw.set[peer] {
 			delete(aw.set, peer)
