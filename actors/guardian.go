@@ -258,9 +258,9 @@ func (b *departedBook) add(p snapshot.ProcessID, final snapshot.LocalRecord, aft
 }
 
 // drained lists the departed that a complete snapshot, gl, shows drained:
-// started after they stopped, every message they sent received before its
-// receiver recorded (none in flight), or not named at all. It marks them,
-// so that each is listed once.
+// started after they stopped (they stand in it from its start), every
+// message they sent received before its receiver recorded (none in
+// flight). It marks them, so that each is listed once.
 func (b *departedBook) drained(gl *snapshot.Global) []snapshot.ProcessID {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -307,6 +307,23 @@ func (b *departedBook) remove(gone map[snapshot.ProcessID]bool) {
 		d.final.Received = slices.DeleteFunc(slices.Clone(d.final.Received), named)
 		b.m[id] = d
 	}
+}
+
+// undrained lists the departed that no complete snapshot has shown drained
+// yet: a message of theirs may still be on its way to a participant that
+// records before it arrives and so names them in no record (with remote
+// delivery, or a later start overtaking it), so each snapshot takes them
+// from its start.
+func (b *departedBook) undrained() []snapshot.ProcessID {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	var out []snapshot.ProcessID
+	for id, d := range b.m {
+		if !d.drained {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // before returns p's final record if p left the registry before snapshot
@@ -506,6 +523,11 @@ func (g *guardian) start(reply chan<- result, direct bool) {
 		Numbering: g.numbering,
 		Departed:  func(p snapshot.ProcessID) (snapshot.LocalRecord, bool) { return g.departed.before(id, p) },
 	})
+	r.mu.Lock()
+	for _, p := range g.departed.undrained() {
+		r.asm.Require(p) // stands in with its final record (Departed above)
+	}
+	r.mu.Unlock()
 	if reply != nil {
 		r.waiters = append(r.waiters, reply)
 	}

@@ -908,3 +908,24 @@ func TestSpawnedDuringSnapshotJoinsIt(t *testing.T) {
 		assert.Equal(t, "to n", v.(*note).Text)
 	})
 }
+
+// A stopped participant stands in every snapshot until one shows it
+// drained, even one no record names: a message of its may still be on its
+// way to a participant that records before it arrives (remote delivery,
+// or a start that overtakes it) and names it nowhere. Then it is dropped.
+func TestStoppedStandsInUntilShownDrained(t *testing.T) {
+	forModes(t, func(t *testing.T, mode Option) {
+		sys, pids, _ := probes(t, 2, mode)
+		defer shutdown(t, sys)
+		require.NoError(t, sys.Root().StopFuture(pids[0]).Wait())
+		g, err := sys.Snapshot(context.Background())
+		require.NoError(t, err)
+		p0, ok := g.Participant("p0")
+		require.True(t, ok, "stands in, though no record names it")
+		assert.True(t, p0.Departed)
+		g, err = sys.Snapshot(context.Background())
+		require.NoError(t, err)
+		_, ok = g.Participant("p0")
+		assert.False(t, ok, "dropped once shown drained")
+	})
+}
