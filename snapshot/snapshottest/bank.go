@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/actorsnap/actorsnap/snapshot"
 )
@@ -23,7 +24,17 @@ type Bank struct {
 	Balances []int64
 	// Rate is the number of transfers started per tick.
 	Rate int
+	// Left is the money of processes that stopped and were replaced under
+	// their names (Network.Respawn): it left the bank with them.
+	Left int64
 	out  [][]int
+}
+
+// Respawned gives a process respawned under a dropped one's name an empty
+// account; the old one's balance left the bank with it.
+func (b *Bank) Respawned(_ *Network, p int) {
+	b.Left += b.Balances[p]
+	b.Balances[p] = 0
 }
 
 // NewBank returns a bank over g with initial balance per process.
@@ -140,6 +151,9 @@ type BankRun struct {
 	// StopSeed draws the stops, apart from the rest of the run, so that a
 	// run without stops is the same with any StopSeed.
 	StopSeed uint64
+	// Respawn gives about half the stopped processes' names to new
+	// processes (Network.Respawn) at a random tick after their drop.
+	Respawn bool
 }
 
 // BankResult is what a BankRun left.
@@ -164,6 +178,16 @@ func (br BankRun) Run() (*BankResult, error) {
 		at[i] = n.rng.IntN(br.Ticks/2 + 1)
 	}
 	stops := br.stops()
+	checked := 0
+	check := func() error { // each snapshot as it completes: a respawn forgets the old traces
+		for ; checked < len(n.completed); checked++ {
+			g := n.completed[checked]
+			if err := CheckAll(g, n.trace, res.Total-res.leftBefore(g)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	for t := 0; t <= br.Ticks && n.err == nil; t++ {
 		for _, s := range at {
 			if s == t {
@@ -174,15 +198,25 @@ func (br BankRun) Run() (*BankResult, error) {
 				n.StartSnapshot(who)
 			}
 		}
-		for _, s := range stops {
-			if s.at == t {
+		for i := range stops {
+			s := &stops[i]
+			switch {
+			case s.at == t:
 				n.Stop(s.process)
+			case s.respawn && s.at < t && !s.respawned && n.rng.IntN(4) == 0:
+				s.respawned = n.Respawn(s.process)
 			}
 		}
 		n.Tick(true)
+		if err := check(); err != nil {
+			return res, err
+		}
 	}
 	limit := 100*br.MaxDelay*br.Graph.Len() + 10*br.SweepAfter + 1000
 	if err := n.Drain(limit); err != nil {
+		return res, err
+	}
+	if err := check(); err != nil {
 		return res, err
 	}
 	for _, err := range n.aborted {
@@ -193,13 +227,13 @@ func (br BankRun) Run() (*BankResult, error) {
 	if got := len(n.completed) + len(n.aborted); got != br.Snapshots {
 		return res, fmt.Errorf("snapshottest: %d of %d snapshots completed or aborted", got, br.Snapshots)
 	}
-	for _, g := range n.completed {
-		if err := CheckAll(g, n.trace, res.Total-res.leftBefore(g)); err != nil {
+	for i, at := range n.droppedAt {
+		if err := notNamedAfter(n.completed, n.name(i), at); err != nil {
 			return res, err
 		}
 	}
-	for i, at := range n.droppedAt {
-		if err := notNamedAfter(n.completed, n.name(i), at); err != nil {
+	for _, w := range n.unnamed {
+		if err := notNamedAfter(n.completed[:w.done], w.name, w.from); err != nil {
 			return res, err
 		}
 	}
@@ -207,14 +241,14 @@ func (br BankRun) Run() (*BankResult, error) {
 	for _, l := range n.lost {
 		lost += l.Payload.(Transfer).Amount
 	}
-	if got := bank.Total() + lost; got != res.Total {
-		return res, fmt.Errorf("snapshottest: bank lost money: %d held and %d lost with stopped processes, want %d", bank.Total(), lost, res.Total)
+	if got := bank.Total() + lost + bank.Left; got != res.Total {
+		return res, fmt.Errorf("snapshottest: bank lost money: %d held, %d lost with stopped processes, %d left with replaced ones, want %d", bank.Total(), lost, bank.Left, res.Total)
 	}
 	return res, nil
 }
 
-// notNamedAfter checks that no snapshot started after at holds process
-// id or a channel of it: its peers dropped it then.
+// notNamedAfter checks that no snapshot of gs numbered after at holds
+// process id or a channel of it: its peers dropped it.
 func notNamedAfter(gs []*snapshot.Global, id snapshot.ProcessID, at snapshot.SnapshotID) error {
 	for _, g := range gs {
 		if g.ID <= at {
@@ -232,8 +266,12 @@ func notNamedAfter(gs []*snapshot.Global, id snapshot.ProcessID, at snapshot.Sna
 	return nil
 }
 
-// stop is a process stopping at a tick.
-type stop struct{ at, process int }
+// stop is a process stopping at a tick, and maybe given to a new one
+// once dropped.
+type stop struct {
+	at, process        int
+	respawn, respawned bool
+}
 
 // stops draws br.Stops distinct processes to stop, and when.
 func (br BankRun) stops() []stop {
@@ -241,7 +279,7 @@ func (br BankRun) stops() []stop {
 	k := min(br.Stops, br.Graph.Len()-1)
 	var out []stop
 	for _, p := range r.Perm(br.Graph.Len())[:max(k, 0)] {
-		out = append(out, stop{at: r.IntN(br.Ticks + 1), process: p})
+		out = append(out, stop{at: r.IntN(br.Ticks + 1), process: p, respawn: br.Respawn && r.IntN(2) == 0})
 	}
 	return out
 }
@@ -254,7 +292,7 @@ func (n *Network) lostWithStop(err error) bool {
 		return false
 	}
 	to, ok := n.index[be.Channel.To]
-	return ok && n.stopped[to] && be.Received+be.Recorded < be.Sent
+	return ok && (n.stopped[to] || n.incarnation[to] > 0) && be.Received+be.Recorded < be.Sent
 }
 
 // leftBefore is the money that left the bank before the cut of g: the
@@ -264,18 +302,25 @@ func (n *Network) lostWithStop(err error) bool {
 // lost with a process that recorded g, sent before the cut, aborts g).
 func (res *BankResult) leftBefore(g *snapshot.Global) int64 {
 	n, tr := res.Network, res.Network.trace
-	var left int64
+	left := res.Bank.Left // replaced processes: dropped before g started
 	for i, name := range n.cfg.Graph.Names {
 		if n.stopped[i] && !tr.HasRecorded(g.ID, name) {
 			left += res.Bank.Balances[i]
 		}
 	}
-	for _, l := range n.lost {
-		if tr.HasRecorded(g.ID, l.Channel.To) {
+	for _, l := range slices.Concat(n.lost, n.losing()) {
+		old := l.Incarnation < n.incarnation[n.index[l.Channel.To]]
+		switch {
+		case old && l.Seq > 0, l.Sender < n.incarnation[n.index[l.Channel.From]]:
+			// Sent before the old receiver was dropped, or by a sender
+			// replaced since: before g started.
+			left += l.Payload.(Transfer).Amount
 			continue
+		case !old && tr.HasRecorded(g.ID, l.Channel.To):
+			continue // lost with a receiver that recorded g: g aborts if it counts it
 		}
 		before := tr.SentBeforeRecord(g.ID, l.Channel, l.Seq)
-		if l.Seq == 0 { // sent once the receiver had stopped
+		if l.Seq == 0 { // sent once the receiver was dropped
 			before = !tr.RecordedBefore(g.ID, l.Channel.From, l.At)
 		}
 		if before {

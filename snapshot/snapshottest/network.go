@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -94,6 +95,8 @@ type envelope struct {
 	stamp   snapshot.Stamp
 	payload any
 	id      snapshot.SnapshotID
+	toInc   int // the receiver's incarnation when sent: a later one does not get it
+	fromInc int // the sender's
 }
 
 // coordinator is the sending index of control links.
@@ -205,7 +208,67 @@ type Network struct {
 	drops     []drop                // drained, waiting for such a moment
 	droppedAt map[int]snapshot.SnapshotID
 	senders   map[int]map[int]bool // to a stopped process since its stop: they drop it too
+
+	// Respawn: a new process under a dropped one's name.
+	backEdges   [][]snapshot.ProcessID // per process, as configured
+	incarnation []int                  // per process: how many times respawned
+	unnamed     []window               // snapshots that must not hold a name
 }
+
+// window is a name that the snapshots numbered after from and complete
+// before the name was given again (the first done of them) must not hold.
+type window struct {
+	name snapshot.ProcessID
+	from snapshot.SnapshotID
+	done int
+}
+
+// Respawner is an App that learns of a process respawned under a dropped
+// one's name, to give it a fresh state.
+type Respawner interface {
+	Respawned(n *Network, p int)
+}
+
+// Respawn starts a new process under the name of process i, which has
+// stopped and been dropped, as package actors gives a dropped one's name
+// again (a spawn from outside any actor): it declares nothing, its
+// channels start afresh, and it takes part in the snapshots in progress
+// with its state at birth (the coordinator requires it, and it records
+// them at once). It reports false if i is not dropped.
+func (n *Network) Respawn(i int) bool {
+	at, ok := n.droppedAt[i]
+	if !ok || n.err != nil {
+		return false
+	}
+	name := n.name(i)
+	p, err := snapshot.NewProcess(snapshot.Config{ID: name, Mode: n.cfg.Mode, BackEdges: n.backEdges[i]})
+	if err != nil {
+		n.fail(err)
+		return false
+	}
+	if n.cfg.Learn {
+		p.SetAwaited(0, nil)
+	}
+	n.logf("%s: respawned (joins the snapshots in progress: %v)", name, n.pending)
+	n.unnamed = append(n.unnamed, window{name: name, from: at, done: len(n.completed)})
+	delete(n.droppedAt, i)
+	n.procs[i], n.stopped[i], n.stoppedAt[i] = p, false, 0
+	n.incarnation[i]++
+	n.trace.Forget(name)
+	if r, ok := n.app.(Respawner); ok {
+		r.Respawned(n, i)
+	}
+	for _, id := range slices.Clone(n.pending) {
+		if r := n.runs[id]; !r.done {
+			r.asm.Require(name)
+			n.step(i, func(p *snapshot.Process) error { return p.Start(id) })
+		}
+	}
+	return true
+}
+
+// Incarnation returns how many times process i was respawned.
+func (n *Network) Incarnation(i int) int { return n.incarnation[i] }
 
 // drop is a drained stopped process and the peers that are to forget it.
 type drop struct {
@@ -218,10 +281,12 @@ type drop struct {
 // stamped (Seq 0): as in package actors, it goes outside the snapshots;
 // At is its place in the sender's order (Trace.Event).
 type Lost struct {
-	Channel snapshot.Channel
-	Seq     uint64
-	At      uint64
-	Payload any
+	Channel     snapshot.Channel
+	Seq         uint64
+	At          uint64
+	Payload     any
+	Incarnation int // the receiver's
+	Sender      int // the sender's incarnation
 }
 
 // NewNetwork builds the processes of cfg.Graph running app.
@@ -287,7 +352,9 @@ func NewNetwork(cfg Config, app App) (*Network, error) {
 			p.SetAwaited(0, nil)
 		}
 		n.procs = append(n.procs, p)
+		n.backEdges = append(n.backEdges, pc.BackEdges)
 	}
+	n.incarnation = make([]int, len(n.procs))
 	n.learned = make(map[snapshot.Channel]bool)
 	n.stopped = make([]bool, len(n.procs))
 	n.stoppedAt = make([]snapshot.SnapshotID, len(n.procs))
@@ -330,9 +397,28 @@ func (n *Network) Aborted() []error { return n.aborted }
 // Stopped reports whether process i has stopped.
 func (n *Network) Stopped(i int) bool { return n.stopped[i] }
 
-// DroppedAt returns, for every process dropped, the last snapshot started
-// before its peers forgot it: no later snapshot names it.
+// DroppedAt returns, for every process dropped and not respawned, the last
+// snapshot started before its peers forgot it: no later snapshot names it.
 func (n *Network) DroppedAt() map[int]snapshot.SnapshotID { return n.droppedAt }
+
+// losing returns the application messages still on their way to stopped
+// processes (or to a process since replaced under the name): they will be
+// lost.
+func (n *Network) losing() []Lost {
+	var out []Lost
+	for _, l := range n.order {
+		if l.to < 0 {
+			continue
+		}
+		for _, e := range l.q[l.head:] {
+			if e.kind == data && (n.stopped[l.to] || e.toInc != n.incarnation[l.to]) {
+				ch := snapshot.Channel{From: n.name(l.from), To: n.name(l.to)}
+				out = append(out, Lost{Channel: ch, Seq: e.stamp.Seq, Payload: e.payload, Incarnation: e.toInc, Sender: e.fromInc})
+			}
+		}
+	}
+	return out
+}
 
 // Lost returns the application messages that reached stopped processes.
 func (n *Network) Lost() []Lost { return n.lost }
@@ -382,6 +468,10 @@ func (n *Network) link(from, to int) *link {
 // enqueue puts e on the link from -> to; in the random mode it schedules
 // its delivery, no earlier than the message before it on that link.
 func (n *Network) enqueue(from, to int, e envelope) {
+	e.toInc = n.incarnation[to]
+	if from >= 0 {
+		e.fromInc = n.incarnation[from]
+	}
 	if n.cfg.MaxDelay <= 0 && from == coordinator {
 		n.deliverEnvelope(coordinator, to, e)
 		return
@@ -408,7 +498,7 @@ func (n *Network) Send(from, to int, payload any) {
 	ch := snapshot.Channel{From: n.name(from), To: n.name(to)}
 	if _, dropped := n.droppedAt[to]; dropped {
 		n.logf("%s: send to a dropped process, lost %v", ch, payload)
-		n.lost = append(n.lost, Lost{Channel: ch, At: n.trace.Event(ch.From), Payload: payload})
+		n.lost = append(n.lost, Lost{Channel: ch, At: n.trace.Event(ch.From), Payload: payload, Incarnation: n.incarnation[to], Sender: n.incarnation[from]})
 		return
 	}
 	if n.stopped[to] {
@@ -450,6 +540,12 @@ func (n *Network) StartSnapshot(initiator int) snapshot.SnapshotID {
 	if err != nil {
 		n.fail(err)
 		return id
+	}
+	// The stopped not yet dropped stand in from the start: a message of
+	// theirs may still be on its way to a process that will record before
+	// it arrives, and name them in no record.
+	for _, name := range slices.Sorted(maps.Keys(n.final)) {
+		asm.Require(name) // through AssemblerConfig.Departed
 	}
 	if n.cfg.Learn && n.changed {
 		n.tellAwaited(id)
@@ -716,11 +812,11 @@ func (n *Network) dropDrained() {
 }
 
 func (n *Network) deliverEnvelope(from, to int, e envelope) {
-	if n.stopped[to] {
+	if n.stopped[to] || e.toInc != n.incarnation[to] {
 		if e.kind == data {
 			ch := snapshot.Channel{From: n.name(from), To: n.name(to)}
 			n.logf("%s: lost seq=%d %v", ch, e.stamp.Seq, e.payload)
-			n.lost = append(n.lost, Lost{Channel: ch, Seq: e.stamp.Seq, Payload: e.payload})
+			n.lost = append(n.lost, Lost{Channel: ch, Seq: e.stamp.Seq, Payload: e.payload, Incarnation: e.toInc, Sender: e.fromInc})
 		}
 		return
 	}

@@ -162,6 +162,20 @@ func (t *Trace) CheckCut(g *snapshot.Global) error {
 // after everything it did.
 const stoodIn = math.MaxUint64
 
+// Forget forgets the channels from and to p, and that it was dropped: a
+// new process takes its name, and its channels start afresh. Check the
+// snapshots that hold the old one first.
+func (t *Trace) Forget(p snapshot.ProcessID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for ch := range t.chans {
+		if ch.From == p || ch.To == p {
+			delete(t.chans, ch)
+		}
+	}
+	delete(t.dropped, p)
+}
+
 // Dropped notes that p, stopped, was forgotten by its peers once snapshot
 // after had started: later snapshots do not hold it, and the checkers
 // take it as having stopped before their cut.
