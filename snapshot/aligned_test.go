@@ -444,3 +444,16 @@ func longestPath(chans, skip []snapshot.Channel) (int, bool) {
 	}
 	return longest, seen == len(indeg)
 }
+
+// DropPeer keeps the back-edge declaration of the name: a new process
+// under it is not awaited on the declared back edge (else two processes
+// on the cycle would wait for each other's barriers).
+func TestDropPeerKeepsBackEdge(t *testing.T) {
+	p := newAligned(t, "c", nil, ids("a", "b"), ids("b"))
+	p.Departed("b")
+	p.DropPeer("b")
+	require.NoError(t, p.Receive("b", snapshot.Stamp{Seq: 1}, "a new b"))
+	require.NoError(t, p.Start(1))
+	_, awaiting := p.Awaiting()
+	assert.Equal(t, ids("a"), awaiting)
+}
