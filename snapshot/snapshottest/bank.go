@@ -204,6 +204,9 @@ func (br BankRun) Run() (*BankResult, error) {
 			case s.at == t:
 				n.Stop(s.process)
 			case s.respawn && s.at < t && !s.respawned && n.rng.IntN(4) == 0:
+				if err := check(); err != nil { // before the old name's traces go
+					return res, err
+				}
 				s.respawned = n.Respawn(s.process)
 			}
 		}
