@@ -380,14 +380,13 @@ func (p *participant) checkBudget() {
 // It reports whether its part grew, and the count after. A participant
 // whose part did not change touches nothing shared.
 func (p *participant) recount() (grew bool, total int64) {
-	if p.stopped.Load() {
-		return false, 0 // depart took its part out, once; what its mailbox still sorts is not held for anyone
-	}
 	n := p.proc.Recorded() + p.nReports
 	if p.aligned {
 		n += p.mb.Held() + p.nHeld
 	}
-	if n == p.counted {
+	if n == p.counted || p.stopped.Load() {
+		// Unchanged; or stopped: depart took its part out, once, and what
+		// its mailbox still sorts is held for no one.
 		return false, 0
 	}
 	grew = n > p.counted
@@ -541,12 +540,16 @@ func (p *participant) send(ctx actor.Context, pid *actor.PID, msg interface{}) {
 // sees another message, so that every record captures the state it
 // counts.
 func (p *participant) act() {
+	acted := false
 	for {
 		if p.proc.HasReady() {
 			p.actOnce()
+			acted = true
 		}
 		if len(p.forget) == 0 {
-			p.recount() // recordings closed, discarded or forgotten
+			if acted {
+				p.recount() // recordings closed, discarded or forgotten
+			}
 			return
 		}
 		for _, id := range p.forget {
@@ -554,6 +557,7 @@ func (p *participant) act() {
 			p.dropReports(id)
 		}
 		p.forget = p.forget[:0]
+		acted = true
 	}
 }
 
