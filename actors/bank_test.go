@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,6 +28,9 @@ type peers struct{ pids []*actor.PID }
 // kick makes an account start n chains of transfers.
 type kick struct{ n int }
 
+// addPeer makes an account pay pid too.
+type addPeer struct{ pid *actor.PID }
+
 // account forwards a random part of every payment it gets to a random
 // peer, so that the number of transfers in flight stays constant.
 type account struct {
@@ -44,6 +48,8 @@ func (a *account) Receive(ctx actor.Context) {
 		for range m.n {
 			a.pay(ctx)
 		}
+	case *addPeer:
+		a.peers = append(a.peers, m.pid)
 	case *transfer:
 		a.Balance += m.Amount
 		if !a.paused.Load() {
@@ -236,4 +242,65 @@ func checkAlignedChannels(t testing.TB, seen map[snapshot.Channel]bool, checked 
 
 func snapshotConservation(g *snapshot.Global, total int64) error {
 	return snapshottest.CheckConservation(g, total, balanceOf, amountOf)
+}
+
+// Accounts opened from outside any actor while snapshots run back to back,
+// and paid at once by accounts that may not have recorded the snapshot in
+// progress: each new account joins the snapshots in progress with its
+// state at birth (nothing), and every snapshot passes every invariant.
+func TestAccountsOpenedWhileSnapshotting(t *testing.T) {
+	forModes(t, func(t *testing.T, mode Option) {
+		b := newBank(t, 100, 1000, 5, mode)
+		defer shutdown(t, b.sys)
+		r := rand.New(rand.NewPCG(5, 9))
+		require.NoError(t, b.sys.RegisterKind("opened", func() actor.Actor {
+			return &account{rng: rand.New(rand.NewPCG(r.Uint64(), 2)), paused: &b.paused}
+		}))
+		type shot struct {
+			g   *snapshot.Global
+			err error
+		}
+		shots := make(chan shot)
+		stop := make(chan struct{})
+		go func() { // back to back, until stopped
+			defer close(shots)
+			for {
+				g, err := b.sys.Snapshot(context.Background())
+				select {
+				case shots <- shot{g, err}:
+				case <-stop:
+					return
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+		const opened = 60
+		pick := rand.New(rand.NewPCG(5, 11))
+		joined := 0
+		for i := range opened {
+			// Opened while the next snapshot runs, and paid at once.
+			pid, err := b.sys.Spawn("opened", fmt.Sprintf("new-%03d", i))
+			require.NoError(t, err)
+			b.sys.Root().Send(pid, &peers{pids: []*actor.PID{b.pids[pick.IntN(len(b.pids))], b.pids[pick.IntN(len(b.pids))]}})
+			b.sys.Root().Send(b.pids[pick.IntN(len(b.pids))], &addPeer{pid: pid})
+			s := <-shots
+			require.NoError(t, s.err)
+			b.check(t, s.g)
+			for _, p := range s.g.Participants {
+				if strings.HasPrefix(string(p.ID), "new-") {
+					joined++
+				}
+			}
+		}
+		close(stop)
+		for range shots {
+		}
+		g, err := b.sys.Snapshot(context.Background())
+		require.NoError(t, err)
+		b.check(t, g)
+		require.Len(t, g.Participants, 100+opened)
+		t.Logf("%d snapshots while %d accounts opened; %d new-account records in them", opened, opened, joined)
+	})
 }
