@@ -512,7 +512,17 @@ func (g *guardian) start(reply chan<- result, direct bool) {
 		g.partsVersion = reg.version
 	}
 	parts := g.parts
+	if g.s.cfg.mode == snapshot.Aligned && !direct {
+		// Before id is pending: a participant spawned from then on joins
+		// it at birth and may send a barrier of id at once, and no one may
+		// begin id with the sets of an older graph (two acyclic sets of
+		// waits from different graphs may form a cycle together).
+		g.tellAwaited(id, parts)
+	}
 	r := &run{id: id, start: now}
+	// Locked until its Assembler is in place: a participant spawned from
+	// now on joins the run at birth and may report before that.
+	r.mu.Lock()
 	reg.pending = append(reg.pending, id)
 	reg.started = id
 	reg.runs[id] = r
@@ -523,7 +533,6 @@ func (g *guardian) start(reply chan<- result, direct bool) {
 		Numbering: g.numbering,
 		Departed:  func(p snapshot.ProcessID) (snapshot.LocalRecord, bool) { return g.departed.before(id, p) },
 	})
-	r.mu.Lock()
 	for _, p := range g.departed.undrained() {
 		r.asm.Require(p) // stands in with its final record (Departed above)
 	}
@@ -536,9 +545,6 @@ func (g *guardian) start(reply chan<- result, direct bool) {
 	g.s.log.Debug("snapshot started", slog.Uint64("id", uint64(id)), slog.Int("participants", len(parts)))
 
 	r.timers = append(r.timers, g.later(g.s.cfg.timeout, &deadlineMsg{id: id}))
-	if g.s.cfg.mode == snapshot.Aligned && !direct {
-		g.tellAwaited(id, parts)
-	}
 	switch {
 	case len(parts) == 0:
 	case direct:
