@@ -50,8 +50,7 @@ func alignedFixture(t *testing.T, opts ...Option) (*System, []string, chan strin
 		for waitFor(t, recorded) != "p0" {
 		}
 		sys.Root().Send(pids[0], &sendTo{to: pids[2], msg: &note{Text: "after"}})
-		sys.Root().Send(pids[0], &sendTo{to: pids[3], msg: &note{Text: "p0 done"}})
-		require.Equal(t, "p0 done", waitFor(t, events))
+		deliverNote(t, sys, events, pids[0], pids[3], "p0 done")
 		// Others keep flowing to p2 while p0 is paused there.
 		sys.Root().Send(pids[2], &note{Text: "external"})
 		require.Equal(t, "external", waitFor(t, events))

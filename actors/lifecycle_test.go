@@ -151,6 +151,33 @@ func waitFor[T any](t *testing.T, ch <-chan T) T {
 	return zero
 }
 
+// deliverNote has probe from send text to probe to, and waits until it
+// arrives.
+func deliverNote(t *testing.T, sys *System, events <-chan string, from, to *actor.PID, text string) {
+	t.Helper()
+	sys.Root().Send(from, &sendTo{to: to, msg: &note{Text: text}})
+	require.Equal(t, text, waitFor(t, events))
+}
+
+// departedThenDropped takes n snapshots: the first holds id as departed,
+// the later ones no longer hold it (the first showed it drained, and the
+// guardian dropped it). Each is verified.
+func departedThenDropped(t *testing.T, sys *System, id snapshot.ProcessID, n int) {
+	t.Helper()
+	for i := range n {
+		g, err := sys.Snapshot(context.Background())
+		require.NoError(t, err)
+		require.NoError(t, g.Verify())
+		p, ok := g.Participant(id)
+		if i == 0 {
+			require.True(t, ok, "snapshot %d holds %s", g.ID, id)
+			assert.True(t, p.Departed, "snapshot %d: %s departed", g.ID, id)
+		} else {
+			assert.False(t, ok, "snapshot %d: %s dropped once shown drained", g.ID, id)
+		}
+	}
+}
+
 // startAsync posts a snapshot request to the guardian now, so that the
 // guardian sees it before anything the test does next.
 func startAsync(sys *System) <-chan result {
@@ -190,13 +217,7 @@ func TestParticipantStoppedMidSnapshot(t *testing.T) {
 
 		// The next snapshot, started after p2 stopped, shows its message
 		// received; later ones go on without it.
-		for i := range 2 {
-			g, err := sys.Snapshot(context.Background())
-			require.NoError(t, err)
-			require.NoError(t, g.Verify())
-			_, ok = g.Participant("p2")
-			assert.Equal(t, i == 0, ok, "snapshot %d", g.ID)
-		}
+		departedThenDropped(t, sys, "p2", 2)
 	})
 }
 
@@ -607,8 +628,7 @@ func TestStoppedBeforeItsMessagesAreRead(t *testing.T) {
 		release := block(t, sys, pids[1])
 		defer release()
 		sys.Root().Send(pids[0], &sendTo{to: pids[1], msg: &note{Text: "last words"}})
-		sys.Root().Send(pids[0], &sendTo{to: pids[0], msg: &note{Text: "sent"}})
-		require.Equal(t, "sent", waitFor(t, events))
+		deliverNote(t, sys, events, pids[0], pids[0], "sent")
 		require.NoError(t, sys.Root().StopFuture(pids[0]).Wait())
 		release()
 		require.Equal(t, "last words", waitFor(t, events))
@@ -632,21 +652,9 @@ func TestStoppedReceiverThatNeverSent(t *testing.T) {
 	forModes(t, func(t *testing.T, mode Option) {
 		sys, pids, events := probes(t, 2, mode)
 		defer shutdown(t, sys)
-		sys.Root().Send(pids[0], &sendTo{to: pids[1], msg: &note{Text: "hi"}})
-		require.Equal(t, "hi", waitFor(t, events))
+		deliverNote(t, sys, events, pids[0], pids[1], "hi")
 		require.NoError(t, sys.Root().StopFuture(pids[1]).Wait())
-		for i := range 3 {
-			g, err := sys.Snapshot(context.Background())
-			require.NoError(t, err)
-			require.NoError(t, g.Verify())
-			p1, ok := g.Participant("p1")
-			if i == 0 {
-				require.True(t, ok)
-				assert.True(t, p1.Departed)
-			} else {
-				assert.False(t, ok, "dropped after a snapshot showed it drained")
-			}
-		}
+		departedThenDropped(t, sys, "p1", 3)
 	})
 }
 
@@ -657,10 +665,8 @@ func TestNameOfStoppedParticipantIsGivenAgain(t *testing.T) {
 	forModes(t, func(t *testing.T, mode Option) {
 		sys, pids, events := probes(t, 2, mode)
 		defer shutdown(t, sys)
-		sys.Root().Send(pids[0], &sendTo{to: pids[1], msg: &note{Text: "a"}})
-		require.Equal(t, "a", waitFor(t, events))
-		sys.Root().Send(pids[1], &sendTo{to: pids[0], msg: &note{Text: "b"}})
-		require.Equal(t, "b", waitFor(t, events))
+		deliverNote(t, sys, events, pids[0], pids[1], "a")
+		deliverNote(t, sys, events, pids[1], pids[0], "b")
 		require.NoError(t, sys.Root().StopFuture(pids[0]).Wait())
 		_, err := sys.Spawn("probe", "p0")
 		require.ErrorIs(t, err, ErrNameRetired)
@@ -700,8 +706,7 @@ func TestNameOfStoppedParticipantIsGivenAgain(t *testing.T) {
 func TestDropNotPutOffByOverlappingSnapshots(t *testing.T) {
 	sys, pids, events, recorded := probesTraced(t, 3)
 	defer shutdown(t, sys)
-	sys.Root().Send(pids[0], &sendTo{to: pids[1], msg: &note{Text: "a"}})
-	require.Equal(t, "a", waitFor(t, events))
+	deliverNote(t, sys, events, pids[0], pids[1], "a")
 	require.NoError(t, sys.Root().StopFuture(pids[0]).Wait())
 
 	// A waits for p2, held. p1 records A, then spawns a child, born after
@@ -814,8 +819,7 @@ func TestSendToStoppedBeforeRecordAborts(t *testing.T) {
 	forModes(t, func(t *testing.T, mode Option) {
 		sys, pids, events, recorded := probesTraced(t, 2, mode)
 		defer shutdown(t, sys)
-		sys.Root().Send(pids[1], &sendTo{to: pids[0], msg: &note{Text: "hello"}})
-		require.Equal(t, "hello", waitFor(t, events)) // p0 knows p1: p1 awaits nothing of p0
+		deliverNote(t, sys, events, pids[1], pids[0], "hello") // p0 knows p1: p1 awaits nothing of p0
 		release := block(t, sys, pids[0])
 		defer release()
 		// Behind the gate, before the start: p0 sends before it records.
@@ -918,14 +922,6 @@ func TestStoppedStandsInUntilShownDrained(t *testing.T) {
 		sys, pids, _ := probes(t, 2, mode)
 		defer shutdown(t, sys)
 		require.NoError(t, sys.Root().StopFuture(pids[0]).Wait())
-		g, err := sys.Snapshot(context.Background())
-		require.NoError(t, err)
-		p0, ok := g.Participant("p0")
-		require.True(t, ok, "stands in, though no record names it")
-		assert.True(t, p0.Departed)
-		g, err = sys.Snapshot(context.Background())
-		require.NoError(t, err)
-		_, ok = g.Participant("p0")
-		assert.False(t, ok, "dropped once shown drained")
+		departedThenDropped(t, sys, "p0", 2) // though no record names it
 	})
 }
