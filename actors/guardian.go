@@ -161,7 +161,7 @@ func (r *run) applyLocked(s *System, m *reportMsg) {
 		// closed; they are this snapshot's until it ends (DESIGN.md
 		// decision 8).
 		r.held += int64(n)
-		if total := s.recorded.Add(int64(n)); total > int64(s.cfg.maxRecorded) {
+		if total := s.recorded.Add(int64(n)); s.pastBudget(total) {
 			r.asm.Abort(fmt.Errorf("%w: snapshot %d has %d recorded messages, %d system-wide, above %d (WithMaxRecorded)",
 				ErrOverBudget, r.id, r.held, total, s.cfg.maxRecorded))
 		}

@@ -91,7 +91,6 @@ type participant struct {
 	release  []snapshot.ProcessID                             // senders whose held message can go
 	enc      encoder
 	budget   bool // a budgetMsg is on its way
-	nHeld    int  // len(held), for the budget, without touching the map
 	aligned  bool // the Process's mode is Aligned: senders may be held paused
 	counted  int  // this participant's part of System.recorded
 	nReports int  // messages in reports, for the budget
@@ -149,7 +148,7 @@ func (w *shell) receive(ctx actor.Context, key mailbox.SenderKey) {
 		case *budgetMsg:
 			p.budget = false
 			p.recount()
-			if total := p.sys.recorded.Load(); total > int64(p.sys.cfg.maxRecorded) && p.counted > 0 {
+			if total := p.sys.recorded.Load(); p.sys.pastBudget(total) && p.counted > 0 {
 				p.overBudget(total)
 			}
 			p.act()
@@ -178,7 +177,7 @@ func (w *shell) receive(ctx actor.Context, key mailbox.SenderKey) {
 		if p.receive(from, m.stamp, actor.UnwrapEnvelopeMessage(m.msg)) {
 			w.deliver(ctx, m.msg)
 		} else {
-			p.hold(from, heldMsg{stamp: m.stamp, msg: m.msg})
+			p.held[from] = heldMsg{stamp: m.stamp, msg: m.msg}
 		}
 	default:
 		p.receive(from, snapshot.Stamp{Seq: p.proc.Received(from) + 1}, m)
@@ -369,9 +368,16 @@ func (p *participant) receive(from snapshot.ProcessID, st snapshot.Stamp, payloa
 // its snapshots if its part grew while the count is above WithMaxRecorded
 // (DESIGN.md decision 8).
 func (p *participant) checkBudget() {
-	if grew, total := p.recount(); grew && total > int64(p.sys.cfg.maxRecorded) {
+	if total, over := p.grewOverBudget(); over {
 		p.overBudget(total)
 	}
+}
+
+// grewOverBudget recounts this participant's part and reports whether it
+// grew while the system-wide count is over WithMaxRecorded.
+func (p *participant) grewOverBudget() (total int64, over bool) {
+	grew, total := p.recount()
+	return total, grew && p.sys.pastBudget(total)
 }
 
 // recount brings the system-wide count (System.recorded) up to date with
@@ -382,7 +388,7 @@ func (p *participant) checkBudget() {
 func (p *participant) recount() (grew bool, total int64) {
 	n := p.proc.Recorded() + p.nReports
 	if p.aligned {
-		n += p.mb.Held() + p.nHeld
+		n += p.mb.Held() + len(p.held)
 	}
 	if n == p.counted || p.stopped.Load() {
 		// Unchanged; or stopped: depart took its part out, once, and what
@@ -401,7 +407,7 @@ func (p *participant) recount() (grew bool, total int64) {
 // fails its snapshots at its next message, which it posts itself in case
 // the paused senders' are the only ones coming.
 func (p *participant) overHeld(int) {
-	if grew, total := p.recount(); grew && total > int64(p.sys.cfg.maxRecorded) && !p.budget {
+	if _, over := p.grewOverBudget(); over && !p.budget {
 		p.budget = true
 		p.mb.PostFrom(controlKey, &budgetMsg{})
 	}
@@ -427,15 +433,6 @@ func (p *participant) overBudget(total int64) {
 	}
 }
 
-// hold keeps h, the first message of from's channel, until the channel is
-// unblocked (aligned mode).
-func (p *participant) hold(from snapshot.ProcessID, h heldMsg) {
-	if _, ok := p.held[from]; !ok {
-		p.nHeld++
-	}
-	p.held[from] = h
-}
-
 // heldMsg is a message held behind a barrier (participant.receive).
 type heldMsg struct {
 	stamp snapshot.Stamp
@@ -455,11 +452,10 @@ func (w *shell) releaseHeld(ctx actor.Context) {
 			continue // blocked again: released at its next resume
 		}
 		delete(p.held, from)
-		p.nHeld--
 		if p.receive(from, h.stamp, actor.UnwrapEnvelopeMessage(h.msg)) {
 			w.deliver(ctx, h.msg)
 		} else {
-			p.hold(from, h)
+			p.held[from] = h
 		}
 	}
 }

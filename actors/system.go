@@ -199,6 +199,10 @@ func (r *registry) lookupOrGhost(id snapshot.ProcessID, from *participant) *part
 	return r.byKey[k]
 }
 
+// pastBudget reports whether total, the messages held for snapshots in
+// progress system-wide (System.recorded), is above WithMaxRecorded.
+func (s *System) pastBudget(total int64) bool { return total > int64(s.cfg.maxRecorded) }
+
 // isRetired reports whether participant id has stopped.
 func (r *registry) isRetired(id snapshot.ProcessID) bool {
 	r.mu.RLock()
