@@ -21,6 +21,50 @@
 // connection pool: Close it when done (a Store from OpenURL is an
 // io.Closer).
 //
+// # Timeouts
+//
+// Every wait for the server is bounded, so that a server that accepts
+// connections but never answers makes a method fail rather than hang.
+// Unless the URL (or key=value string) sets them, Open uses:
+//
+//	connect_timeout=10     seconds for each connection attempt: the dial,
+//	                       TLS and authentication (DefaultConnectTimeout)
+//	statement_timeout=30s  the server's statement_timeout for the Store's
+//	                       sessions (DefaultStatementTimeout)
+//
+// connect_timeout is in whole seconds, as libpq reads it; 0 counts as
+// unset. statement_timeout is as PostgreSQL reads it: a number of
+// milliseconds (5000) or a number and a unit (5s, 2min); 0 disables it.
+// It may also be given as options=-c%20statement_timeout=5s. Set in the
+// URL, it overrides a statement_timeout set on the role or database,
+// and so does the default.
+//
+// A server that never answers does not enforce its own
+// statement_timeout, so the client bounds each statement too, including
+// a transaction's begin, commit and rollback: to statement_timeout plus
+// 1 s, the time for the server's own cancellation to arrive. The bound
+// is per statement, not per method: a Save or Retain of several
+// statements may take longer while the server keeps answering. Taking a
+// connection from the pool is bounded by connect_timeout plus that
+// bound (the pool's connections may all be busy, or connecting). A
+// caller's context that ends sooner ends the wait sooner. With
+// statement_timeout=0 neither the server nor the client bounds a
+// statement.
+//
+// A timeout gives an error of one line that names the server and the
+// setting; errors.Is(err, context.DeadlineExceeded) holds. For example:
+//
+//	postgres: open: 127.0.0.1:5432 did not answer within 10s (connect_timeout; set connect_timeout in the URL to change it)
+//	postgres: save 7: db.internal:5432 did not answer within 31s (statement_timeout 30s + 1s; set statement_timeout in the URL to change it)
+//	postgres: save 7: db.internal:5432 cancelled a statement after 30s (statement_timeout; set statement_timeout in the URL to change it)
+//
+// The last is the server's own statement_timeout, on a statement that
+// waited too long for a lock, say. A commit that times out says that
+// whether it committed is unknown. No error shows the password. After a
+// timeout, pgx asks the server to cancel the statement and closes the
+// connection in the background, which takes up to 15 s against a server
+// that does not answer; Close waits for it.
+//
 // # Tables
 //
 // Open creates the schema and its tables on first use and brings them up
@@ -77,7 +121,7 @@
 // if larger). A Save whose context is cancelled before it commits rolls
 // back; the commit itself is not cut short by the context (a Save that
 // returned the context's error would then not know whether it had
-// committed), but is bounded by a timeout.
+// committed), but is bounded as any statement is (see Timeouts).
 //
 // # Checksums
 //

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -17,3 +18,18 @@ func SetSaveHook(s *Store, f func(ctx context.Context, stage string, tx pgx.Tx) 
 var SaveStages = []string{"header", "participants", "channels", "messages", "complete"}
 
 const RowFormat = rowFormat
+
+// Timeouts returns the timeouts s works under.
+func Timeouts(s *Store) (connect, statement time.Duration) {
+	return s.timeouts.connect, s.timeouts.statement
+}
+
+// ServerStatementTimeout returns the statement_timeout of s's sessions,
+// as the server shows it.
+func ServerStatementTimeout(ctx context.Context, s *Store) (string, error) {
+	var v string
+	err := s.pool.QueryRow(ctx, `SHOW statement_timeout`).Scan(&v)
+	return v, err
+}
+
+var ParseMillis = parseMillis

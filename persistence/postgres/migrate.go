@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"context"
 	"fmt"
 	"hash/fnv"
 	"strings"
@@ -73,42 +72,56 @@ const SchemaVersion = 1
 // the schema up to date. A migration that fails leaves the schema as it
 // was. Nothing is created when the schema is up to date already, so a
 // role without the CREATE privilege can open a migrated schema.
-func (s *Store) migrate(ctx context.Context) error {
-	tx, err := s.pool.Begin(ctx)
+func (s *Store) migrate(c *call) error {
+	tx, release, err := c.begin(pgx.TxOptions{})
 	if err != nil {
-		return failed(ctx, "migrate", err)
+		return c.fail(err)
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := s.migrateTx(ctx, tx); err != nil {
-		return failed(ctx, "migrate", err)
+	defer release()
+	if err := s.migrateTx(c, tx); err != nil {
+		return c.failAs("migrate", err)
 	}
+	ctx, cancel := c.stmt()
+	defer cancel()
 	if err := tx.Commit(ctx); err != nil {
-		return failed(ctx, "migrate", err)
+		return c.failAs("migrate", err)
 	}
 	return nil
 }
 
-func (s *Store) migrateTx(ctx context.Context, tx pgx.Tx) error {
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockKey(s.schema)); err != nil {
+func (s *Store) migrateTx(c *call, tx pgx.Tx) error {
+	// Each statement is bounded on its own (c.stmt).
+	exec := func(sql string, args ...any) error {
+		ctx, cancel := c.stmt()
+		defer cancel()
+		_, err := tx.Exec(ctx, sql, args...)
+		return err
+	}
+	scan := func(dst any, sql string, args ...any) error {
+		ctx, cancel := c.stmt()
+		defer cancel()
+		return tx.QueryRow(ctx, sql, args...).Scan(dst)
+	}
+	if err := exec(`SELECT pg_advisory_xact_lock($1)`, lockKey(s.schema)); err != nil {
 		return err
 	}
 	var exists bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_namespace WHERE nspname = $1)`, s.schema).Scan(&exists); err != nil {
+	if err := scan(&exists, `SELECT EXISTS (SELECT FROM pg_namespace WHERE nspname = $1)`, s.schema); err != nil {
 		return err
 	}
 	if !exists {
-		if _, err := tx.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{s.schema}.Sanitize()); err != nil {
+		if err := exec(`CREATE SCHEMA ` + pgx.Identifier{s.schema}.Sanitize()); err != nil {
 			return err
 		}
 	}
-	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+s.t.qMigrations+` (
+	if err := exec(`CREATE TABLE IF NOT EXISTS ` + s.t.qMigrations + ` (
 		version    integer     PRIMARY KEY,
 		applied_at timestamptz NOT NULL DEFAULT now()
 	)`); err != nil {
 		return err
 	}
 	var version int
-	if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM `+s.t.qMigrations).Scan(&version); err != nil {
+	if err := scan(&version, `SELECT coalesce(max(version), 0) FROM `+s.t.qMigrations); err != nil {
 		return err
 	}
 	if version > len(migrations) {
@@ -118,10 +131,10 @@ func (s *Store) migrateTx(ctx context.Context, tx pgx.Tx) error {
 	for v := version; v < len(migrations); v++ {
 		// Without arguments pgx sends the simple protocol, which runs
 		// several statements in one Exec.
-		if _, err := tx.Exec(ctx, strings.ReplaceAll(migrations[v], "{schema}", quoted)); err != nil {
+		if err := exec(strings.ReplaceAll(migrations[v], "{schema}", quoted)); err != nil {
 			return fmt.Errorf("migration %d: %w", v+1, err)
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO `+s.t.qMigrations+` (version) VALUES ($1)`, v+1); err != nil {
+		if err := exec(`INSERT INTO `+s.t.qMigrations+` (version) VALUES ($1)`, v+1); err != nil {
 			return fmt.Errorf("migration %d: %w", v+1, err)
 		}
 	}

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -335,6 +334,7 @@ const maxPrealloc = 1 << 16
 // participant.
 type loader struct {
 	s     *Store
+	c     *call // bounds each query
 	id    snapshot.SnapshotID
 	h     hasher
 	sum   *hasher
@@ -407,9 +407,11 @@ func (l *loader) shared(b []byte) string {
 // snapshot has no header row, persistence.ErrFormatVersion if it was
 // written in another row format, and a *persistence.CorruptError for any
 // damage.
-func (s *Store) load(ctx context.Context, tx pgx.Tx, id snapshot.SnapshotID) (*snapshot.Global, error) {
-	l := &loader{s: s, id: id, h: hasher{buf: make([]byte, 0, 256)}, names: map[string]string{}}
+func (s *Store) load(c *call, tx pgx.Tx, id snapshot.SnapshotID) (*snapshot.Global, error) {
+	l := &loader{s: s, c: c, id: id, h: hasher{buf: make([]byte, 0, 256)}, names: map[string]string{}}
 	var h header
+	ctx, cancel := c.stmt()
+	defer cancel()
 	err := tx.QueryRow(ctx, `SELECT format, mode, start_sec, start_nsec, end_sec, end_nsec,
 			participants, channels, messages, checksum, complete
 		FROM `+s.t.qSnapshots+` WHERE id = $1`, int64(id)).Scan(
@@ -447,13 +449,13 @@ func (s *Store) load(ctx context.Context, tx pgx.Tx, id snapshot.SnapshotID) (*s
 		End:   time.Unix(h.endSec, int64(h.endNsec)).UTC(),
 	}
 	l.sum = newHeaderSum(h)
-	if err := l.participants(ctx, tx, g, int(h.participants)); err != nil {
+	if err := l.participants(tx, g, int(h.participants)); err != nil {
 		return nil, err
 	}
-	if err := l.channels(ctx, tx, g, int(h.channels), int(h.messages)); err != nil {
+	if err := l.channels(tx, g, int(h.channels), int(h.messages)); err != nil {
 		return nil, err
 	}
-	if err := l.messages(ctx, tx, g, int(h.messages)); err != nil {
+	if err := l.messages(tx, g, int(h.messages)); err != nil {
 		return nil, err
 	}
 	if got := l.sum.sum(); int64(got) != h.checksum {
@@ -473,8 +475,10 @@ func (l *loader) checkCRC(table pgx.Identifier, ord int64, key func() string, st
 	return nil
 }
 
-func (l *loader) participants(ctx context.Context, tx pgx.Tx, g *snapshot.Global, n int) error {
+func (l *loader) participants(tx pgx.Tx, g *snapshot.Global, n int) error {
 	t := l.s.t.participants
+	ctx, cancel := l.c.stmt()
+	defer cancel()
 	rows, err := tx.Query(ctx, `SELECT ord, process, kind, state, departed, crc
 		FROM `+l.s.t.qParticipants+` WHERE snapshot_id = $1 ORDER BY ord`, int64(l.id))
 	if err != nil {
@@ -524,8 +528,10 @@ func (l *loader) participants(ctx context.Context, tx pgx.Tx, g *snapshot.Global
 	return nil
 }
 
-func (l *loader) channels(ctx context.Context, tx pgx.Tx, g *snapshot.Global, n, messages int) error {
+func (l *loader) channels(tx pgx.Tx, g *snapshot.Global, n, messages int) error {
 	t := l.s.t.channels
+	ctx, cancel := l.c.stmt()
+	defer cancel()
 	rows, err := tx.Query(ctx, `SELECT ord, sender, receiver, sent, received, crc
 		FROM `+l.s.t.qChannels+` WHERE snapshot_id = $1 ORDER BY ord`, int64(l.id))
 	if err != nil {
@@ -583,7 +589,9 @@ func (l *loader) channels(ctx context.Context, tx pgx.Tx, g *snapshot.Global, n,
 	return nil
 }
 
-func (l *loader) messages(ctx context.Context, tx pgx.Tx, g *snapshot.Global, n int) error {
+func (l *loader) messages(tx pgx.Tx, g *snapshot.Global, n int) error {
+	ctx, cancel := l.c.stmt()
+	defer cancel()
 	if n == 0 {
 		// Still look: a stray message row is damage too.
 		var stray bool

@@ -7,7 +7,6 @@ import (
 	"math"
 	neturl "net/url"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -38,12 +37,6 @@ const DefaultSchema = "actorsnap"
 // (NAMEDATALEN-1): a longer one is silently truncated by the server.
 const maxIdentifier = 63
 
-// commitTimeout bounds the wait for a commit once it has been sent. The
-// commit does not follow the caller's context: a Save whose context is
-// cancelled while its commit is in flight would not know whether it
-// committed.
-const commitTimeout = 30 * time.Second
-
 // ErrSchemaVersion is returned by Open when the database's schema was
 // migrated by a newer build, to a version this build does not know.
 var ErrSchemaVersion = errors.New("postgres: database schema is newer than this build")
@@ -67,9 +60,10 @@ func WithSchema(name string) Option { return func(c *config) { c.schema = name }
 // the guarantees. It is safe for concurrent use, and several Stores, in one
 // process or several, may share one schema.
 type Store struct {
-	pool   *pgxpool.Pool
-	schema string
-	t      tables
+	pool     *pgxpool.Pool
+	schema   string
+	t        tables
+	timeouts timeouts
 	// hook, set by tests only, runs at each stage of a Save; an error
 	// aborts the Save there.
 	hook func(ctx context.Context, stage string, tx pgx.Tx) error
@@ -106,8 +100,10 @@ func newTables(schema string) tables {
 // url is a postgres:// or postgresql:// URL, or a key=value connection
 // string, as pgx reads them (pool settings such as pool_max_conns
 // included); a URL may also carry schema=NAME, which the Store takes for
-// its own (see WithSchema) and does not pass on. The Store holds a pool of
-// connections until Close.
+// its own (see WithSchema) and does not pass on. Unless url sets them,
+// connect_timeout is DefaultConnectTimeout and statement_timeout is
+// DefaultStatementTimeout (see the package documentation). The Store
+// holds a pool of connections until Close.
 func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -127,13 +123,24 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
+	t, err := applyTimeouts(&pcfg.ConnConfig.Config)
+	if err != nil {
+		return nil, err
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
-	s := &Store{pool: pool, schema: cfg.schema, t: newTables(cfg.schema)}
-	if err := s.migrate(ctx); err != nil {
-		pool.Close()
+	s := &Store{pool: pool, schema: cfg.schema, t: newTables(cfg.schema), timeouts: t}
+	if err := s.migrate(s.call(ctx, "open")); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			// Closing a connection whose server stopped answering takes
+			// pgx up to 15 s (it asks the server to cancel the statement
+			// and waits for it to hang up); the caller need not wait.
+			go pool.Close()
+		} else {
+			pool.Close()
+		}
 		return nil, err
 	}
 	return s, nil
@@ -141,23 +148,40 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 
 // splitSchema takes the schema parameter out of a postgres:// URL. Any
 // other string, or a URL without the parameter, is returned unchanged.
+// The rest of the query is kept as written: pgx reads a URL as libpq
+// does, where a + is a plus sign, not an encoded space, so re-encoding
+// it would change values such as options=-c%20name=value.
 func splitSchema(url string) (connString, schema string) {
 	lower := strings.ToLower(url)
 	if !strings.HasPrefix(lower, "postgres://") && !strings.HasPrefix(lower, "postgresql://") {
 		return url, ""
 	}
-	u, err := neturl.Parse(url)
-	if err != nil {
-		return url, "" // pgx reports what is wrong with it
-	}
-	q := u.Query()
-	if !q.Has("schema") {
+	base, query, ok := strings.Cut(url, "?")
+	if !ok {
 		return url, ""
 	}
-	schema = q.Get("schema")
-	q.Del("schema")
-	u.RawQuery = q.Encode()
-	return u.String(), schema
+	var kept []string
+	found := false
+	for _, param := range strings.Split(query, "&") {
+		key, value, _ := strings.Cut(param, "=")
+		if k, err := neturl.PathUnescape(key); err != nil || k != "schema" {
+			kept = append(kept, param)
+			continue
+		}
+		if !found {
+			schema, found = value, true
+			if v, err := neturl.PathUnescape(value); err == nil {
+				schema = v
+			}
+		}
+	}
+	if !found {
+		return url, ""
+	}
+	if len(kept) == 0 {
+		return base, schema
+	}
+	return base + "?" + strings.Join(kept, "&"), schema
 }
 
 func checkSchema(name string) error {
@@ -181,19 +205,6 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// failed wraps err, from operation op, with its context; if ctx is done,
-// ctx's error is what is wrapped, since it is why the operation failed.
-func failed(ctx context.Context, op string, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
-		return fmt.Errorf("postgres: %s: %w", op, cerr)
-	}
-	var ce *persistence.CorruptError
-	if errors.As(err, &ce) || errors.Is(err, persistence.ErrNotFound) || errors.Is(err, persistence.ErrFormatVersion) {
-		return err
-	}
-	return fmt.Errorf("postgres: %s: %w", op, err)
-}
-
 // storable reports whether id fits the bigint id column. Ids are
 // allocated densely from 1, so this only refuses the absurd.
 func storable(id snapshot.SnapshotID) bool { return id <= math.MaxInt64 }
@@ -212,29 +223,31 @@ func (s *Store) Save(ctx context.Context, g *snapshot.Global) error {
 	if err := checkSave(g); err != nil {
 		return err
 	}
-	op := fmt.Sprintf("save %d", g.ID)
-	tx, err := s.pool.Begin(ctx)
+	c := s.call(ctx, fmt.Sprintf("save %d", g.ID))
+	tx, release, err := c.begin(pgx.TxOptions{})
 	if err != nil {
-		return failed(ctx, op, err)
+		return c.fail(err)
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := s.save(ctx, tx, g); err != nil {
-		return failed(ctx, op, err)
+	defer release()
+	if err := s.save(c, tx, g); err != nil {
+		return c.fail(err)
 	}
 	// A Save that returns ctx's error must have changed nothing.
 	if err := ctx.Err(); err != nil {
-		return failed(ctx, op, err)
+		return c.fail(err)
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	cctx, cancel := c.finish()
 	defer cancel()
 	if err := tx.Commit(cctx); err != nil {
-		return fmt.Errorf("postgres: %s: commit: %w", op, err)
+		return c.failCommit(err)
 	}
 	return nil
 }
 
-func (s *Store) save(ctx context.Context, tx pgx.Tx, g *snapshot.Global) error {
+func (s *Store) save(c *call, tx pgx.Tx, g *snapshot.Global) error {
 	h := newHeader(g)
+	ctx, cancel := c.stmt()
+	defer cancel()
 	tag, err := tx.Exec(ctx, `INSERT INTO `+s.t.qSnapshots+`
 		(id, format, mode, start_sec, start_nsec, end_sec, end_nsec, participants, channels, messages, checksum, complete)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, false)
@@ -246,42 +259,50 @@ func (s *Store) save(ctx context.Context, tx pgx.Tx, g *snapshot.Global) error {
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("%w: %d", persistence.ErrExists, g.ID)
 	}
-	if err := s.step(ctx, "header", tx); err != nil {
+	if err := s.step(c.ctx, "header", tx); err != nil {
 		return err
 	}
 	sum := newHeaderSum(h)
 	if len(g.Participants) > 0 {
 		src := &participantRows{g: g, sum: sum}
+		ctx, cancel := c.stmt()
+		defer cancel()
 		if _, err := tx.CopyFrom(ctx, s.t.participants, participantColumns, src); err != nil {
 			return fmt.Errorf("copy participants: %w", err)
 		}
 	}
-	if err := s.step(ctx, "participants", tx); err != nil {
+	if err := s.step(c.ctx, "participants", tx); err != nil {
 		return err
 	}
 	if len(g.Channels) > 0 {
 		src := &channelRows{g: g, sum: sum}
+		ctx, cancel := c.stmt()
+		defer cancel()
 		if _, err := tx.CopyFrom(ctx, s.t.channels, channelColumns, src); err != nil {
 			return fmt.Errorf("copy channels: %w", err)
 		}
 	}
-	if err := s.step(ctx, "channels", tx); err != nil {
+	if err := s.step(c.ctx, "channels", tx); err != nil {
 		return err
 	}
 	if h.messages > 0 {
 		src := &messageRows{g: g, sum: sum}
+		ctx, cancel := c.stmt()
+		defer cancel()
 		if _, err := tx.CopyFrom(ctx, s.t.messages, messageColumns, src); err != nil {
 			return fmt.Errorf("copy messages: %w", err)
 		}
 	}
-	if err := s.step(ctx, "messages", tx); err != nil {
+	if err := s.step(c.ctx, "messages", tx); err != nil {
 		return err
 	}
+	ctx, cancel = c.stmt()
+	defer cancel()
 	if _, err := tx.Exec(ctx, `UPDATE `+s.t.qSnapshots+` SET checksum = $2, complete = true WHERE id = $1`,
 		h.id, int64(sum.sum())); err != nil {
 		return err
 	}
-	return s.step(ctx, "complete", tx)
+	return s.step(c.ctx, "complete", tx)
 }
 
 func (s *Store) step(ctx context.Context, stage string, tx pgx.Tx) error {
@@ -293,15 +314,16 @@ func (s *Store) step(ctx context.Context, stage string, tx pgx.Tx) error {
 
 // read runs fn in a read-only transaction that sees one snapshot of the
 // database, so that a snapshot being saved or deleted meanwhile is seen
-// wholly or not at all.
-func (s *Store) read(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+// wholly or not at all. fn bounds each of its statements with c.stmt.
+func (s *Store) read(ctx context.Context, op string, fn func(c *call, tx pgx.Tx) error) error {
+	c := s.call(ctx, op)
+	tx, release, err := c.begin(pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
-		return failed(ctx, op, err)
+		return c.fail(err)
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := fn(tx); err != nil {
-		return failed(ctx, op, err)
+	defer release()
+	if err := fn(c, tx); err != nil {
+		return c.fail(err)
 	}
 	return nil
 }
@@ -318,9 +340,9 @@ func (s *Store) Load(ctx context.Context, id snapshot.SnapshotID) (*snapshot.Glo
 		return nil, fmt.Errorf("%w: %d", persistence.ErrNotFound, id)
 	}
 	var g *snapshot.Global
-	err := s.read(ctx, fmt.Sprintf("load %d", id), func(tx pgx.Tx) error {
+	err := s.read(ctx, fmt.Sprintf("load %d", id), func(c *call, tx pgx.Tx) error {
 		var err error
-		g, err = s.load(ctx, tx, id)
+		g, err = s.load(c, tx, id)
 		return err
 	})
 	return g, err
@@ -334,8 +356,10 @@ func (s *Store) Latest(ctx context.Context) (*snapshot.Global, error) {
 		return nil, err
 	}
 	var g *snapshot.Global
-	err := s.read(ctx, "latest", func(tx pgx.Tx) error {
+	err := s.read(ctx, "latest", func(c *call, tx pgx.Tx) error {
 		var id int64
+		ctx, cancel := c.stmt()
+		defer cancel()
 		err := tx.QueryRow(ctx, `SELECT id FROM `+s.t.qSnapshots+` WHERE complete ORDER BY id DESC LIMIT 1`).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return persistence.ErrNotFound
@@ -343,7 +367,7 @@ func (s *Store) Latest(ctx context.Context) (*snapshot.Global, error) {
 		if err != nil {
 			return err
 		}
-		g, err = s.load(ctx, tx, snapshot.SnapshotID(id))
+		g, err = s.load(c, tx, snapshot.SnapshotID(id))
 		return err
 	})
 	return g, err
@@ -355,9 +379,17 @@ func (s *Store) List(ctx context.Context) ([]snapshot.SnapshotID, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id FROM `+s.t.qSnapshots+` WHERE complete ORDER BY id`)
+	c := s.call(ctx, "list")
+	conn, err := c.acquire()
 	if err != nil {
-		return nil, failed(ctx, "list", err)
+		return nil, c.fail(err)
+	}
+	defer conn.Release()
+	qctx, cancel := c.stmt()
+	defer cancel()
+	rows, err := conn.Query(qctx, `SELECT id FROM `+s.t.qSnapshots+` WHERE complete ORDER BY id`)
+	if err != nil {
+		return nil, c.fail(err)
 	}
 	ids, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (snapshot.SnapshotID, error) {
 		var id int64
@@ -365,7 +397,7 @@ func (s *Store) List(ctx context.Context) ([]snapshot.SnapshotID, error) {
 		return snapshot.SnapshotID(id), err
 	})
 	if err != nil {
-		return nil, failed(ctx, "list", err)
+		return nil, c.fail(err)
 	}
 	return ids, nil
 }
@@ -391,8 +423,16 @@ func (s *Store) Delete(ctx context.Context, id snapshot.SnapshotID) error {
 	if !storable(id) {
 		return nil
 	}
-	if _, err := s.pool.Exec(ctx, s.deleteSQL("= $1"), int64(id)); err != nil {
-		return failed(ctx, fmt.Sprintf("delete %d", id), err)
+	c := s.call(ctx, fmt.Sprintf("delete %d", id))
+	conn, err := c.acquire()
+	if err != nil {
+		return c.fail(err)
+	}
+	defer conn.Release()
+	ectx, cancel := c.stmt()
+	defer cancel()
+	if _, err := conn.Exec(ectx, s.deleteSQL("= $1"), int64(id)); err != nil {
+		return c.fail(err)
 	}
 	return nil
 }
@@ -416,24 +456,27 @@ func (s *Store) Retain(ctx context.Context, n int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	c := s.call(ctx, "retain")
 	for attempt := 1; ; attempt++ {
-		err := s.retain(ctx, n)
+		err := s.retain(c, n)
 		var pe *pgconn.PgError
 		if err == nil || !errors.As(err, &pe) || pe.Code != "40001" || attempt == retainAttempts {
 			if err != nil {
-				return failed(ctx, "retain", err)
+				return c.fail(err)
 			}
 			return nil
 		}
 	}
 }
 
-func (s *Store) retain(ctx context.Context, n int) error {
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+func (s *Store) retain(c *call, n int) error {
+	tx, release, err := c.begin(pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
 	if err != nil {
 		return err
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	defer release()
+	ctx, cancel := c.stmt()
+	defer cancel()
 	rows, err := tx.Query(ctx, `SELECT id FROM `+s.t.qSnapshots+` WHERE complete ORDER BY id DESC`)
 	if err != nil {
 		return err
@@ -447,10 +490,10 @@ func (s *Store) retain(ctx context.Context, n int) error {
 		if len(kept) == n {
 			break
 		}
-		if err := ctx.Err(); err != nil {
+		if err := c.ctx.Err(); err != nil {
 			return err
 		}
-		_, err := s.load(ctx, tx, snapshot.SnapshotID(id))
+		_, err := s.load(c, tx, snapshot.SnapshotID(id))
 		var ce *persistence.CorruptError
 		switch {
 		case err == nil:
@@ -464,13 +507,19 @@ func (s *Store) retain(ctx context.Context, n int) error {
 	if len(kept) < n {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, `SELECT FROM `+s.t.qSnapshots+` WHERE id = ANY($1) FOR SHARE`, kept); err != nil {
+	lctx, cancel := c.stmt()
+	defer cancel()
+	if _, err := tx.Exec(lctx, `SELECT FROM `+s.t.qSnapshots+` WHERE id = ANY($1) FOR SHARE`, kept); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, s.deleteSQL("< $1"), kept[n-1]); err != nil {
+	dctx, cancel := c.stmt()
+	defer cancel()
+	if _, err := tx.Exec(dctx, s.deleteSQL("< $1"), kept[n-1]); err != nil {
 		return err
 	}
-	return tx.Commit(ctx)
+	cctx, cancel := c.stmt()
+	defer cancel()
+	return tx.Commit(cctx)
 }
 
 // checkSave returns why g must not be saved, or nil: the checks of
