@@ -155,15 +155,33 @@ func (e *encoder) state(a actor.Actor) ([]byte, error) {
 // DecodeMessage rebuilds a recorded message as a value of its registered
 // type. Only registered types are built.
 func DecodeMessage(m RecordedMessage) (any, error) {
+	t, err := messageType(m.Type)
+	if err != nil {
+		return nil, err
+	}
+	v, err := decodeMessage(t, m.Data)
+	if err != nil {
+		return nil, fmt.Errorf("actors: decoding %s: %w", m.Type, err)
+	}
+	return v, nil
+}
+
+// messageType returns the type registered under name.
+func messageType(name string) (reflect.Type, error) {
 	messageTypes.RLock()
-	t, ok := messageTypes.byName[m.Type]
+	t, ok := messageTypes.byName[name]
 	messageTypes.RUnlock()
 	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrUnregistered, m.Type)
+		return nil, fmt.Errorf("%w: %q", ErrUnregistered, name)
 	}
+	return t, nil
+}
+
+// decodeMessage decodes data as a value of type t.
+func decodeMessage(t reflect.Type, data []byte) (any, error) {
 	ptr := reflect.New(t)
-	if err := msgpack.Unmarshal(m.Data, ptr.Interface()); err != nil {
-		return nil, fmt.Errorf("actors: decoding %s: %w", m.Type, err)
+	if err := msgpack.Unmarshal(data, ptr.Interface()); err != nil {
+		return nil, err
 	}
 	return ptr.Elem().Interface(), nil
 }

@@ -41,6 +41,12 @@ type restoreRequest struct {
 // holds what the restored snapshot held. Restore returns once that snapshot
 // is complete and stored, which also means every replayed message has been
 // delivered: input the caller sends afterwards comes after the replay.
+//
+// Before it spawns anything, Restore checks that the snapshot decodes, as
+// CheckDecodes does: a participant of a kind not given, a state that no
+// longer fits its actor's type, or a message in flight of a type not
+// registered or no longer fitting fails it with a *DecodeError matching
+// ErrStateDecode.
 func Restore(ctx context.Context, store persistence.Store, id snapshot.SnapshotID, opts ...Option) (*System, error) {
 	var g *snapshot.Global
 	var err error
@@ -50,9 +56,17 @@ func Restore(ctx context.Context, store persistence.Store, id snapshot.SnapshotI
 		g, err = store.Load(ctx, id)
 	}
 	if err != nil {
+		if id == 0 {
+			return nil, fmt.Errorf("%w: loading the latest snapshot: %w", ErrRestore, err)
+		}
 		return nil, fmt.Errorf("%w: loading snapshot %d: %w", ErrRestore, id, err)
 	}
 	if err := g.Verify(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrRestore, err)
+	}
+	// A state that no longer decodes would make its actor fail as it
+	// starts, and the first snapshot abort on the restart: say why first.
+	if err := CheckDecodes(g, opts...); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrRestore, err)
 	}
 	s, err := NewSystem(append([]Option{WithStore(store), func(c *config) { c.mode = g.Mode }}, opts...)...)
