@@ -190,6 +190,12 @@ func Kind(initial int64) actors.Option {
 	return actors.WithKind("account", func() actor.Actor { return &Account{Balance: initial} })
 }
 
+// Kinds returns the options giving every kind of the bank's participants,
+// for actors.CheckDecodes of a stored snapshot of the bank, as `actorsnap
+// verify` runs it. The bank's message types are registered when this
+// package is imported.
+func Kinds() []actors.Option { return []actors.Option{Kind(0)} }
+
 // RunConfig is what Run and Resume do.
 type RunConfig struct {
 	Config

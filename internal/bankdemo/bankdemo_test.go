@@ -3,9 +3,12 @@ package bankdemo_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/actorsnap/actorsnap/actors"
 	"github.com/actorsnap/actorsnap/internal/bankdemo"
@@ -45,5 +48,40 @@ func TestResumeContinuesWithTheSameMoney(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "restored 100 accounts, $10000") || strings.Contains(out.String(), "NO:") {
 		t.Fatalf("resume:\n%s", out.String())
+	}
+}
+
+func TestKindsDecodeTheBanksSnapshots(t *testing.T) {
+	store := persistence.NewMemory()
+	var out bytes.Buffer
+	err := bankdemo.Run(context.Background(), &out, bankdemo.RunConfig{
+		Config:   bankdemo.Config{Accounts: 20, Initial: 100, Chords: 2, InFlight: 2, Seed: 7},
+		Interval: 20 * time.Millisecond,
+		Duration: 200 * time.Millisecond,
+		Options:  []actors.Option{actors.WithStore(store)},
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	g, err := store.Latest(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.TotalInFlight() == 0 {
+		t.Fatal("no transfer in flight to check")
+	}
+	if err := actors.CheckDecodes(g, bankdemo.Kinds()...); err != nil {
+		t.Fatal(err)
+	}
+
+	// An account stored by a build whose Balance was a string.
+	g.Participants[3].State, err = msgpack.Marshal(struct{ Balance string }{"100"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = actors.CheckDecodes(g, bankdemo.Kinds()...)
+	want := `participant acct-00003 (kind "account", type *bankdemo.Account): state does not decode: msgpack: invalid code=a3 decoding int64`
+	if !errors.Is(err, actors.ErrStateDecode) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v, want ErrStateDecode and %q", err, want)
 	}
 }
