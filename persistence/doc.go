@@ -23,18 +23,58 @@
 // snapshot holding any other payload is refused with ErrPayloadType, by
 // every store.
 //
+// # Ownership
+//
+// A store holds the snapshots of one system. A system claims its store
+// (Store.Claim) before it saves: a new system (ClaimNew) is refused with
+// ErrOwned once the store holds or has held any snapshot, so two systems
+// never mix their snapshots in one store; a restore (ClaimRestore) takes
+// the store over and continues its snapshots. A second system shares a
+// store through a namespace of its own (WithNamespace, InNamespace): a
+// store beside the first, with its own owner.
+//
+// A claim is recorded (Ownership shows it, as ls does) and gives a Lease:
+// while it is held no other claim succeeds (ErrLocked), and Saves through
+// other Store values are refused with ErrLocked, so two live writers
+// cannot interleave even when started by mistake. The lease also carries
+// the highest id the store has held, damaged, deleted and set-aside
+// snapshots included: the claimant numbers its snapshots after it, so ids
+// never repeat.
+//
+// # Damage
+//
+// Entries lists everything in the store's place for snapshots, each
+// complete snapshot and, with its Damage, each entry that is not one: a
+// save cut short, a damaged or unreadable manifest, a file, FIFO or link
+// where a snapshot directory should be, a name the store does not use
+// (ErrForeign). One damaged entry never fails Entries or List, never
+// hides another, and never stops Latest (which passes over entries that
+// are not complete snapshots, and reports damage in the data of the newest
+// complete one), Save or Retain. Only regular files are opened (a FIFO or
+// device in a snapshot's place is reported with ErrNotRegular and never
+// read), and every read is bounded by the size the manifest gives or a
+// format limit. SetAside moves a damaged entry out of the way, keeping it
+// for inspection.
+//
 // # On-disk layout
 //
 // A FileStore directory holds one directory per complete snapshot, named
 // by its id in 20 decimal digits so that names sort as ids do:
 //
 //	DIR/
+//	  OWNER                         the owner: system name, generation,
+//	                                host, pid, time of the claim, and the
+//	                                highest id once the newest is deleted
+//	  LOCK                          flock(2)ed: exclusively by a lease,
+//	                                shared by a Save without one
 //	  snap-00000000000000000042/    snapshot 42
 //	    global.dat                  the snapshot, as EncodeGlobal writes it
 //	    MANIFEST                    written last: the id, and each data
 //	                                file's name, size and CRC-32C
 //	  .tmp-00000000000000000043-<random>/   a save in progress (or crashed)
 //	  .del-snap-00000000000000000040-<random>/  a snapshot being deleted
+//	  .damaged-snap-00000000000000000041-<random>/  set aside (SetAside)
+//	  namespaces/NAME/              a namespace, laid out as DIR
 //
 // Save creates a temporary directory with a name of its own and both files
 // in it (checking and encoding the snapshot meanwhile, on two other
@@ -49,8 +89,18 @@
 // both succeed nor mix their files, and no lock is needed.
 // When Save returns nil the snapshot survives a crash.
 //
+// OWNER is written when a system claims the store, and when Delete
+// removes the snapshot with the highest id, each time to a temporary file
+// that is synced and renamed into place. The highest id the store has
+// held is the largest of OWNER's and of the ids in the directory's names
+// (snap-, .tmp-, .del- and .damaged- alike). The lock on LOCK belongs to
+// the open file, so the operating system releases it when the process
+// dies: a crashed writer never blocks its restore. A store never claimed
+// has no LOCK, and its Saves take no lock.
+//
 // A snap- directory whose MANIFEST is missing or does not verify is not a
-// snapshot: List and Latest skip it, Load reports it as corrupt. A snapshot
+// snapshot: List and Latest skip it, Entries lists it with its damage, and
+// Load reports it as corrupt. A snapshot
 // whose manifest verifies but whose data does not (a checksum, size or
 // decoding fault) is reported by Load and Latest as a *CorruptError naming
 // the file and byte offset, never loaded, and never skipped silently by

@@ -25,10 +25,11 @@ const (
 	OpRemove     // FS.Remove and FS.RemoveAll
 	OpReadDir    // FS.ReadDir
 	OpSyncDir    // FS.SyncDir
+	OpLock       // FS.Lock
 	numOps
 )
 
-var opNames = [numOps]string{"any", "create", "open", "read", "write", "sync", "close", "stat", "mkdir", "rename", "remove", "readdir", "syncdir"}
+var opNames = [numOps]string{"any", "create", "open", "read", "write", "sync", "close", "stat", "mkdir", "rename", "remove", "readdir", "syncdir", "lock"}
 
 // String returns the kind's name.
 func (o Op) String() string {
@@ -54,6 +55,9 @@ type Fault struct {
 	Sticky bool
 	// Err is the error returned; nil means ErrInjected.
 	Err error
+	// Name, if set, limits the fault to operations on that name: only
+	// they are counted for N, and only they fail when Sticky.
+	Name string
 }
 
 // ErrorFS is an FS for tests that passes operations to another FS, counts
@@ -64,9 +68,10 @@ type ErrorFS struct {
 	base  FS
 	fault Fault
 
-	mu     sync.Mutex
-	counts [numOps]int
-	hit    bool
+	mu      sync.Mutex
+	counts  [numOps]int
+	matched int // operations of the fault's kind on its Name
+	hit     bool
 }
 
 // NewErrorFS returns an ErrorFS over base that injects f.
@@ -85,7 +90,7 @@ func (e *ErrorFS) SetFault(f Fault) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.fault, e.counts, e.hit = f, [numOps]int{}, false
+	e.fault, e.counts, e.matched, e.hit = f, [numOps]int{}, 0, false
 }
 
 // Count returns the number of operations of kind op seen so far, failed
@@ -108,10 +113,18 @@ func (e *ErrorFS) check(op Op, name string) error {
 	defer e.mu.Unlock()
 	e.counts[op]++
 	e.counts[OpAny]++
+	if e.fault.Name != "" && name != e.fault.Name {
+		return nil
+	}
 	if e.hit && e.fault.Sticky {
 		return &fs.PathError{Op: op.String(), Path: name, Err: e.fault.Err}
 	}
-	if !e.hit && e.fault.N > 0 && (e.fault.Op == OpAny || e.fault.Op == op) && e.counts[e.fault.Op] == e.fault.N {
+	n := e.counts[e.fault.Op]
+	if e.fault.Name != "" && (e.fault.Op == OpAny || e.fault.Op == op) {
+		e.matched++
+		n = e.matched
+	}
+	if !e.hit && e.fault.N > 0 && (e.fault.Op == OpAny || e.fault.Op == op) && n == e.fault.N {
 		e.hit = true
 		return &fs.PathError{Op: op.String(), Path: name, Err: e.fault.Err}
 	}
@@ -248,4 +261,20 @@ func (f *errorFile) Stat() (fs.FileInfo, error) {
 		return nil, err
 	}
 	return f.f.Stat()
+}
+
+// Lock implements FS.
+func (e *ErrorFS) Lock(name string, exclusive, create bool) (func() error, error) {
+	if err := e.check(OpLock, name); err != nil {
+		return nil, err
+	}
+	return e.base.Lock(name, exclusive, create)
+}
+
+// Lstat implements FS.
+func (e *ErrorFS) Lstat(name string) (fs.FileInfo, error) {
+	if err := e.check(OpStat, name); err != nil {
+		return nil, err
+	}
+	return e.base.Lstat(name)
 }

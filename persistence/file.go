@@ -38,11 +38,24 @@ const DefaultTempGrace = time.Hour
 type FileOption func(*fileConfig)
 
 type fileConfig struct {
-	fs    FS
-	grace time.Duration
-	now   func() time.Time
-	log   *slog.Logger
+	fs        FS
+	grace     time.Duration
+	now       func() time.Time
+	log       *slog.Logger
+	namespace string
+	mustExist bool
 }
+
+// WithNamespace opens the namespace name of the store instead of the
+// store itself: a store of its own, with its own owner, in the directory
+// namespaces/name under the store's (see CheckNamespace for the names
+// allowed). A second system shares a store this way.
+func WithNamespace(name string) FileOption { return func(c *fileConfig) { c.namespace = name } }
+
+// WithMustExist makes Open fail with ErrNoStore where the directory does
+// not exist, and change nothing on disk: no directory is created and no
+// leftover removed. Commands that only read a store use it.
+func WithMustExist() FileOption { return func(c *fileConfig) { c.mustExist = true } }
 
 // WithFS makes the store work through fsys instead of the operating
 // system's file system; tests pass a MemFS or an ErrorFS.
@@ -68,7 +81,8 @@ func WithLogger(l *slog.Logger) FileOption { return func(c *fileConfig) { c.log 
 // guarantees. Several FileStores, in one process or several, may share a
 // root directory.
 type FileStore struct {
-	dir   string
+	root  string // the store's directory
+	dir   string // the namespace's: root, or root/namespaces/NAME
 	fs    FS
 	grace time.Duration
 	now   func() time.Time
@@ -78,6 +92,9 @@ type FileStore struct {
 	// retain it), and reusing the buffers spares the collector a
 	// snapshot's size per Save.
 	bufs sync.Pool
+
+	leaseMu sync.Mutex
+	lease   *fileLease // held by this store, if any
 }
 
 var _ Store = (*FileStore)(nil)
@@ -113,9 +130,27 @@ func Open(ctx context.Context, dir string, opts ...FileOption) (*FileStore, erro
 	if cfg.log == nil {
 		cfg.log = slog.New(slog.DiscardHandler)
 	}
-	s := &FileStore{dir: path, fs: cfg.fs, grace: cfg.grace, now: cfg.now, log: cfg.log}
+	s := &FileStore{root: path, dir: path, fs: cfg.fs, grace: cfg.grace, now: cfg.now, log: cfg.log}
+	if cfg.namespace != "" {
+		if err := CheckNamespace(cfg.namespace); err != nil {
+			return nil, err
+		}
+		s.dir = filepath.Join(path, namespacesName, cfg.namespace)
+	}
+	if cfg.mustExist {
+		info, err := s.fs.Stat(s.dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("%w at %s", ErrNoStore, s.dir)
+		case err != nil:
+			return nil, fmt.Errorf("persistence: open %s: %w", s.dir, err)
+		case !info.IsDir():
+			return nil, fmt.Errorf("%w at %s: not a directory", ErrNoStore, s.dir)
+		}
+		return s, nil
+	}
 	if err := s.mkdirAll(); err != nil {
-		return nil, fmt.Errorf("persistence: open %s: %w", path, err)
+		return nil, fmt.Errorf("persistence: open %s: %w", s.dir, err)
 	}
 	if err := s.cleanup(ctx); err != nil {
 		return nil, err
@@ -161,6 +196,8 @@ func filePath(dir string) (string, error) {
 			return "", fmt.Errorf("%w: %q", ErrUnsupportedScheme, scheme)
 		}
 		dir = rest
+	} else if strings.Contains(dir, "://") {
+		return "", fmt.Errorf("%w: %q is neither a path nor a URL with a scheme", ErrUnsupportedScheme, dir)
 	}
 	if dir == "" {
 		return "", errors.New("persistence: empty directory name")
@@ -168,7 +205,8 @@ func filePath(dir string) (string, error) {
 	return filepath.Clean(dir), nil
 }
 
-// Dir returns the store's root directory.
+// Dir returns the directory the store keeps its snapshots in: the store's
+// root, or its namespace's directory under it.
 func (s *FileStore) Dir() string { return s.dir }
 
 func (s *FileStore) snapDir(id snapshot.SnapshotID) string {
@@ -251,6 +289,9 @@ func (s *FileStore) Save(ctx context.Context, g *snapshot.Global) error {
 	if g == nil {
 		return checkSave(g)
 	}
+	if err := checkID(g); err != nil {
+		return err
+	}
 	var (
 		data     [2][]byte
 		encErr   error
@@ -296,6 +337,11 @@ func (s *FileStore) Save(ctx context.Context, g *snapshot.Global) error {
 // save does Save's work; encoded waits for the encoding, in two pieces
 // that the data file holds one after the other.
 func (s *FileStore) save(ctx context.Context, id snapshot.SnapshotID, encoded func() ([2][]byte, error)) error {
+	done, err := s.writing(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	final := s.snapDir(id)
 	if _, err := s.fs.Stat(final); err == nil {
 		return fmt.Errorf("%w: %d", ErrExists, id)
@@ -520,8 +566,13 @@ func (s *FileStore) gone(id snapshot.SnapshotID, path string) error {
 	return &CorruptError{File: path, Reason: "missing"}
 }
 
-// readManifest reads and checks the manifest of snapshot id.
+// readManifest reads and checks the manifest of snapshot id. The
+// snapshot's directory must be one: a file, or a symbolic link, in its
+// place is reported with ErrNotRegular.
 func (s *FileStore) readManifest(id snapshot.SnapshotID) (manifest, error) {
+	if info, err := s.fs.Lstat(s.snapDir(id)); err == nil && !info.IsDir() {
+		return manifest{}, fmt.Errorf("%w: %s is %v, not a snapshot directory", ErrNotRegular, s.snapDir(id), info.Mode().Type())
+	}
 	path := filepath.Join(s.snapDir(id), manifestName)
 	f, err := s.fs.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -655,7 +706,7 @@ func (s *FileStore) verifyData(id snapshot.SnapshotID, m manifest) error {
 			return err
 		}
 		h := crc32.New(castagnoli)
-		n, err := io.Copy(h, f)
+		n, err := io.Copy(h, io.LimitReader(f, mf.Size+1))
 		f.Close()
 		if err != nil {
 			return err
@@ -670,53 +721,49 @@ func (s *FileStore) verifyData(id snapshot.SnapshotID, m manifest) error {
 	return nil
 }
 
-// ids returns the ids of all snapshot directories, complete or not, in
-// increasing order.
-func (s *FileStore) ids() ([]snapshot.SnapshotID, error) {
-	entries, err := s.fs.ReadDir(s.dir)
-	if err != nil {
-		return nil, fmt.Errorf("persistence: %w", err)
-	}
-	var ids []snapshot.SnapshotID
-	for _, e := range entries { // sorted by name, so by id
-		if id, ok := parseSnapDir(e.Name()); ok && e.IsDir() {
-			ids = append(ids, id)
-		}
-	}
-	return ids, nil
-}
-
 // incomplete reports whether err, from readManifest, marks a directory
 // that is not (or no longer) a snapshot.
 func incomplete(err error) bool {
 	return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrNotFound)
 }
 
-// Latest implements Store.
+// Latest implements Store. Walking down from the highest id, it skips the
+// entries that are not complete snapshots (Entries says why) and loads the
+// first complete one: damage found in its data is reported, not skipped.
 func (s *FileStore) Latest(ctx context.Context) (*snapshot.Global, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	ids, err := s.ids()
+	es, err := s.Entries(ctx)
 	if err != nil {
 		return nil, err
 	}
-	for i := len(ids) - 1; i >= 0; i-- {
+	for i := len(es) - 1; i >= 0; i-- {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		m, err := s.readManifest(ids[i])
-		if incomplete(err) {
+		e := es[i]
+		if e.ID == 0 {
 			continue
 		}
+		if e.Damage != nil && !errors.Is(e.Damage, ErrFormatVersion) {
+			if isDamage(e.Damage) {
+				continue
+			}
+			return nil, e.Damage
+		}
+		m, err := s.readManifest(e.ID)
 		if err != nil {
+			if isDamage(err) && !errors.Is(err, ErrFormatVersion) {
+				continue // deleted or damaged since Entries read it
+			}
 			return nil, err
 		}
-		g, err := s.load(ctx, ids[i], m)
+		g, err := s.load(ctx, e.ID, m)
 		if errors.Is(err, ErrNotFound) {
 			continue // deleted since its manifest was read
 		}
-		return g, err
+		if err != nil {
+			return nil, fmt.Errorf("persistence: latest is snapshot %d: %w", e.ID, err)
+		}
+		return g, nil
 	}
 	return nil, ErrNotFound
 }
@@ -724,37 +771,43 @@ func (s *FileStore) Latest(ctx context.Context) (*snapshot.Global, error) {
 // List implements Store. A snapshot whose manifest is of another format
 // version is listed: it is complete, though this build cannot load it.
 func (s *FileStore) List(ctx context.Context) ([]snapshot.SnapshotID, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	ids, err := s.ids()
+	es, err := s.Entries(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := ids[:0]
-	for _, id := range ids {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	var ids []snapshot.SnapshotID
+	for _, e := range es {
+		if e.ID != 0 && (e.Damage == nil || errors.Is(e.Damage, ErrFormatVersion)) {
+			ids = append(ids, e.ID)
 		}
-		_, err := s.readManifest(id)
-		if incomplete(err) {
-			continue
-		}
-		if err != nil && !errors.Is(err, ErrFormatVersion) {
-			return nil, err
-		}
-		out = append(out, id)
 	}
-	return out, nil
+	return ids, nil
 }
 
 // Delete implements Store. The snapshot directory is first renamed to a
 // name no reader looks at, so the snapshot disappears at once and wholly;
-// its files are removed after.
+// its files are removed after. Deleting the snapshot with the highest id
+// records that id in OWNER first, so that it is never used again.
 func (s *FileStore) Delete(ctx context.Context, id snapshot.SnapshotID) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	done, err := s.writing(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if _, err := s.fs.Stat(s.snapDir(id)); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err := s.keepHigh(id); err != nil {
+		return fmt.Errorf("persistence: delete %d: %w", id, err)
+	}
+	return s.delete(id)
+}
+
+// delete removes snapshot id; the caller fences it.
+func (s *FileStore) delete(id snapshot.SnapshotID) error {
 	dir := s.snapDir(id)
 	del := filepath.Join(s.dir, delPrefix+filepath.Base(dir)+"-"+randomSuffix())
 	if err := s.fs.Rename(dir, del); err != nil {
@@ -775,44 +828,65 @@ func (s *FileStore) Delete(ctx context.Context, id snapshot.SnapshotID) error {
 
 // Retain implements Store. Walking from the newest snapshot down, it
 // counts those whose manifest and data checksums verify; once it has
-// counted n, it deletes every older one. A damaged or incomplete snapshot
-// newer than that is neither counted nor deleted.
+// counted n, it deletes every older snapshot directory. An entry newer
+// than that which is damaged, unreadable or incomplete is neither counted
+// nor deleted, and never stops the walk.
 func (s *FileStore) Retain(ctx context.Context, n int) error {
 	if err := checkRetain(n); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	ids, err := s.ids()
+	es, err := s.Entries(ctx)
 	if err != nil {
 		return err
 	}
+	done, err := s.writing(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	kept := 0
-	for i := len(ids) - 1; i >= 0; i-- {
+	for i := len(es) - 1; i >= 0; i-- {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		id := ids[i]
+		e := es[i]
+		if e.ID == 0 {
+			continue
+		}
 		if kept >= n {
-			if err := s.Delete(ctx, id); err != nil {
+			if err := s.delete(e.ID); err != nil {
 				return err
 			}
 			continue
 		}
-		m, err := s.readManifest(id)
+		err := e.Damage
 		if err == nil {
-			err = s.verifyData(id, m)
+			var m manifest
+			if m, err = s.readManifest(e.ID); err == nil {
+				err = s.verifyData(e.ID, m)
+			}
 		}
 		switch {
 		case err == nil:
 			kept++
-		case incomplete(err), errors.Is(err, ErrFormatVersion):
-			// Not counted, and not deleted: only snapshots older than n
-			// complete ones are.
-		default:
+		case !isDamage(err):
 			return fmt.Errorf("persistence: retain: %w", err)
 		}
+		// A damaged entry is not counted, and not deleted: only entries
+		// older than n complete snapshots are.
 	}
 	return nil
+}
+
+// isDamage reports whether err, met reading an entry, says what the entry
+// is (damaged, incomplete, gone, unreadable, of another format) rather
+// than that reading failed: such an entry is passed over, while another
+// error stops the operation.
+func isDamage(err error) bool {
+	for _, target := range []error{ErrCorrupt, ErrNotFound, ErrNotRegular, ErrForeign, ErrFormatVersion, fs.ErrPermission} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
 }

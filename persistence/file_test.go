@@ -442,7 +442,7 @@ func TestOpenURL(t *testing.T) {
 	require.ErrorIs(t, err, persistence.ErrUnsupportedScheme)
 
 	registerFake.Do(func() {
-		persistence.RegisterScheme("Fake-Scheme", func(ctx context.Context, url string) (persistence.Store, error) {
+		persistence.RegisterScheme("Fake-Scheme", func(ctx context.Context, url string, _ persistence.OpenOptions) (persistence.Store, error) {
 			if url != "fake-scheme://x" {
 				return nil, fmt.Errorf("opener got %q", url)
 			}
@@ -454,13 +454,13 @@ func TestOpenURL(t *testing.T) {
 	require.IsType(t, &persistence.Memory{}, s)
 	assert.Panics(t, func() { persistence.RegisterScheme("fake-scheme", nil) })
 	assert.Panics(t, func() {
-		persistence.RegisterScheme("fake-scheme", func(context.Context, string) (persistence.Store, error) { return nil, nil })
+		persistence.RegisterScheme("fake-scheme", func(context.Context, string, persistence.OpenOptions) (persistence.Store, error) { return nil, nil })
 	})
 	assert.Panics(t, func() {
-		persistence.RegisterScheme("file", func(context.Context, string) (persistence.Store, error) { return nil, nil })
+		persistence.RegisterScheme("file", func(context.Context, string, persistence.OpenOptions) (persistence.Store, error) { return nil, nil })
 	})
 	assert.Panics(t, func() {
-		persistence.RegisterScheme("1x", func(context.Context, string) (persistence.Store, error) { return nil, nil })
+		persistence.RegisterScheme("1x", func(context.Context, string, persistence.OpenOptions) (persistence.Store, error) { return nil, nil })
 	})
 }
 

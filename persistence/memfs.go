@@ -24,8 +24,15 @@ import (
 // The zero value is not usable; call NewMemFS. A MemFS is safe for
 // concurrent use.
 type MemFS struct {
-	mu   sync.Mutex
-	root *memNode
+	mu    sync.Mutex
+	root  *memNode
+	locks map[*memNode]*memLock // advisory locks held, by file
+}
+
+// memLock is the state of one file's advisory lock.
+type memLock struct {
+	shared    int
+	exclusive bool
 }
 
 type memNode struct {
@@ -187,6 +194,9 @@ func (m *MemFS) Open(name string) (File, error) {
 	n, err := m.lookup("open", name)
 	if err != nil {
 		return nil, err
+	}
+	if n.dir {
+		return nil, memErr("open", name, fmt.Errorf("%w (a directory)", ErrNotRegular))
 	}
 	return &memFile{fs: m, n: n, name: name}, nil
 }
@@ -469,3 +479,53 @@ func (f *memFile) Stat() (fs.FileInfo, error) {
 	}
 	return f.n.info(filepath.Base(f.name)), nil
 }
+
+// Lock implements FS. Locks live in the MemFS, not in its files: a crash
+// clone starts with none, as processes holding locks die with a crash.
+func (m *MemFS) Lock(name string, exclusive, create bool) (func() error, error) {
+	if create {
+		if f, err := m.Create(name); err == nil {
+			f.Close()
+		} else if !errors.Is(err, fs.ErrExist) {
+			return nil, err
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, err := m.lookup("lock", name)
+	if err != nil {
+		return nil, err
+	}
+	if m.locks == nil {
+		m.locks = map[*memNode]*memLock{}
+	}
+	l := m.locks[n]
+	if l == nil {
+		l = &memLock{}
+		m.locks[n] = l
+	}
+	if l.exclusive || exclusive && l.shared > 0 {
+		return nil, memErr("lock", name, ErrLockHeld)
+	}
+	if exclusive {
+		l.exclusive = true
+	} else {
+		l.shared++
+	}
+	var once sync.Once
+	return func() error {
+		once.Do(func() {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			if exclusive {
+				l.exclusive = false
+			} else {
+				l.shared--
+			}
+		})
+		return nil
+	}, nil
+}
+
+// Lstat implements FS. A MemFS has no symbolic links: it is Stat.
+func (m *MemFS) Lstat(name string) (fs.FileInfo, error) { return m.Stat(name) }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/actorsnap/actorsnap/snapshot"
 )
@@ -32,8 +33,19 @@ var (
 	// holding a message whose payload is not a RecordedMessage.
 	ErrPayloadType = errors.New("persistence: message payload is not a persistence.RecordedMessage")
 	// ErrUnsupportedScheme is returned by OpenURL and Open for a URL whose
-	// scheme has no registered store.
+	// scheme has no registered store, or a string that looks like a URL
+	// but is not one.
 	ErrUnsupportedScheme = errors.New("persistence: unsupported URL scheme")
+	// ErrNoStore is returned by Open and OpenURL with MustExist for a
+	// store that does not exist.
+	ErrNoStore = errors.New("persistence: no store")
+	// ErrNotRegular is the Damage of an entry, and the error of a read,
+	// where a snapshot file or directory is something else (a FIFO, a
+	// device, a directory where a file should be): it is never opened.
+	ErrNotRegular = errors.New("persistence: not a regular file")
+	// ErrForeign is the Damage of an entry whose name the store does not
+	// use for anything: it was put there by something else.
+	ErrForeign = errors.New("persistence: not a snapshot of this store")
 )
 
 // CorruptError reports stored bytes that cannot be a snapshot: truncated,
@@ -111,6 +123,24 @@ type Store interface {
 	// snapshot older than them: it never deletes a snapshot unless n newer
 	// ones are complete. n must be at least 1.
 	Retain(ctx context.Context, n int) error
+
+	// Claim makes the caller the store's one writer, for the system named
+	// system, until the Lease is released; see ClaimMode for when a claim
+	// is refused (with an *OwnerError). The claim is recorded in the store
+	// (Ownership shows it) and outlives the lease.
+	Claim(ctx context.Context, system string, mode ClaimMode) (Lease, error)
+	// Ownership returns the store's owner, the highest id it has held and
+	// whether a writer holds it now. It changes nothing.
+	Ownership(ctx context.Context) (Ownership, error)
+	// Entries returns every entry in the store's place for snapshots, in
+	// increasing id order (entries without an id last, by name): complete
+	// snapshots and, with their Damage, whatever is there that is not one.
+	// One damaged or unreadable entry never fails the call.
+	Entries(ctx context.Context) ([]Entry, error)
+	// SetAside moves entry e, as Entries returned it, out of the store's
+	// way, keeping it for inspection where the store documents: it is no
+	// longer listed, and its id is never used again.
+	SetAside(ctx context.Context, e Entry) error
 }
 
 // checkSave returns why g must not be saved, or nil.
@@ -134,6 +164,15 @@ func checkSave(g *snapshot.Global) error {
 	return nil
 }
 
+// checkID refuses an id past maxID: a store's ids never come near
+// wrapping around.
+func checkID(g *snapshot.Global) error {
+	if g != nil && g.ID > maxID {
+		return fmt.Errorf("%w: snapshot id %d, more than %d", ErrTooLarge, g.ID, uint64(maxID))
+	}
+	return nil
+}
+
 func checkRetain(n int) error {
 	if n < 1 {
 		return fmt.Errorf("persistence: retain %d: n must be at least 1", n)
@@ -148,6 +187,9 @@ func checkRetain(n int) error {
 type Memory struct {
 	mu    sync.Mutex
 	snaps map[snapshot.SnapshotID]*snapshot.Global
+	high  snapshot.SnapshotID // the highest id saved
+	owner Owner
+	lease *memLease // the lease held, if any
 }
 
 var _ Store = (*Memory)(nil)
@@ -160,7 +202,7 @@ func (m *Memory) Save(ctx context.Context, g *snapshot.Global) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := checkSave(g); err != nil {
+	if err := errors.Join(checkSave(g), checkID(g)); err != nil {
 		return err
 	}
 	m.mu.Lock()
@@ -172,6 +214,7 @@ func (m *Memory) Save(ctx context.Context, g *snapshot.Global) error {
 		m.snaps = make(map[snapshot.SnapshotID]*snapshot.Global)
 	}
 	m.snaps[g.ID] = g
+	m.high = max(m.high, g.ID)
 	return nil
 }
 
@@ -261,4 +304,69 @@ func shallowCopy(g *snapshot.Global) *snapshot.Global {
 		c.Channels[i].Messages = slices.Clone(c.Channels[i].Messages)
 	}
 	return &c
+}
+
+// Claim implements Store. A Memory has one writer at a time: a second
+// claim before the first lease's Release is refused with ErrLocked.
+func (m *Memory) Claim(ctx context.Context, system string, mode ClaimMode) (Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := DecideClaim("in-memory store", mode, system, m.ownership()); err != nil {
+		return nil, err
+	}
+	m.owner = NewOwner(system, m.owner, time.Now())
+	m.lease = &memLease{m: m, owner: m.owner, high: m.high}
+	return m.lease, nil
+}
+
+func (m *Memory) ownership() Ownership {
+	return Ownership{Owner: m.owner, High: m.high, Live: m.lease != nil}
+}
+
+// Ownership implements Store.
+func (m *Memory) Ownership(ctx context.Context) (Ownership, error) {
+	if err := ctx.Err(); err != nil {
+		return Ownership{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ownership(), nil
+}
+
+// Entries implements Store: a Memory holds complete snapshots only.
+func (m *Memory) Entries(ctx context.Context) ([]Entry, error) {
+	ids, err := m.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	es := make([]Entry, len(ids))
+	for i, id := range ids {
+		es[i] = Entry{ID: id, Name: fmt.Sprint(id)}
+	}
+	return es, nil
+}
+
+// SetAside implements Store. A Memory holds nothing damaged, so setting a
+// snapshot aside deletes it; its id is not used again.
+func (m *Memory) SetAside(ctx context.Context, e Entry) error { return m.Delete(ctx, e.ID) }
+
+type memLease struct {
+	m     *Memory
+	owner Owner
+	high  snapshot.SnapshotID
+}
+
+func (l *memLease) Owner() Owner              { return l.owner }
+func (l *memLease) High() snapshot.SnapshotID { return l.high }
+
+func (l *memLease) Release(context.Context) error {
+	l.m.mu.Lock()
+	defer l.m.mu.Unlock()
+	if l.m.lease == l {
+		l.m.lease = nil
+	}
+	return nil
 }

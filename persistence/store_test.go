@@ -41,3 +41,24 @@ func TestFileStoreConformanceMemFS(t *testing.T) {
 		return s
 	})
 }
+
+func TestMemoryOwnership(t *testing.T) {
+	storetest.RunPair(t, func(t *testing.T) (persistence.Store, persistence.Store) {
+		m := persistence.NewMemory()
+		return m, m
+	})
+}
+
+func TestFileStoreOwnership(t *testing.T) {
+	storetest.RunPair(t, func(t *testing.T) (persistence.Store, persistence.Store) {
+		dir := t.TempDir()
+		return openFile(t, dir), openFile(t, dir)
+	})
+}
+
+func TestFileStoreOwnershipMemFS(t *testing.T) {
+	storetest.RunPair(t, func(t *testing.T) (persistence.Store, persistence.Store) {
+		mem := persistence.NewMemFS()
+		return openFile(t, "/snaps", persistence.WithFS(mem)), openFile(t, "/snaps", persistence.WithFS(mem))
+	})
+}

@@ -9,8 +9,31 @@ import (
 	"sync"
 )
 
-// Opener opens the store a URL names. It is what RegisterScheme registers.
-type Opener func(ctx context.Context, url string) (Store, error)
+// Opener opens the store a URL names, with the options of OpenURL. It is
+// what RegisterScheme registers.
+type Opener func(ctx context.Context, url string, o OpenOptions) (Store, error)
+
+// OpenOptions are the options of OpenURL that every store takes.
+type OpenOptions struct {
+	// Namespace, if set, opens that namespace of the store instead of the
+	// store itself: a store of its own, with its own owner, beside the
+	// store's (see CheckNamespace for the names allowed, and each store
+	// for where it keeps a namespace).
+	Namespace string
+	// MustExist makes opening fail with ErrNoStore where the store does
+	// not exist, and change nothing: commands that only read use it.
+	MustExist bool
+}
+
+// OpenOption sets an option of OpenURL.
+type OpenOption func(*OpenOptions)
+
+// InNamespace opens the namespace name of the store (OpenOptions.Namespace).
+func InNamespace(name string) OpenOption { return func(o *OpenOptions) { o.Namespace = name } }
+
+// MustExist makes OpenURL fail where the store does not exist, and change
+// nothing (OpenOptions.MustExist).
+func MustExist() OpenOption { return func(o *OpenOptions) { o.MustExist = true } }
 
 // schemes holds the registered openers. Like database/sql's drivers it is
 // global, because which stores a program can open is a property of the
@@ -44,13 +67,29 @@ func RegisterScheme(scheme string, open Opener) {
 }
 
 // OpenURL opens the store url names: a path or a file:// URL opens a
-// FileStore with default options (see Open), and a URL of a scheme
-// registered with RegisterScheme is passed to its opener. Any other scheme
-// is refused with ErrUnsupportedScheme.
-func OpenURL(ctx context.Context, url string) (Store, error) {
+// FileStore (see Open), and a URL of a scheme registered with
+// RegisterScheme is passed to its opener. Any other scheme, or a string
+// holding "://" that is not a URL, is refused with ErrUnsupportedScheme.
+func OpenURL(ctx context.Context, url string, opts ...OpenOption) (Store, error) {
+	var o OpenOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.Namespace != "" {
+		if err := CheckNamespace(o.Namespace); err != nil {
+			return nil, err
+		}
+	}
 	scheme, _, ok := splitScheme(url)
 	if !ok || scheme == "file" {
-		s, err := Open(ctx, url)
+		var fopts []FileOption
+		if o.Namespace != "" {
+			fopts = append(fopts, WithNamespace(o.Namespace))
+		}
+		if o.MustExist {
+			fopts = append(fopts, WithMustExist())
+		}
+		s, err := Open(ctx, url, fopts...)
 		if err != nil {
 			return nil, err
 		}
@@ -63,7 +102,7 @@ func OpenURL(ctx context.Context, url string) (Store, error) {
 	if !found {
 		return nil, fmt.Errorf("%w: %q (known: %s)", ErrUnsupportedScheme, scheme, strings.Join(append([]string{"file"}, known...), ", "))
 	}
-	return open(ctx, url)
+	return open(ctx, url, o)
 }
 
 // splitScheme splits "scheme://rest". A string without "://" after a

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/actorsnap/actorsnap/persistence"
 )
 
 // migrations are the schema's versions: applying migrations[i] takes the
@@ -60,11 +62,22 @@ var migrations = []string{
 		crc         bigint  NOT NULL,
 		PRIMARY KEY (snapshot_id, channel_ord, ord)
 	);`,
+	// 2: the owner: the system that claimed the schema last, and the
+	// highest snapshot id it has held (kept when the newest is deleted).
+	`CREATE TABLE {schema}.owner (
+		singleton  boolean     PRIMARY KEY DEFAULT true CHECK (singleton),
+		system     text        NOT NULL,
+		generation bigint      NOT NULL,
+		host       text        NOT NULL,
+		pid        integer     NOT NULL,
+		since      timestamptz NOT NULL,
+		high       bigint      NOT NULL DEFAULT 0
+	);`,
 }
 
 // SchemaVersion is the version of the database schema this build
 // migrates to.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // migrate brings the schema up to SchemaVersion in one transaction, under
 // a transaction-scoped advisory lock of the schema's own: processes
@@ -108,6 +121,9 @@ func (s *Store) migrateTx(c *call, tx pgx.Tx) error {
 	var exists bool
 	if err := scan(&exists, `SELECT EXISTS (SELECT FROM pg_namespace WHERE nspname = $1)`, s.schema); err != nil {
 		return err
+	}
+	if !exists && s.mustExist {
+		return fmt.Errorf("%w: no schema %s", persistence.ErrNoStore, s.schema)
 	}
 	if !exists {
 		if err := exec(`CREATE SCHEMA ` + pgx.Identifier{s.schema}.Sanitize()); err != nil {

@@ -554,3 +554,69 @@ func TestExecModes(t *testing.T) {
 		})
 	}
 }
+
+func TestOwnership(t *testing.T) {
+	serverURL(t)
+	t.Parallel()
+	storetest.RunPair(t, func(t *testing.T) (persistence.Store, persistence.Store) {
+		schema := freshSchema(t)
+		return open(t, schema), open(t, schema)
+	})
+}
+
+// TestFencedByGeneration: a lease whose lock went with its connection
+// (as when the connection to the server is lost) is superseded by the
+// next claim, and its Saves fail with ErrFenced rather than interleave
+// with the new writer's.
+func TestFencedByGeneration(t *testing.T) {
+	ctx := context.Background()
+	schema := freshSchema(t)
+	a, b := open(t, schema), open(t, schema)
+	la, err := a.Claim(ctx, "bank", persistence.ClaimNew)
+	require.NoError(t, err)
+	require.NoError(t, a.Save(ctx, storetest.NewGlobal(1, storetest.Small)))
+	exec(t, `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ExclusiveLock' AND pid <> pg_backend_pid()`)
+	lb, err := b.Claim(ctx, "bank", persistence.ClaimRestore)
+	require.NoError(t, err, "the lock went with the connection")
+	assert.Equal(t, uint64(2), lb.Owner().Generation)
+	err = a.Save(ctx, storetest.NewGlobal(2, storetest.Small))
+	require.ErrorIs(t, err, persistence.ErrFenced)
+	require.NoError(t, b.Save(ctx, storetest.NewGlobal(2, storetest.Small)))
+	require.NoError(t, lb.Release(ctx))
+	require.NoError(t, la.Release(ctx))
+}
+
+// TestNamespacesAndMustExist: a namespace is a schema of its own beside
+// the store's, with its own owner; opening with MustExist creates
+// nothing.
+func TestNamespacesAndMustExist(t *testing.T) {
+	ctx := context.Background()
+	schema := freshSchema(t)
+	u, err := url.Parse(serverURL(t))
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set("schema", schema)
+	u.RawQuery = q.Encode()
+	_, err = persistence.OpenURL(ctx, u.String(), persistence.MustExist())
+	require.ErrorIs(t, err, persistence.ErrNoStore)
+	assert.Empty(t, query[string](t, `SELECT nspname::text FROM pg_namespace WHERE nspname = $1`, schema), "nothing created")
+
+	main, err := persistence.OpenURL(ctx, u.String())
+	require.NoError(t, err)
+	defer main.(*postgres.Store).Close()
+	t.Cleanup(func() { exec(t, `DROP SCHEMA IF EXISTS "`+schema+`/pipeline" CASCADE`) })
+	other, err := persistence.OpenURL(ctx, u.String(), persistence.InNamespace("pipeline"))
+	require.NoError(t, err)
+	defer other.(*postgres.Store).Close()
+	assert.Equal(t, schema+"/pipeline", other.(*postgres.Store).Schema())
+	l1, err := main.Claim(ctx, "bank", persistence.ClaimNew)
+	require.NoError(t, err)
+	require.NoError(t, main.Save(ctx, storetest.NewGlobal(1, storetest.Small)))
+	l2, err := other.Claim(ctx, "pipeline", persistence.ClaimNew)
+	require.NoError(t, err, "a namespace has an owner of its own")
+	require.NoError(t, other.Save(ctx, storetest.NewGlobal(1, storetest.Small)))
+	require.NoError(t, l1.Release(ctx))
+	require.NoError(t, l2.Release(ctx))
+	_, err = persistence.OpenURL(ctx, u.String(), persistence.InNamespace("../x"))
+	require.Error(t, err)
+}

@@ -7,6 +7,7 @@ import (
 	"math"
 	neturl "net/url"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -18,8 +19,8 @@ import (
 )
 
 func init() {
-	open := func(ctx context.Context, url string) (persistence.Store, error) {
-		s, err := Open(ctx, url)
+	open := func(ctx context.Context, url string, o persistence.OpenOptions) (persistence.Store, error) {
+		s, err := Open(ctx, url, openOptions(o)...)
 		if err != nil {
 			return nil, err
 		}
@@ -45,7 +46,9 @@ var ErrSchemaVersion = errors.New("postgres: database schema is newer than this 
 type Option func(*config)
 
 type config struct {
-	schema string
+	schema    string
+	namespace string // persistence.OpenOptions.Namespace
+	mustExist bool   // persistence.OpenOptions.MustExist
 }
 
 // WithSchema makes the Store keep its tables in the schema name, which is
@@ -60,10 +63,13 @@ func WithSchema(name string) Option { return func(c *config) { c.schema = name }
 // the guarantees. It is safe for concurrent use, and several Stores, in one
 // process or several, may share one schema.
 type Store struct {
-	pool     *pgxpool.Pool
-	schema   string
-	t        tables
-	timeouts timeouts
+	pool      *pgxpool.Pool
+	schema    string
+	t         tables
+	timeouts  timeouts
+	mustExist bool // Open creates nothing (persistence.OpenOptions.MustExist)
+	leaseMu   sync.Mutex
+	lease     *lease // held by this Store, if any
 	// hook, set by tests only, runs at each stage of a Save; an error
 	// aborts the Save there.
 	hook func(ctx context.Context, stage string, tx pgx.Tx) error
@@ -74,8 +80,8 @@ var _ persistence.Store = (*Store)(nil)
 // tables holds the schema-qualified names of the store's tables.
 type tables struct {
 	snapshots, participants, channels, messages, migrations pgx.Identifier
-	// The same, quoted for SQL text.
-	qSnapshots, qParticipants, qChannels, qMessages, qMigrations string
+	// The same, quoted for SQL text; and the owner table's.
+	qSnapshots, qParticipants, qChannels, qMessages, qMigrations, qOwner string
 }
 
 func newTables(schema string) tables {
@@ -92,6 +98,7 @@ func newTables(schema string) tables {
 	t.qChannels = t.channels.Sanitize()
 	t.qMessages = t.messages.Sanitize()
 	t.qMigrations = t.migrations.Sanitize()
+	t.qOwner = id("owner").Sanitize()
 	return t
 }
 
@@ -116,6 +123,9 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if cfg.schema == "" {
 		cfg.schema = DefaultSchema
 	}
+	if cfg.namespace != "" {
+		cfg.schema += namespaceSep + cfg.namespace
+	}
 	if err := checkSchema(cfg.schema); err != nil {
 		return nil, err
 	}
@@ -131,7 +141,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
-	s := &Store{pool: pool, schema: cfg.schema, t: newTables(cfg.schema), timeouts: t}
+	s := &Store{pool: pool, schema: cfg.schema, t: newTables(cfg.schema), timeouts: t, mustExist: cfg.mustExist}
 	if err := s.migrate(s.call(ctx, "open")); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			// Closing a connection whose server stopped answering takes
@@ -229,6 +239,9 @@ func (s *Store) Save(ctx context.Context, g *snapshot.Global) error {
 		return c.fail(err)
 	}
 	defer release()
+	if err := s.fenced(c, tx); err != nil {
+		return c.fail(err)
+	}
 	if err := s.save(c, tx, g); err != nil {
 		return c.fail(err)
 	}
@@ -424,15 +437,26 @@ func (s *Store) Delete(ctx context.Context, id snapshot.SnapshotID) error {
 		return nil
 	}
 	c := s.call(ctx, fmt.Sprintf("delete %d", id))
-	conn, err := c.acquire()
+	tx, release, err := c.begin(pgx.TxOptions{})
 	if err != nil {
 		return c.fail(err)
 	}
-	defer conn.Release()
+	defer release()
+	if err := s.fenced(c, tx); err != nil {
+		return c.fail(err)
+	}
+	if err := s.keepHigh(c, tx, id); err != nil {
+		return c.fail(err)
+	}
 	ectx, cancel := c.stmt()
 	defer cancel()
-	if _, err := conn.Exec(ectx, s.deleteSQL("= $1"), int64(id)); err != nil {
+	if _, err := tx.Exec(ectx, s.deleteSQL("= $1"), int64(id)); err != nil {
 		return c.fail(err)
+	}
+	cctx, ccancel := c.finish()
+	defer ccancel()
+	if err := tx.Commit(cctx); err != nil {
+		return c.failCommit(err)
 	}
 	return nil
 }
@@ -475,6 +499,9 @@ func (s *Store) retain(c *call, n int) error {
 		return err
 	}
 	defer release()
+	if err := s.fenced(c, tx); err != nil {
+		return err
+	}
 	ctx, cancel := c.stmt()
 	defer cancel()
 	rows, err := tx.Query(ctx, `SELECT id FROM `+s.t.qSnapshots+` WHERE complete ORDER BY id DESC`)

@@ -521,3 +521,136 @@ func testConcurrentReplace(t *testing.T, s persistence.Store) {
 	wg.Wait()
 	t.Logf("loaded %d times, not found %d times", loaded, missing)
 }
+
+// RunPair runs the ownership tests: claims, leases, the highest id and
+// the entries. openPair returns two Stores on one fresh storage (two
+// FileStores on one directory, two PostgreSQL Stores on one schema), or
+// one Store twice where a store cannot be shared (Memory).
+func RunPair(t *testing.T, openPair func(t *testing.T) (a, b persistence.Store)) {
+	tests := []struct {
+		name string
+		run  func(t *testing.T, a, b persistence.Store)
+	}{
+		{"Claim", testClaim},
+		{"HighKeptAfterDelete", testHighKeptAfterDelete},
+		{"Entries", testEntries},
+		{"ClaimNameChecked", testClaimNameChecked},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := openPair(t)
+			tt.run(t, a, b)
+		})
+	}
+}
+
+func ownership(t testing.TB, s persistence.Store) persistence.Ownership {
+	t.Helper()
+	o, err := s.Ownership(context.Background())
+	require.NoError(t, err)
+	return o
+}
+
+func requireOwnerError(t testing.TB, err, sentinel error, owner string) {
+	t.Helper()
+	require.ErrorIs(t, err, sentinel)
+	var oe *persistence.OwnerError
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, owner, oe.Ownership.Owner.System)
+	assert.Contains(t, err.Error(), fmt.Sprintf("%q", owner), "the error names the owner")
+	assert.NotContains(t, err.Error(), "\n", "one line")
+}
+
+func testClaim(t *testing.T, a, b persistence.Store) {
+	ctx := context.Background()
+	shared := a != b
+	assert.Equal(t, persistence.Ownership{}, ownership(t, a), "a new store has no owner")
+
+	la, err := a.Claim(ctx, "sys-a", persistence.ClaimNew)
+	require.NoError(t, err, "a new system claims an empty store")
+	assert.Equal(t, "sys-a", la.Owner().System)
+	assert.Equal(t, uint64(1), la.Owner().Generation)
+	assert.Zero(t, la.High())
+	o := ownership(t, b)
+	assert.True(t, o.Live, "a held lease shows")
+	assert.Equal(t, "sys-a", o.Owner.System)
+
+	_, err = b.Claim(ctx, "sys-b", persistence.ClaimNew)
+	requireOwnerError(t, err, persistence.ErrLocked, "sys-a")
+	_, err = b.Claim(ctx, "sys-a", persistence.ClaimRestore)
+	requireOwnerError(t, err, persistence.ErrLocked, "sys-a")
+	if shared {
+		requireOwnerError(t, b.Save(ctx, NewGlobal(1, Small)), persistence.ErrLocked, "sys-a")
+	}
+	require.NoError(t, a.Save(ctx, NewGlobal(1, Small)), "the lease holder saves")
+	require.NoError(t, a.Save(ctx, NewGlobal(2, Small)))
+	require.NoError(t, la.Release(ctx))
+	require.NoError(t, la.Release(ctx), "Release is idempotent")
+	o = ownership(t, b)
+	assert.False(t, o.Live)
+	assert.Equal(t, "sys-a", o.Owner.System, "the owner outlives its lease")
+	assert.Equal(t, snapshot.SnapshotID(2), o.High)
+
+	_, err = b.Claim(ctx, "sys-b", persistence.ClaimNew)
+	requireOwnerError(t, err, persistence.ErrOwned, "sys-a")
+	_, err = b.Claim(ctx, "sys-a", persistence.ClaimNew)
+	requireOwnerError(t, err, persistence.ErrOwned, "sys-a")
+
+	lb, err := b.Claim(ctx, "sys-a", persistence.ClaimRestore)
+	require.NoError(t, err, "a restore takes the store over")
+	assert.Equal(t, uint64(2), lb.Owner().Generation)
+	assert.Equal(t, snapshot.SnapshotID(2), lb.High(), "ids continue after the highest")
+	if shared {
+		requireOwnerError(t, a.Save(ctx, NewGlobal(3, Small)), persistence.ErrLocked, "sys-a")
+	}
+	require.NoError(t, b.Save(ctx, NewGlobal(3, Small)))
+	require.NoError(t, lb.Release(ctx))
+	assert.Equal(t, []snapshot.SnapshotID{1, 2, 3}, ids(t, a))
+}
+
+func testHighKeptAfterDelete(t *testing.T, a, b persistence.Store) {
+	ctx := context.Background()
+	for id := snapshot.SnapshotID(1); id <= 3; id++ {
+		require.NoError(t, a.Save(ctx, NewGlobal(id, Small)))
+	}
+	require.NoError(t, a.Delete(ctx, 3))
+	require.NoError(t, a.Delete(ctx, 2))
+	assert.Equal(t, snapshot.SnapshotID(3), ownership(t, b).High, "a deleted id still counts")
+	_, err := b.Claim(ctx, "sys", persistence.ClaimNew)
+	require.ErrorIs(t, err, persistence.ErrOwned, "a store that held snapshots is owned, even without an owner record")
+	l, err := b.Claim(ctx, "sys", persistence.ClaimRestore)
+	require.NoError(t, err)
+	assert.Equal(t, snapshot.SnapshotID(3), l.High())
+	require.NoError(t, l.Release(ctx))
+}
+
+func testEntries(t *testing.T, a, b persistence.Store) {
+	ctx := context.Background()
+	es, err := b.Entries(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, es)
+	for _, id := range []snapshot.SnapshotID{2, 1, 3} {
+		require.NoError(t, a.Save(ctx, NewGlobal(id, Small)))
+	}
+	es, err = b.Entries(ctx)
+	require.NoError(t, err)
+	var got []snapshot.SnapshotID
+	for _, e := range es {
+		assert.NoError(t, e.Damage, "entry %s", e.Name)
+		assert.NotEmpty(t, e.Name)
+		got = append(got, e.ID)
+	}
+	assert.Equal(t, []snapshot.SnapshotID{1, 2, 3}, got)
+	require.NoError(t, b.SetAside(ctx, es[1]))
+	assert.Equal(t, []snapshot.SnapshotID{1, 3}, ids(t, a), "an entry set aside is not listed")
+	assert.Equal(t, snapshot.SnapshotID(3), ownership(t, a).High)
+}
+
+func testClaimNameChecked(t *testing.T, a, _ persistence.Store) {
+	ctx := context.Background()
+	for _, name := range []string{"", "a\nb", strings.Repeat("x", persistence.MaxSystemName+1), "\xff"} {
+		_, err := a.Claim(ctx, name, persistence.ClaimNew)
+		require.Error(t, err, "name %q", name)
+	}
+	assert.Equal(t, persistence.Ownership{}, ownership(t, a), "a refused claim records nothing")
+}
