@@ -721,12 +721,6 @@ func (s *FileStore) verifyData(id snapshot.SnapshotID, m manifest) error {
 	return nil
 }
 
-// incomplete reports whether err, from readManifest, marks a directory
-// that is not (or no longer) a snapshot.
-func incomplete(err error) bool {
-	return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrNotFound)
-}
-
 // Latest implements Store. Walking down from the highest id, it skips the
 // entries that are not complete snapshots (Entries says why) and loads the
 // first complete one: damage found in its data is reported, not skipped.
