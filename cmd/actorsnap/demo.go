@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -50,7 +51,14 @@ func demoConfig(cmd *cobra.Command) (bankdemo.RunConfig, error) {
 }
 
 func runCmd() *cobra.Command {
-	run := &cobra.Command{Use: "run", Short: "Run a demo"}
+	run := &cobra.Command{
+		Use:   "run DEMO",
+		Short: "Run a demo (bank)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			return errors.New("run: name a demo: actorsnap run bank")
+		},
+	}
 	bank := &cobra.Command{
 		Use:   "bank",
 		Short: "Run the bank demo, saving a checked snapshot every --interval",

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -13,14 +15,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/actorsnap/actorsnap/actors"
+	"github.com/actorsnap/actorsnap/internal/bankdemo"
 	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
 
 func lsCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "ls",
-		Short: "List the stored snapshots",
+		Short: "List the stored snapshots, the store's owner, and any damaged entry",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			store, err := openStore(cmd, true)
@@ -28,24 +31,145 @@ func lsCmd() *cobra.Command {
 				return err
 			}
 			defer closeStore(store)
-			ids, err := store.List(cmd.Context())
+			ctx := cmd.Context()
+			w := cmd.OutOrStdout()
+			if err := writeOwner(ctx, w, store); err != nil {
+				return err
+			}
+			es, err := store.Entries(ctx)
 			if err != nil {
 				return err
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "ID\tTAKEN\tDURATION\tMODE\tACTORS\tIN FLIGHT\tSTATE BYTES\t")
-			for _, id := range ids {
-				g, err := store.Load(cmd.Context(), id)
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tTAKEN\tDURATION\tMODE\tACTORS\tIN FLIGHT\tSTATE BYTES")
+			damaged := 0
+			for _, e := range es {
+				g, err := loadEntry(ctx, store, e)
 				if err != nil {
-					fmt.Fprintf(tw, "%d\t%v\t\t\t\t\t\t\n", id, err)
+					damaged++
+					fmt.Fprintf(tw, "%s\tDAMAGED: %v\n", entryID(e), err)
 					continue
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%v\t%s\t%d\t%d\t%d\t\n", g.ID, g.End.Local().Format(time.DateTime),
+				fmt.Fprintf(tw, "%d\t%s\t%v\t%s\t%d\t%d\t%d\n", g.ID, g.End.Local().Format(time.DateTime),
 					g.End.Sub(g.Start).Round(time.Microsecond), g.Mode, len(g.Participants), g.TotalInFlight(), g.TotalStateBytes())
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if strict, _ := cmd.Flags().GetBool("strict"); strict && damaged > 0 {
+				return fmt.Errorf("%d damaged entries (see actorsnap fsck)", damaged)
+			}
+			return nil
 		},
 	}
+	cmd.Flags().Bool("strict", false, "exit non-zero if any entry is damaged")
+	return cmd
+}
+
+// writeOwner writes who owns the store, how far its ids got, whether a
+// writer holds it now, and its namespaces.
+func writeOwner(ctx context.Context, w io.Writer, store persistence.Store) error {
+	o, err := store.Ownership(ctx)
+	if err != nil {
+		return err
+	}
+	writer := "none"
+	if o.Live {
+		writer = "running"
+	}
+	owner := "nobody (never claimed)"
+	if o.Owner.System != "" || o.High > 0 {
+		owner = o.Owner.String()
+	}
+	fmt.Fprintf(w, "owner: %s; highest id %d; writer: %s\n", owner, o.High, writer)
+	if n, ok := store.(interface {
+		Namespaces(context.Context) ([]string, error)
+	}); ok {
+		names, err := n.Namespaces(ctx)
+		if err != nil {
+			return err
+		}
+		if len(names) > 0 {
+			fmt.Fprintf(w, "namespaces: %s (see --namespace)\n", strings.Join(names, ", "))
+		}
+	}
+	fmt.Fprintln(w)
+	return nil
+}
+
+// loadEntry loads the snapshot of entry e, or returns why it cannot.
+func loadEntry(ctx context.Context, store persistence.Store, e persistence.Entry) (*snapshot.Global, error) {
+	if e.Damage != nil {
+		return nil, e.Damage
+	}
+	return store.Load(ctx, e.ID)
+}
+
+// entryID names an entry in a listing: its id, or its name when it has
+// none.
+func entryID(e persistence.Entry) string {
+	if e.ID == 0 {
+		return e.Name
+	}
+	return fmt.Sprint(e.ID)
+}
+
+func fsckCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "fsck",
+		Short: "Check every entry of the store in full, and set damaged ones aside on request",
+		Long: `fsck loads every entry of the store, checking its checksums and that every
+channel balances, and reports each. With --set-aside, each damaged entry is
+moved out of the store's way (a file store keeps it as .damaged-NAME in its
+directory) so that it is no longer listed; its id is never used again.
+fsck exits non-zero while a damaged entry is left in place.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			aside, _ := cmd.Flags().GetBool("set-aside")
+			store, err := openStore(cmd, true)
+			if err != nil {
+				return err
+			}
+			defer closeStore(store)
+			ctx := cmd.Context()
+			es, err := store.Entries(ctx)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			ok, left, moved := 0, 0, 0
+			for _, e := range es {
+				g, err := loadEntry(ctx, store, e)
+				if err == nil {
+					err = g.Verify()
+				}
+				switch {
+				case err == nil:
+					ok++
+					fmt.Fprintf(w, "%s: ok\n", entryID(e))
+				case errors.Is(err, persistence.ErrFormatVersion):
+					left++
+					fmt.Fprintf(w, "%s: written by another build, left in place: %v\n", entryID(e), err)
+				case aside:
+					if serr := store.SetAside(ctx, e); serr != nil {
+						return fmt.Errorf("setting %s aside: %w", entryID(e), serr)
+					}
+					moved++
+					fmt.Fprintf(w, "%s: DAMAGED, set aside: %v\n", entryID(e), err)
+				default:
+					left++
+					fmt.Fprintf(w, "%s: DAMAGED: %v\n", entryID(e), err)
+				}
+			}
+			fmt.Fprintf(w, "%d ok, %d set aside, %d not ok\n", ok, moved, left)
+			if left > 0 {
+				return fmt.Errorf("%d entries not ok (--set-aside moves damaged ones out of the way)", left)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().Bool("set-aside", false, "move each damaged entry out of the store's way")
+	return cmd
 }
 
 func showCmd() *cobra.Command {
@@ -115,7 +239,7 @@ func loadArg(cmd *cobra.Command, arg string) (*snapshot.Global, error) {
 func verifyCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "verify ID|latest",
-		Short: "Check a snapshot's checksums and that every channel balances",
+		Short: "Check a snapshot's checksums, that every channel balances, and that its states and messages decode",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			g, err := loadArg(cmd, args[0]) // the store checks the checksums as it loads
@@ -125,8 +249,17 @@ func verifyCmd() *cobra.Command {
 			if err := g.Verify(); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "snapshot %d: ok: checksums match, %d channels balance (sent before = received before + in flight), %d participants\n",
-				g.ID, len(g.Channels), len(g.Participants))
+			// The demo's kinds and message types are this program's: every
+			// state and message of theirs must decode, as a restore would
+			// decode them. A snapshot of another program is not decoded.
+			decoded := fmt.Sprintf("%d participants and %d messages decode", len(g.Participants), g.TotalInFlight())
+			if err := actors.CheckDecodes(g, bankdemo.Kinds()...); errors.Is(err, actors.ErrUnknownKind) {
+				decoded = fmt.Sprintf("%d participants; states not decoded: %v", len(g.Participants), errors.Unwrap(err))
+			} else if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "snapshot %d: ok: checksums match, %d channels balance (sent before = received before + in flight), %s\n",
+				g.ID, len(g.Channels), decoded)
 			return nil
 		},
 	}

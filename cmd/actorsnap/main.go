@@ -4,12 +4,14 @@
 //	actorsnap ls --store ./snaps
 //	actorsnap show 12 --store ./snaps
 //	actorsnap verify 12 --store ./snaps
+//	actorsnap fsck --set-aside --store ./snaps
 //	actorsnap diff 11 12 --store ./snaps
 //	actorsnap export 12 --format dot --store ./snaps | dot -Tsvg > snap.svg
 //	actorsnap restore latest --store ./snaps --duration 10s
 //
 // Every command takes --store: a directory, a file://DIR URL, or a
-// postgres:// URL. Errors are one line on stderr and a non-zero exit.
+// postgres:// URL; and --namespace, for a store of its own beside the
+// store's. Errors are one line on stderr and a non-zero exit.
 package main
 
 import (
@@ -44,7 +46,7 @@ func newRoot(out, errw io.Writer) *cobra.Command {
 	}
 	root.SetOut(out)
 	root.SetErr(errw)
-	root.PersistentFlags().String("store", "./actorsnap-data", "snapshot store: a directory, file://DIR or postgres://...")
-	root.AddCommand(runCmd(), restoreCmd(), lsCmd(), showCmd(), verifyCmd(), diffCmd(), exportCmd())
+	storeFlags(root)
+	root.AddCommand(runCmd(), restoreCmd(), lsCmd(), showCmd(), verifyCmd(), fsckCmd(), diffCmd(), exportCmd())
 	return root
 }

@@ -69,8 +69,9 @@ func TestCommands(t *testing.T) {
 	out, _, err = actorsnap(t, "ls", "--store", store)
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	require.GreaterOrEqual(t, len(lines), 3, out)
-	assert.Contains(t, lines[0], "IN FLIGHT")
+	require.GreaterOrEqual(t, len(lines), 5, out)
+	assert.Contains(t, lines[0], "owner: ")
+	assert.Contains(t, lines[2], "IN FLIGHT")
 
 	out, _, err = actorsnap(t, "show", "latest", "--store", store)
 	require.NoError(t, err)

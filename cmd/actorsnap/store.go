@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
+	"math"
 	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -14,31 +12,43 @@ import (
 	"github.com/actorsnap/actorsnap/snapshot"
 )
 
-// openStore opens the store of --store. For inspection commands the store
-// must exist: a missing directory is an error, not a new empty store.
+// storeFlags are the flags every command takes to name a store.
+func storeFlags(root *cobra.Command) {
+	root.PersistentFlags().String("store", "./actorsnap-data", "snapshot store: a directory, file://DIR or postgres://...")
+	root.PersistentFlags().String("namespace", "", "a namespace of the store: a store of its own for another system, beside the store's")
+}
+
+// openStore opens the store of --store and --namespace. An inspection
+// command (mustExist) changes nothing and finds no store where there is
+// none; run and restore create the store if it is missing.
 func openStore(cmd *cobra.Command, mustExist bool) (persistence.Store, error) {
 	url, _ := cmd.Flags().GetString("store")
-	if mustExist && (!strings.Contains(url, "://") || strings.HasPrefix(url, "file://")) {
-		dir := strings.TrimPrefix(url, "file://")
-		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("no store at %s", dir)
-		}
+	ns, _ := cmd.Flags().GetString("namespace")
+	var opts []persistence.OpenOption
+	if ns != "" {
+		opts = append(opts, persistence.InNamespace(ns))
 	}
-	s, err := persistence.OpenURL(cmd.Context(), url)
+	if mustExist {
+		opts = append(opts, persistence.MustExist())
+	}
+	s, err := persistence.OpenURL(cmd.Context(), url, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("opening store %s: %w", url, err)
 	}
 	return s, nil
 }
 
-// parseID reads a snapshot id; "latest" (or 0) means the newest.
+// latest is the id parseID returns for "latest".
+const latest snapshot.SnapshotID = 0
+
+// parseID reads a snapshot id, a number from 1 to 2^63-1, or "latest".
 func parseID(arg string) (snapshot.SnapshotID, error) {
 	if arg == "latest" {
-		return 0, nil
+		return latest, nil
 	}
 	n, err := strconv.ParseUint(arg, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("bad snapshot id %q: want a number or \"latest\"", arg)
+	if err != nil || n == 0 || n > math.MaxInt64 {
+		return 0, fmt.Errorf("bad snapshot id %q: want a number from 1 to %d, or \"latest\"", arg, uint64(math.MaxInt64))
 	}
 	return snapshot.SnapshotID(n), nil
 }
@@ -50,13 +60,14 @@ func load(ctx context.Context, s persistence.Store, arg string) (*snapshot.Globa
 		return nil, err
 	}
 	var g *snapshot.Global
-	if id == 0 {
-		g, err = s.Latest(ctx)
-	} else {
-		g, err = s.Load(ctx, id)
+	if id == latest {
+		if g, err = s.Latest(ctx); err != nil {
+			return nil, fmt.Errorf("the latest snapshot: %w", err)
+		}
+		return g, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("snapshot %s: %w", arg, err)
+	if g, err = s.Load(ctx, id); err != nil {
+		return nil, fmt.Errorf("snapshot %d: %w", id, err)
 	}
 	return g, nil
 }
