@@ -98,7 +98,24 @@
 //   - A snapshot not complete within its timeout is aborted with
 //     snapshot.ErrTimeout and what it waited for. The previous complete
 //     snapshot stays the latest in the store.
-//   - Shutdown aborts the snapshots in progress and stops every participant.
+//   - Shutdown aborts the snapshots in progress, stops every participant
+//     and releases the store.
+//
+// # Stores
+//
+// A system saves its snapshots in one store (WithStore; in memory by
+// default) and owns it: NewSystem claims the store for the system named
+// by WithSystemName (DefaultSystemName, "default", unless given; keep it
+// stable across runs) and holds it until Shutdown. A store that holds or
+// has held snapshots belongs to the system that wrote them: NewSystem is
+// refused it with persistence.ErrOwned, naming the owner, so that two
+// systems never mix their snapshots; Restore continues that system,
+// taking the store over (persistence.ClaimRestore) before it reads the
+// snapshot. While a system runs, another NewSystem or Restore on its
+// store is refused with persistence.ErrLocked. A system numbers its
+// snapshots after every id its store has held, deleted and damaged ones
+// included, so ids never repeat. A save that fails aborts its snapshot
+// with ErrSave and the store's error; later snapshots still run.
 //
 // # Observability
 //

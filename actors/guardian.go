@@ -14,6 +14,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
 
@@ -25,7 +26,8 @@ type SnapshotCompleted struct {
 }
 
 // SnapshotAborted is published on the actor system's event stream when a
-// snapshot is aborted. Err wraps snapshot.ErrAborted and the reason.
+// snapshot is aborted. Err wraps snapshot.ErrAborted and the reason
+// (ErrSave and the store's error for a save that failed).
 type SnapshotAborted struct {
 	ID  snapshot.SnapshotID
 	Err error
@@ -183,6 +185,11 @@ func (r *run) signalLocked(s *System) {
 	}
 }
 
+// maxSnapshotID is the highest snapshot id a store accepts
+// (persistence.Store.Save refuses higher ones): the guardian starts no
+// snapshot past it.
+const maxSnapshotID snapshot.SnapshotID = 1<<63 - 1
+
 // guardian numbers snapshots, starts them, assembles the records the
 // participants send, stores complete snapshots and tells everyone when a
 // snapshot is over. It is an ordinary actor: its state is its own.
@@ -217,6 +224,7 @@ type guardian struct {
 func newGuardian(s *System) *guardian {
 	return &guardian{
 		s:        s,
+		next:     s.lease.High(), // ids the store has held are never used again
 		runs:     make(map[snapshot.SnapshotID]*run),
 		departed: departedBook{m: make(map[snapshot.ProcessID]departure)},
 		rng:      rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0)),
@@ -490,6 +498,9 @@ func (g *guardian) start(reply chan<- result, direct bool) {
 			g.postponed = append(g.postponed, reply)
 		}
 		return
+	case g.next >= maxSnapshotID:
+		fail(fmt.Errorf("%w: snapshot %d was the last", persistence.ErrIDsExhausted, g.next))
+		return
 	}
 	g.next++
 	id := g.next
@@ -668,7 +679,8 @@ func (g *guardian) complete(r *run, gl *snapshot.Global) {
 	ctx, cancel := context.WithTimeout(context.Background(), g.s.cfg.timeout)
 	defer cancel()
 	if err := g.s.cfg.store.Save(ctx, gl); err != nil {
-		g.finish(r, nil, &snapshot.AbortError{Snapshot: r.id, Reason: fmt.Errorf("saving: %w", err)})
+		// finish logs it, at Warn, and publishes it.
+		g.finish(r, nil, &snapshot.AbortError{Snapshot: r.id, Reason: fmt.Errorf("%w: %w", ErrSave, err)})
 		return
 	}
 	if g.s.cfg.retain > 0 {
@@ -773,6 +785,8 @@ func (g *guardian) finish(r *run, gl *snapshot.Global, err error) {
 			reason = "restarted"
 		case errors.Is(err, ErrCapture):
 			reason = "capture"
+		case errors.Is(err, ErrSave):
+			reason = "save"
 		case errors.Is(err, ErrShutdown):
 			reason = "shutdown"
 		}

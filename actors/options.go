@@ -41,6 +41,8 @@ type config struct {
 	timeout     time.Duration
 	concurrent  int
 	store       persistence.Store
+	name        string
+	nameSet     bool
 	retain      int
 	maxRecorded int
 	interval    time.Duration
@@ -59,6 +61,8 @@ const (
 	MinInterval       = time.Millisecond // WithInterval's lower bound, when set
 	// DefaultMaxRecorded is WithMaxRecorded's default.
 	DefaultMaxRecorded = 1 << 20
+	// DefaultSystemName is WithSystemName's default.
+	DefaultSystemName = "default"
 )
 
 // WithMode selects the snapshot algorithm. Default: snapshot.Unaligned,
@@ -116,8 +120,24 @@ func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = 
 func WithMaxConcurrent(n int) Option { return func(c *config) { c.concurrent = n } }
 
 // WithStore sets where complete snapshots are saved. Default: an in-memory
-// store.
+// store. The system claims the store (persistence.Store.Claim) as it
+// starts and holds the lease until Shutdown: NewSystem is refused a store
+// that holds or has held snapshots (persistence.ErrOwned: Restore that
+// system instead, or give the new one a namespace of its own) and one
+// that another writer holds (persistence.ErrLocked).
 func WithStore(s persistence.Store) Option { return func(c *config) { c.store = s } }
+
+// WithSystemName names the system: the name is recorded in its store as
+// the store's owner (persistence.Store.Claim), so that the store says
+// whose snapshots it holds and a new system refused it is told whose they
+// are. Keep it stable across runs of one system. Default:
+// DefaultSystemName ("default"), or for Restore the name of the store's
+// recorded owner. It must pass persistence.CheckSystemName: non-empty,
+// valid UTF-8 of at most persistence.MaxSystemName (255) bytes, without
+// control characters.
+func WithSystemName(name string) Option {
+	return func(c *config) { c.name, c.nameSet = name, true }
+}
 
 // WithRetain keeps only the newest n snapshots in the store after each
 // save. Default 0: keep all.
@@ -188,6 +208,13 @@ func newConfig(opts []Option) (config, error) {
 		return c, fmt.Errorf("%w: retain %d below 0", ErrConfig, c.retain)
 	case c.maxRecorded < 0:
 		return c, fmt.Errorf("%w: max recorded messages %d below 1", ErrConfig, c.maxRecorded)
+	}
+	if c.nameSet {
+		if err := persistence.CheckSystemName(c.name); err != nil {
+			return c, fmt.Errorf("%w: WithSystemName: %w", ErrConfig, err)
+		}
+	} else {
+		c.name = DefaultSystemName
 	}
 	if c.maxRecorded == 0 {
 		c.maxRecorded = DefaultMaxRecorded

@@ -27,6 +27,14 @@ type restoreRequest struct {
 // snapshot's participants must be given with WithKind. The system saves its
 // own snapshots in store unless WithStore says otherwise.
 //
+// Before it reads the snapshot, Restore claims the store the system saves
+// in for the restored system (persistence.ClaimRestore), taking it over
+// from its recorded owner, so that no other writer saves meanwhile; a
+// store another writer holds now is refused with an error wrapping
+// persistence.ErrLocked. The system is named as WithSystemName says, or
+// else as the store's recorded owner, or else DefaultSystemName; it holds
+// the store until Shutdown.
+//
 // Every participant is respawned by kind and name, its state restored
 // before its first message; each channel's recorded messages are replayed
 // in FIFO order as if from their original sender, their sequence numbers
@@ -35,12 +43,14 @@ type restoreRequest struct {
 // is not part of a snapshot.
 //
 // Before the restored actors handle anything, the system takes its first
-// snapshot, numbered after the newest snapshot in its store (so restoring
-// an older one reuses no id): every participant records its
-// restored state, and the replayed messages are its channel state, so it
-// holds what the restored snapshot held. Restore returns once that snapshot
-// is complete and stored, which also means every replayed message has been
-// delivered: input the caller sends afterwards comes after the replay.
+// snapshot, numbered after the restored one and after every id the store
+// has held, deleted and damaged ones included (persistence.Lease.High), so
+// that restoring an older snapshot reuses no id: every participant records
+// its restored state, and the replayed messages are its channel state, so
+// it holds what the restored snapshot held. Restore returns once that
+// snapshot is complete and stored, which also means every replayed message
+// has been delivered: input the caller sends afterwards comes after the
+// replay.
 //
 // Before it spawns anything, Restore checks that the snapshot decodes, as
 // CheckDecodes does: a participant of a kind not given, a state that no
@@ -48,6 +58,39 @@ type restoreRequest struct {
 // registered or no longer fitting fails it with a *DecodeError matching
 // ErrStateDecode.
 func Restore(ctx context.Context, store persistence.Store, id snapshot.SnapshotID, opts ...Option) (*System, error) {
+	cfg, err := newConfig(append([]Option{WithStore(store)}, opts...))
+	if err != nil {
+		return nil, err
+	}
+	if !cfg.nameSet {
+		o, err := cfg.store.Ownership(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%w: reading the store's owner: %w", ErrRestore, err)
+		}
+		if o.Owner.System != "" {
+			cfg.name = o.Owner.System
+		}
+	}
+	lease, err := cfg.store.Claim(ctx, cfg.name, persistence.ClaimRestore)
+	if err != nil {
+		return nil, fmt.Errorf("%w: claiming the store for system %q: %w", ErrRestore, cfg.name, err)
+	}
+	s, g, err := restoreOn(ctx, store, id, cfg, lease, opts)
+	if err != nil {
+		releaseLease(cfg, lease)
+		return nil, err
+	}
+	// The system holds the lease now: Shutdown releases it.
+	if err := s.restore(ctx, g, max(g.ID, lease.High())); err != nil {
+		_ = s.Shutdown(context.Background())
+		return nil, fmt.Errorf("%w: snapshot %d: %w", ErrRestore, g.ID, err)
+	}
+	return s, nil
+}
+
+// restoreOn loads the snapshot to restore and starts a system for it on
+// the store lease holds, without spawning anything yet.
+func restoreOn(ctx context.Context, store persistence.Store, id snapshot.SnapshotID, cfg config, lease persistence.Lease, opts []Option) (*System, *snapshot.Global, error) {
 	var g *snapshot.Global
 	var err error
 	if id == 0 {
@@ -57,43 +100,37 @@ func Restore(ctx context.Context, store persistence.Store, id snapshot.SnapshotI
 	}
 	if err != nil {
 		if id == 0 {
-			return nil, fmt.Errorf("%w: loading the latest snapshot: %w", ErrRestore, err)
+			return nil, nil, fmt.Errorf("%w: loading the latest snapshot: %w", ErrRestore, err)
 		}
-		return nil, fmt.Errorf("%w: loading snapshot %d: %w", ErrRestore, id, err)
+		return nil, nil, fmt.Errorf("%w: loading snapshot %d: %w", ErrRestore, id, err)
 	}
 	if err := g.Verify(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrRestore, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrRestore, err)
 	}
+	switch {
+	case cfg.modeSet && g.Mode != cfg.mode:
+		return nil, nil, fmt.Errorf("%w: snapshot %d: snapshot taken in %s mode, system in %s mode", ErrRestore, g.ID, g.Mode, cfg.mode)
+	case g.Mode != snapshot.Unaligned && g.Mode != snapshot.Aligned:
+		return nil, nil, fmt.Errorf("%w: snapshot %d: %w: mode %s not supported", ErrRestore, g.ID, ErrConfig, g.Mode)
+	case max(g.ID, lease.High()) >= maxSnapshotID:
+		return nil, nil, fmt.Errorf("%w: snapshot %d: %w: the store has held snapshot %d", ErrRestore, g.ID, persistence.ErrIDsExhausted, max(g.ID, lease.High()))
+	}
+	cfg.mode = g.Mode
 	// A state that no longer decodes would make its actor fail as it
 	// starts, and the first snapshot abort on the restart: say why first.
 	if err := CheckDecodes(g, opts...); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrRestore, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrRestore, err)
 	}
-	s, err := NewSystem(append([]Option{WithStore(store), func(c *config) { c.mode = g.Mode }}, opts...)...)
+	s, err := newSystem(cfg, lease)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := s.restore(ctx, g); err != nil {
-		_ = s.Shutdown(context.Background())
-		return nil, fmt.Errorf("%w: snapshot %d: %w", ErrRestore, g.ID, err)
-	}
-	return s, nil
+	return s, g, nil
 }
 
-func (s *System) restore(ctx context.Context, g *snapshot.Global) error {
-	if s.cfg.modeSet && g.Mode != s.cfg.mode {
-		return fmt.Errorf("snapshot taken in %s mode, system in %s mode", g.Mode, s.cfg.mode)
-	}
-	// Number the restored system's snapshots after every one its store
-	// holds: restoring an older snapshot must not reuse a stored id.
-	base := g.ID
-	ids, err := s.cfg.store.List(ctx)
-	if err != nil {
-		return fmt.Errorf("listing the store: %w", err)
-	}
-	for _, id := range ids {
-		base = max(base, id)
-	}
+// restore respawns g's participants and replays its messages in flight;
+// the system numbers its snapshots after base.
+func (s *System) restore(ctx context.Context, g *snapshot.Global, base snapshot.SnapshotID) error {
 	sent := make(map[snapshot.ProcessID][]snapshot.PeerCount)
 	received := make(map[snapshot.ProcessID][]snapshot.PeerCount)
 	for _, c := range g.Channels {

@@ -14,6 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/actorsnap/actorsnap/mailbox"
+	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
 
@@ -55,6 +56,11 @@ var (
 	// ErrCapture is wrapped by the reason of a snapshot aborted because a
 	// participant's state or recorded messages could not be encoded.
 	ErrCapture = errors.New("actors: capture failed")
+	// ErrSave is wrapped by the reason of a snapshot aborted because the
+	// store failed to save it (Snapshot's error and SnapshotAborted.Err);
+	// the store's own error is wrapped too (persistence.ErrLocked, say).
+	// Later snapshots still run.
+	ErrSave = errors.New("actors: saving the snapshot failed")
 )
 
 // guardianName is the guardian actor's name.
@@ -96,6 +102,10 @@ type System struct {
 	guardian *actor.PID
 	metrics  *metrics
 	log      *slog.Logger
+	// lease is the system's hold on its store, from the claim in NewSystem
+	// or Restore until Shutdown: the guardian numbers snapshots after its
+	// High.
+	lease persistence.Lease
 
 	kindsMu sync.RWMutex
 	kinds   map[string]*kind
@@ -241,11 +251,47 @@ func (r *registry) liveLocked() []*participant {
 }
 
 // NewSystem starts an actor system and its snapshot guardian.
+//
+// Before anything starts, it claims its store for a new system named as
+// WithSystemName says (persistence.ClaimNew, waiting at most WithTimeout's
+// duration): a store that holds or has held snapshots is refused with an
+// error wrapping persistence.ErrOwned, which names the store's owner
+// (Restore continues that system), and one that another writer holds now
+// with persistence.ErrLocked. The system numbers its snapshots after the
+// highest id the store has held, and holds the store until Shutdown.
 func NewSystem(opts ...Option) (*System, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
+	defer cancel()
+	lease, err := cfg.store.Claim(ctx, cfg.name, persistence.ClaimNew)
+	if err != nil {
+		return nil, fmt.Errorf("actors: claiming the store for system %q: %w", cfg.name, err)
+	}
+	s, err := newSystem(cfg, lease)
+	if err != nil {
+		releaseLease(cfg, lease)
+		return nil, err
+	}
+	return s, nil
+}
+
+// releaseLease gives the store up for a system that failed to start,
+// logging what fails: the start's error is the one to return.
+func releaseLease(cfg config, lease persistence.Lease) {
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
+	defer cancel()
+	if err := lease.Release(ctx); err != nil {
+		cfg.logger.Warn("releasing the store failed", slog.Any("error", err))
+	}
+}
+
+// newSystem starts a system on a store it holds through lease; the caller
+// releases the lease if it fails.
+func newSystem(cfg config, lease persistence.Lease) (*System, error) {
+	var err error
 	// Proto.Actor logs through the same logger unless told otherwise.
 	logger := cfg.logger
 	acfg := append([]actor.ConfigOption{actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger })}, cfg.actorConfig...)
@@ -255,6 +301,7 @@ func NewSystem(opts ...Option) (*System, error) {
 		actors:   as,
 		root:     as.Root,
 		log:      cfg.logger,
+		lease:    lease,
 		kinds:    make(map[string]*kind),
 		props:    make(map[*actor.Props]string),
 		guardSTW: make(chan struct{}),
@@ -267,15 +314,22 @@ func NewSystem(opts ...Option) (*System, error) {
 			senders: make(map[snapshot.ProcessID]map[*participant]struct{}),
 		},
 	}
-	if s.metrics, err = newMetrics(cfg.meter); err != nil {
+	// fail stops what has started: the pool's watchdog and the actor
+	// system.
+	fail := func(err error) (*System, error) {
+		s.pool.stop()
+		s.actors.Shutdown()
 		return nil, err
 	}
+	if s.metrics, err = newMetrics(cfg.meter); err != nil {
+		return fail(err)
+	}
 	if err := s.RegisterKind(ingressKind, func() actor.Actor { return &ingressActor{} }); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	for _, k := range cfg.kinds {
 		if err := s.RegisterKind(k.name, k.producer, k.opts...); err != nil {
-			return nil, err
+			return fail(err)
 		}
 	}
 	// The guardian takes in every record of every participant: let it work
@@ -290,7 +344,7 @@ func NewSystem(opts ...Option) (*System, error) {
 		actor.WithDispatcher(s.guardLoop)), guardianName)
 	if err != nil {
 		s.guardLoop.stop()
-		return nil, fmt.Errorf("actors: starting the guardian: %w", err)
+		return fail(fmt.Errorf("actors: starting the guardian: %w", err))
 	}
 	return s, nil
 }
@@ -501,8 +555,9 @@ func (s *System) Participants() []snapshot.ProcessID {
 
 // Snapshot takes one global snapshot and returns it once it is complete and
 // saved in the store. An aborted snapshot returns an error wrapping
-// snapshot.ErrAborted and its reason. If ctx ends first, Snapshot returns
-// ctx's error and the snapshot carries on.
+// snapshot.ErrAborted and its reason: one the store failed to save, ErrSave
+// and the store's error. If ctx ends first, Snapshot returns ctx's error
+// and the snapshot carries on.
 func (s *System) Snapshot(ctx context.Context) (*snapshot.Global, error) {
 	if s.down.Load() {
 		return nil, ErrShutdown
@@ -540,9 +595,11 @@ func (s *System) SnapshotEvery(d time.Duration) error {
 }
 
 // Shutdown aborts the snapshots in progress, stops every participant and
-// the guardian, and shuts the actor system down. It returns an error
-// wrapping ErrShutdown if it aborted snapshots, or ctx's error if the actors
-// did not all stop before ctx ended.
+// the guardian, releases the store once the guardian, which saves, has
+// stopped, and shuts the actor system down. It returns an error wrapping
+// ErrShutdown if it aborted snapshots, the error of releasing the store,
+// or ctx's error if the actors did not all stop before ctx ended (the
+// store is then released when the guardian stops).
 func (s *System) Shutdown(ctx context.Context) error {
 	if !s.down.CompareAndSwap(false, true) {
 		return ErrShutdown
@@ -561,10 +618,12 @@ func (s *System) Shutdown(ctx context.Context) error {
 		}
 	}
 	done := make(chan struct{})
+	var released error
 	go func() {
 		s.stopped.Wait()
 		s.root.Stop(s.guardian)
 		<-s.guardSTW
+		released = s.release()
 		close(done)
 	}()
 	select {
@@ -575,8 +634,20 @@ func (s *System) Shutdown(ctx context.Context) error {
 	s.pool.stop()
 	s.guardLoop.stop()
 	s.actors.Shutdown()
-	if aborted > 0 {
+	switch {
+	case aborted > 0 && released != nil:
+		return fmt.Errorf("%w: %d snapshots in progress aborted; releasing the store: %w", ErrShutdown, aborted, released)
+	case aborted > 0:
 		return fmt.Errorf("%w: %d snapshots in progress aborted", ErrShutdown, aborted)
+	case released != nil:
+		return fmt.Errorf("actors: releasing the store: %w", released)
 	}
 	return nil
+}
+
+// release gives the store up: no snapshot is saved afterwards.
+func (s *System) release() error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.timeout)
+	defer cancel()
+	return s.lease.Release(ctx)
 }
