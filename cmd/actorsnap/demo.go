@@ -15,6 +15,7 @@ import (
 // demoFlags are the flags of run bank and restore.
 func demoFlags(cmd *cobra.Command, withSize bool) {
 	if withSize {
+		cmd.Flags().String("system", "bank", "the system's name, recorded as the store's owner")
 		cmd.Flags().Int("actors", 1000, "number of account actors")
 		cmd.Flags().String("mode", "unaligned", "snapshot algorithm: unaligned or aligned (a restore takes the snapshot's)")
 	}
@@ -22,6 +23,7 @@ func demoFlags(cmd *cobra.Command, withSize bool) {
 	cmd.Flags().Duration("duration", 10*time.Second, "how long to run")
 	cmd.Flags().Int("retain", 10, "snapshots to keep in the store (0: all)")
 	cmd.Flags().Duration("timeout", 10*time.Second, "a snapshot not complete by then is aborted")
+	cmd.Flags().Int("max-failures", bankdemo.DefaultMaxFailures, "stop with an error after this many snapshots in a row fail")
 }
 
 func demoConfig(cmd *cobra.Command) (bankdemo.RunConfig, error) {
@@ -34,11 +36,21 @@ func demoConfig(cmd *cobra.Command) (bankdemo.RunConfig, error) {
 	cfg.Interval, _ = f.GetDuration("interval")
 	cfg.Duration, _ = f.GetDuration("duration")
 	retain, _ := f.GetInt("retain")
+	cfg.MaxFailures, _ = f.GetInt("max-failures")
+	cfg.Errors = cmd.ErrOrStderr()
+	if cfg.MaxFailures < 1 {
+		return cfg, fmt.Errorf("--max-failures must be at least 1")
+	}
 	timeout, _ := f.GetDuration("timeout")
 	if cfg.Interval <= 0 || cfg.Duration <= 0 {
 		return cfg, fmt.Errorf("--interval and --duration must be positive")
 	}
 	cfg.Options = []actors.Option{actors.WithRetain(retain), actors.WithTimeout(timeout)}
+	if f.Lookup("system") != nil {
+		// A restore keeps the name the store records.
+		name, _ := f.GetString("system")
+		cfg.Options = append(cfg.Options, actors.WithSystemName(name))
+	}
 	if f.Lookup("mode") != nil {
 		name, _ := f.GetString("mode")
 		mode, err := snapshot.ParseMode(name)

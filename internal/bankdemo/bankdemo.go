@@ -202,7 +202,17 @@ type RunConfig struct {
 	Interval time.Duration // between snapshots
 	Duration time.Duration // of the whole run
 	Options  []actors.Option
+	// MaxFailures is how many snapshots in a row may fail (to be taken
+	// or saved) before the run stops with an error; 0 means
+	// DefaultMaxFailures.
+	MaxFailures int
+	// Errors is where failed snapshots are reported, a line each; nil
+	// means the writer the run reports to.
+	Errors io.Writer
 }
+
+// DefaultMaxFailures is RunConfig.MaxFailures's default.
+const DefaultMaxFailures = 3
 
 // Run starts a bank, takes a snapshot every Interval for Duration, checks
 // each, and writes a line per snapshot to w. It returns an error if any
@@ -225,11 +235,21 @@ func Run(ctx context.Context, w io.Writer, cfg RunConfig) error {
 // is 0) and runs it as Run does. The total is taken from the snapshot.
 func Resume(ctx context.Context, w io.Writer, store persistence.Store, id snapshot.SnapshotID, cfg RunConfig) error {
 	start := time.Now()
+	if id == 0 {
+		// Name the snapshot restored: the latest now.
+		g, err := store.Latest(ctx)
+		if err != nil {
+			return fmt.Errorf("bankdemo: the latest snapshot: %w", err)
+		}
+		id = g.ID
+	}
 	sys, err := actors.Restore(ctx, store, id, append([]actors.Option{Kind(0)}, cfg.Options...)...)
 	if err != nil {
 		return err
 	}
 	defer sys.Shutdown(context.Background())
+	// The restored system's first snapshot holds what the restored one
+	// held, and is the newest in the store now.
 	first, err := store.Latest(ctx)
 	if err != nil {
 		return err
@@ -239,7 +259,7 @@ func Resume(ctx context.Context, w io.Writer, store persistence.Store, id snapsh
 		return err
 	}
 	fmt.Fprintf(w, "restored %d accounts, $%d in all, from snapshot %d in %v; first snapshot %d\n",
-		len(first.Participants), total, first.ID-1, time.Since(start).Round(time.Millisecond), first.ID)
+		len(first.Participants), total, id, time.Since(start).Round(time.Millisecond), first.ID)
 	return loop(ctx, w, sys, total, cfg)
 }
 
@@ -250,7 +270,15 @@ func loop(ctx context.Context, w io.Writer, sys *actors.System, total int64, cfg
 	defer cancel()
 	tick := time.NewTicker(cfg.Interval)
 	defer tick.Stop()
-	var taken, bad int
+	var taken, bad, failed int
+	maxFailed := cfg.MaxFailures
+	if maxFailed <= 0 {
+		maxFailed = DefaultMaxFailures
+	}
+	errw := cfg.Errors
+	if errw == nil {
+		errw = w
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -266,9 +294,14 @@ func loop(ctx context.Context, w io.Writer, sys *actors.System, total int64, cfg
 			if ctx.Err() != nil {
 				continue
 			}
-			fmt.Fprintf(w, "snapshot failed: %v\n", err)
+			failed++
+			fmt.Fprintf(errw, "snapshot failed: %v\n", err)
+			if failed >= maxFailed {
+				return fmt.Errorf("bankdemo: %d snapshots in a row failed, the last: %w", failed, err)
+			}
 			continue
 		}
+		failed = 0
 		taken++
 		verdict := "yes"
 		if err := Check(g, total); err != nil {
