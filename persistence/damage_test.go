@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -318,4 +319,66 @@ func TestIDsNearTheLimit(t *testing.T) {
 	_, err = persistence.NewMemory().Claim(ctx, "sys", persistence.ClaimNew)
 	require.NoError(t, err)
 	require.True(t, errors.Is(persistence.NewMemory().Save(ctx, storetest.NewGlobal(1<<63, storetest.Small)), persistence.ErrTooLarge))
+}
+
+// TestEveryFieldOfTheData changes every byte of a small snapshot's data
+// file, each time sealing it again (envelope checksum and manifest) so
+// that the change reaches the decoder's check of the field it falls in:
+// the load either fails with ErrCorrupt or ErrFormatVersion (the version
+// field), or yields a snapshot that passes Verify. Snapshots 1 and 3
+// stay whole throughout.
+func TestEveryFieldOfTheData(t *testing.T) {
+	ctx := context.Background()
+	shape := storetest.Shape{Participants: 3, StateSize: 4, Channels: 2, InFlight: 2, MessageSize: 3}
+	root := t.TempDir()
+	s := openFile(t, root)
+	for id := snapshot.SnapshotID(1); id <= 3; id++ {
+		require.NoError(t, s.Save(ctx, storetest.NewGlobal(id, shape)))
+	}
+	dir := filepath.Join(root, snapName(2))
+	data, err := os.ReadFile(filepath.Join(dir, persistence.DataName))
+	require.NoError(t, err)
+	outcomes := map[string]int{}
+	for off := range len(data) - 4 { // the trailer is the checksum, resealed
+		for _, mask := range []byte{0x01, 0x80, 0xff} {
+			b := append([]byte(nil), data...)
+			b[off] ^= mask
+			b = persistence.FixChecksum(b)
+			writeSealed(t, dir, b)
+			g, err := s.Load(ctx, 2)
+			switch {
+			case err == nil:
+				require.NoError(t, g.Verify(), "offset %d mask %#x: a loaded snapshot passes Verify", off, mask)
+				outcomes["loaded"]++
+			case errors.Is(err, persistence.ErrFormatVersion):
+				require.True(t, off == 8 || off == 9, "offset %d: only the version field gives ErrFormatVersion", off)
+				outcomes["version"]++
+			default:
+				require.ErrorIs(t, err, persistence.ErrCorrupt, "offset %d mask %#x", off, mask)
+				outcomes["corrupt"]++
+			}
+		}
+	}
+	for _, id := range []snapshot.SnapshotID{1, 3} {
+		g, err := s.Load(ctx, id)
+		require.NoError(t, err)
+		require.NoError(t, storetest.Equal(storetest.NewGlobal(id, shape), g))
+	}
+	t.Logf("%d bytes x 3 masks: %v", len(data)-4, outcomes)
+	assert.NotZero(t, outcomes["corrupt"])
+}
+
+// writeSealed replaces the data file of the snapshot in dir with b and
+// writes a manifest that vouches for it.
+func writeSealed(t *testing.T, dir string, b []byte) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, persistence.DataName), b, 0o644))
+	old, err := os.ReadFile(filepath.Join(dir, persistence.ManifestName))
+	require.NoError(t, err)
+	m, err := persistence.DecodeManifest(old)
+	require.NoError(t, err)
+	m.Files = []persistence.ManifestFile{{Name: persistence.DataName, Size: int64(len(b)), CRC: crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))}}
+	man, err := persistence.EncodeManifest(m)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, persistence.ManifestName), man, 0o644))
 }
