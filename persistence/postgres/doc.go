@@ -96,6 +96,13 @@
 //	messages      (snapshot_id, channel_ord, ord) primary key; type bytea;
 //	              data bytea (NULL for nil); crc
 //
+// Version 2 adds the owner table, of at most one row:
+//
+//	owner         singleton boolean primary key (always true); system,
+//	              host text; generation bigint; pid integer; since
+//	              timestamptz; high bigint, the highest snapshot id the
+//	              schema has held once the newest was deleted
+//
 // ord is a row's position in the Global (participants sorted by id,
 // channels by sender then receiver, a channel's messages in FIFO order):
 // the database's collation does not order bytes as Go does, so the order
@@ -103,6 +110,25 @@
 // Verify holds it to the channel's received count + 1 + its position. No
 // foreign keys: each snapshot's rows are written in one transaction and
 // deleted in one statement, and per-row key checks would slow COPY down.
+//
+// # Ownership
+//
+// A schema belongs to one system (see persistence's Ownership). Claim
+// takes the schema's owner lock, a session advisory lock held on a
+// connection taken out of the pool for the lease's life, without waiting
+// (ErrLocked while another lease holds it), and records the claim in the
+// owner row with the next generation. A Save, Delete or Retain through a
+// Store holding the lease checks in its transaction that the owner row
+// still has the lease's generation, locking the row until it commits: a
+// lease whose connection was lost (and the lock with it) is superseded by
+// the next claim, and its writes fail with ErrFenced. Through a Store
+// without a lease they take the lock shared for their transaction, which
+// fails with ErrLocked while a lease is held. The highest id the schema
+// has held is the largest of the owner row's high and the snapshots'
+// ids; Delete raises high to the id it deletes. A namespace (OpenURL with
+// persistence.InNamespace) is the schema SCHEMA/NAME. SetAside marks a
+// snapshot's header incomplete: nothing lists or loads it, and Retain
+// deletes it with the older snapshots.
 //
 // # Saving
 //
