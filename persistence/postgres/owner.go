@@ -108,11 +108,20 @@ func (s *Store) fence(ctx context.Context, tx pgx.Tx) error {
 	return nil
 }
 
-// fenced runs fence under a statement bound.
-func (s *Store) fenced(c *call, tx pgx.Tx) error {
+// write begins a transaction that writes, as c.begin does, and fences it
+// (see fence).
+func (s *Store) write(c *call, opts pgx.TxOptions) (tx pgx.Tx, release func(), err error) {
+	tx, release, err = c.begin(opts)
+	if err != nil {
+		return nil, nil, err
+	}
 	ctx, cancel := c.stmt()
 	defer cancel()
-	return s.fence(ctx, tx)
+	if err := s.fence(ctx, tx); err != nil {
+		release()
+		return nil, nil, err
+	}
+	return tx, release, nil
 }
 
 // keepHigh records id as the highest the schema has held if it is, in

@@ -68,6 +68,20 @@ func query[T any](t testing.TB, sql string, args ...any) []T {
 	return out
 }
 
+// withParams returns base with the query parameters params set.
+func withParams(t testing.TB, base string, params map[string]string) string {
+	t.Helper()
+	u, err := url.Parse(base)
+	require.NoError(t, err)
+	q := u.Query()
+	for k, v := range params {
+		q.Set(k, v)
+	}
+	// pgx does not read + as a space in a URL's query.
+	u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20")
+	return u.String()
+}
+
 // freshSchema returns the name of a schema no test uses, dropped with
 // everything in it when the test ends.
 func freshSchema(t testing.TB) string {
@@ -384,11 +398,8 @@ func TestOpenURL(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	schema := freshSchema(t)
-	u, err := url.Parse(base)
+	u, err := url.Parse(withParams(t, base, map[string]string{"schema": schema}))
 	require.NoError(t, err)
-	q := u.Query()
-	q.Set("schema", schema)
-	u.RawQuery = q.Encode()
 	for _, scheme := range []string{"postgres", "postgresql"} {
 		u.Scheme = scheme
 		s, err := persistence.OpenURL(ctx, u.String())
@@ -525,13 +536,7 @@ func TestExecModes(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			u, err := url.Parse(base)
-			require.NoError(t, err)
-			q := u.Query()
-			q.Set("default_query_exec_mode", mode)
-			q.Set("schema", freshSchema(t))
-			u.RawQuery = q.Encode()
-			s, err := postgres.Open(ctx, u.String())
+			s, err := postgres.Open(ctx, withParams(t, base, map[string]string{"default_query_exec_mode": mode, "schema": freshSchema(t)}))
 			require.NoError(t, err)
 			defer s.Close()
 			for _, g := range []*snapshot.Global{edge, storetest.NewGlobal(5, storetest.Small)} {
@@ -592,20 +597,16 @@ func TestFencedByGeneration(t *testing.T) {
 func TestNamespacesAndMustExist(t *testing.T) {
 	ctx := context.Background()
 	schema := freshSchema(t)
-	u, err := url.Parse(serverURL(t))
-	require.NoError(t, err)
-	q := u.Query()
-	q.Set("schema", schema)
-	u.RawQuery = q.Encode()
-	_, err = persistence.OpenURL(ctx, u.String(), persistence.MustExist())
+	u := withParams(t, serverURL(t), map[string]string{"schema": schema})
+	_, err := persistence.OpenURL(ctx, u, persistence.MustExist())
 	require.ErrorIs(t, err, persistence.ErrNoStore)
 	assert.Empty(t, query[string](t, `SELECT nspname::text FROM pg_namespace WHERE nspname = $1`, schema), "nothing created")
 
-	main, err := persistence.OpenURL(ctx, u.String())
+	main, err := persistence.OpenURL(ctx, u)
 	require.NoError(t, err)
 	defer main.(*postgres.Store).Close()
 	t.Cleanup(func() { exec(t, `DROP SCHEMA IF EXISTS "`+schema+`/pipeline" CASCADE`) })
-	other, err := persistence.OpenURL(ctx, u.String(), persistence.InNamespace("pipeline"))
+	other, err := persistence.OpenURL(ctx, u, persistence.InNamespace("pipeline"))
 	require.NoError(t, err)
 	defer other.(*postgres.Store).Close()
 	assert.Equal(t, schema+"/pipeline", other.(*postgres.Store).Schema())
@@ -617,6 +618,6 @@ func TestNamespacesAndMustExist(t *testing.T) {
 	require.NoError(t, other.Save(ctx, storetest.NewGlobal(1, storetest.Small)))
 	require.NoError(t, l1.Release(ctx))
 	require.NoError(t, l2.Release(ctx))
-	_, err = persistence.OpenURL(ctx, u.String(), persistence.InNamespace("../x"))
+	_, err = persistence.OpenURL(ctx, u, persistence.InNamespace("../x"))
 	require.Error(t, err)
 }

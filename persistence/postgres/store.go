@@ -234,14 +234,11 @@ func (s *Store) Save(ctx context.Context, g *snapshot.Global) error {
 		return err
 	}
 	c := s.call(ctx, fmt.Sprintf("save %d", g.ID))
-	tx, release, err := c.begin(pgx.TxOptions{})
+	tx, release, err := s.write(c, pgx.TxOptions{})
 	if err != nil {
 		return c.fail(err)
 	}
 	defer release()
-	if err := s.fenced(c, tx); err != nil {
-		return c.fail(err)
-	}
 	if err := s.save(c, tx, g); err != nil {
 		return c.fail(err)
 	}
@@ -437,14 +434,11 @@ func (s *Store) Delete(ctx context.Context, id snapshot.SnapshotID) error {
 		return nil
 	}
 	c := s.call(ctx, fmt.Sprintf("delete %d", id))
-	tx, release, err := c.begin(pgx.TxOptions{})
+	tx, release, err := s.write(c, pgx.TxOptions{})
 	if err != nil {
 		return c.fail(err)
 	}
 	defer release()
-	if err := s.fenced(c, tx); err != nil {
-		return c.fail(err)
-	}
 	if err := s.keepHigh(c, tx, id); err != nil {
 		return c.fail(err)
 	}
@@ -494,14 +488,11 @@ func (s *Store) Retain(ctx context.Context, n int) error {
 }
 
 func (s *Store) retain(c *call, n int) error {
-	tx, release, err := c.begin(pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	tx, release, err := s.write(c, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
 	if err != nil {
 		return err
 	}
 	defer release()
-	if err := s.fenced(c, tx); err != nil {
-		return err
-	}
 	ctx, cancel := c.stmt()
 	defer cancel()
 	rows, err := tx.Query(ctx, `SELECT id FROM `+s.t.qSnapshots+` WHERE complete ORDER BY id DESC`)

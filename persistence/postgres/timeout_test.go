@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -218,16 +217,8 @@ func TestTimeoutSettings(t *testing.T) {
 	ctx := context.Background()
 	schema := freshSchema(t)
 	with := func(params map[string]string) string {
-		u, err := url.Parse(base)
-		require.NoError(t, err)
-		q := u.Query()
-		q.Set("schema", schema)
-		for k, v := range params {
-			q.Set(k, v)
-		}
-		// pgx does not read + as a space in a URL's query.
-		u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20")
-		return u.String()
+		params["schema"] = schema
+		return withParams(t, base, params)
 	}
 	for _, c := range []struct {
 		name            string
@@ -265,12 +256,8 @@ func TestSaveMeetsLock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	schema := freshSchema(t)
-	u, err := url.Parse(base)
+	u, err := url.Parse(withParams(t, base, map[string]string{"schema": schema, "statement_timeout": "200ms"}))
 	require.NoError(t, err)
-	q := u.Query()
-	q.Set("schema", schema)
-	q.Set("statement_timeout", "200ms")
-	u.RawQuery = q.Encode()
 	s, err := postgres.Open(ctx, u.String())
 	require.NoError(t, err)
 	defer s.Close()
