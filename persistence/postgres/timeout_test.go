@@ -217,8 +217,11 @@ func TestTimeoutSettings(t *testing.T) {
 	ctx := context.Background()
 	schema := freshSchema(t)
 	with := func(params map[string]string) string {
-		params["schema"] = schema
-		return withParams(t, base, params)
+		all := map[string]string{"schema": schema}
+		for k, v := range params {
+			all[k] = v
+		}
+		return withParams(t, base, all)
 	}
 	for _, c := range []struct {
 		name            string
