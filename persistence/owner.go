@@ -20,7 +20,7 @@ var (
 	// holds, or once held, snapshots of a system: a new system would mix
 	// its snapshots with them. Restore that system instead (ClaimRestore),
 	// or give the new one a namespace of its own.
-	ErrOwned = errors.New("persistence: store belongs to another system")
+	ErrOwned = errors.New("persistence: store already holds a system's snapshots")
 	// ErrLocked is returned by Claim, and by Save on a store that holds no
 	// lease, while another writer holds a lease on the store: there is one
 	// writer at a time.
@@ -134,8 +134,8 @@ func (e *OwnerError) Error() string {
 	o := e.Ownership
 	switch {
 	case errors.Is(e.Err, ErrOwned):
-		return fmt.Sprintf("%v: %s belongs to %s and holds snapshots up to %d: restore it to continue, or use another namespace for a new system",
-			e.Err, e.Store, o.Owner, o.High)
+		return fmt.Sprintf("%v: %s holds snapshots up to %d of %s: restore that system to continue it, or give a new one a namespace of its own",
+			e.Err, e.Store, o.High, o.Owner)
 	case errors.Is(e.Err, ErrLocked):
 		return fmt.Sprintf("%v: %s is being written by %s", e.Err, e.Store, o.Owner)
 	case errors.Is(e.Err, ErrIDsExhausted):

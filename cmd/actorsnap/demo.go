@@ -9,6 +9,7 @@ import (
 
 	"github.com/actorsnap/actorsnap/actors"
 	"github.com/actorsnap/actorsnap/internal/bankdemo"
+	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
 
@@ -86,7 +87,11 @@ func runCmd() *cobra.Command {
 			}
 			defer closeStore(store)
 			cfg.Options = append(cfg.Options, actors.WithStore(store))
-			return bankdemo.Run(cmd.Context(), cmd.OutOrStdout(), cfg)
+			err = bankdemo.Run(cmd.Context(), cmd.OutOrStdout(), cfg)
+			if errors.Is(err, persistence.ErrOwned) {
+				return fmt.Errorf("%w (actorsnap restore latest; or --namespace NAME)", err)
+			}
+			return err
 		},
 	}
 	demoFlags(bank, true)
