@@ -725,41 +725,50 @@ func (s *FileStore) verifyData(id snapshot.SnapshotID, m manifest) error {
 // entries that are not complete snapshots (Entries says why) and loads the
 // first complete one: damage found in its data is reported, not skipped.
 func (s *FileStore) Latest(ctx context.Context) (*snapshot.Global, error) {
-	es, err := s.Entries(ctx)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ids, err := s.snapIDs()
 	if err != nil {
 		return nil, err
 	}
-	for i := len(es) - 1; i >= 0; i-- {
+	for i := len(ids) - 1; i >= 0; i-- {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		e := es[i]
-		if e.ID == 0 {
-			continue
-		}
-		if e.Damage != nil && !errors.Is(e.Damage, ErrFormatVersion) {
-			if isDamage(e.Damage) {
-				continue
-			}
-			return nil, e.Damage
-		}
-		m, err := s.readManifest(e.ID)
+		m, err := s.readManifest(ids[i])
 		if err != nil {
 			if isDamage(err) && !errors.Is(err, ErrFormatVersion) {
-				continue // deleted or damaged since Entries read it
+				continue // not a complete snapshot, or deleted meanwhile
 			}
 			return nil, err
 		}
-		g, err := s.load(ctx, e.ID, m)
+		g, err := s.load(ctx, ids[i], m)
 		if errors.Is(err, ErrNotFound) {
 			continue // deleted since its manifest was read
 		}
 		if err != nil {
-			return nil, fmt.Errorf("persistence: latest is snapshot %d: %w", e.ID, err)
+			return nil, fmt.Errorf("persistence: latest is snapshot %d: %w", ids[i], err)
 		}
 		return g, nil
 	}
 	return nil, ErrNotFound
+}
+
+// snapIDs returns the ids that snap- names in the directory carry, in
+// increasing order, whatever the entries are.
+func (s *FileStore) snapIDs() ([]snapshot.SnapshotID, error) {
+	entries, err := s.fs.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("persistence: %w", err)
+	}
+	var ids []snapshot.SnapshotID
+	for _, e := range entries { // sorted by name, so by id
+		if id, ok := parseSnapDir(e.Name()); ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
 }
 
 // List implements Store. A snapshot whose manifest is of another format
