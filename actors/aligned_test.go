@@ -92,7 +92,7 @@ func TestAlignedAbortUnblocks(t *testing.T) {
 }
 
 // Messages held for a sender paused behind its barrier count against
-// WithMaxRecorded (DESIGN.md decision 8), even when the paused sender's are
+// WithMaxRecorded (docs/design.md, decision 8), even when the paused sender's are
 // the only ones coming: past the budget the aligned snapshot is aborted
 // and the sender resumed, its messages delivered in order.
 func TestAlignedHeldMessagesCountAgainstBudget(t *testing.T) {

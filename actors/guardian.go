@@ -160,7 +160,7 @@ func (r *run) applyLocked(s *System, m *reportMsg) {
 	}
 	if n > 0 && !r.ended {
 		// The messages left their participant's count when its recording
-		// closed; they are this snapshot's until it ends (DESIGN.md
+		// closed; they are this snapshot's until it ends (docs/design.md,
 		// decision 8).
 		r.held += int64(n)
 		if total := s.recorded.Add(int64(n)); s.pastBudget(total) {

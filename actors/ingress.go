@@ -10,7 +10,7 @@ import (
 const ingressKind = "actorsnap.ingress"
 
 // Ingress brings input from outside the actors inside the snapshots
-// (DESIGN.md decision 5). Messages sent from the root context, timers or
+// (docs/design.md, decision 5). Messages sent from the root context, timers or
 // goroutines are outside every cut; sent through an Ingress they become
 // messages of a participant: in flight, they are recorded, and the
 // Ingress's state, the number of messages it has forwarded, is the

@@ -741,7 +741,7 @@ func TestDropNotPutOffByOverlappingSnapshots(t *testing.T) {
 }
 
 // WithMaxRecorded bounds the messages all participants together hold for
-// the snapshots in progress (DESIGN.md decision 8). The bank puts about two
+// the snapshots in progress (docs/design.md, decision 8). The bank puts about two
 // transfers in flight at each of 1,000 accounts: each holds far less than
 // the bound, so a per-participant bound would let every snapshot through,
 // but the snapshots' totals pass it: those fail with a reason naming the

@@ -112,7 +112,7 @@ func WithBackEdgeSearch(f BackEdgeSearch) Option { return func(c *config) { c.se
 func WithInitiation(i Initiation) Option { return func(c *config) { c.initiation = i } }
 
 // WithTimeout bounds how long a snapshot may take before it is aborted
-// (DESIGN.md decision 6). Default 10s; at least 1ms.
+// (docs/design.md, decision 6). Default 10s; at least 1ms.
 func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
 
 // WithMaxConcurrent bounds the snapshots in progress at once; a request
@@ -144,7 +144,7 @@ func WithSystemName(name string) Option {
 func WithRetain(n int) Option { return func(c *config) { c.retain = n } }
 
 // WithMaxRecorded bounds the messages the snapshots in progress hold, all
-// participants together (DESIGN.md decision 8): recorded as channel state,
+// participants together (docs/design.md, decision 8): recorded as channel state,
 // first in the receivers' recordings (a message recorded for several
 // concurrent snapshots is counted once there), then in the snapshot's
 // assembly until it ends, and, in the aligned mode, held for senders

@@ -16,7 +16,7 @@ import (
 
 // Messages between participants. They travel as user messages in the
 // receiver's queue for the sender, so they keep FIFO order with data
-// (DESIGN.md decision 1).
+// (docs/design.md, decision 1).
 type (
 	// markerMsg is a Chandy–Lamport marker.
 	markerMsg struct{ id snapshot.SnapshotID }
@@ -109,7 +109,7 @@ type participant struct {
 // shell is the actor Proto.Actor runs for a participant: it keeps the
 // snapshot's books around the application's actor, which it calls with a
 // context that stamps sends. It adds no middleware, so a message costs no
-// envelope (PROTOACTOR.md: Middleware).
+// envelope (docs/design.md, Proto.Actor facts).
 type shell struct {
 	p     *participant
 	inner actor.Actor
@@ -366,7 +366,7 @@ func (p *participant) receive(from snapshot.ProcessID, st snapshot.Stamp, payloa
 // checkBudget keeps this participant's part of the messages held for the
 // snapshots in progress up to date in the system-wide count, and fails
 // its snapshots if its part grew while the count is above WithMaxRecorded
-// (DESIGN.md decision 8).
+// (docs/design.md, decision 8).
 func (p *participant) checkBudget() {
 	if total, over := p.grewOverBudget(); over {
 		p.overBudget(total)
@@ -622,7 +622,7 @@ func (p *participant) actOnce() {
 		}
 	}
 	// Aligned mode: a sender's queue is held from its barrier to the
-	// record (DESIGN.md: Flink ABS).
+	// record (docs/design.md, aligned mode).
 	for _, from := range rd.Pause {
 		if k, ok := p.keys[from]; ok {
 			p.mb.Pause(k)

@@ -194,7 +194,7 @@ var noNumbering = &Numbering{}
 func chanKeyOf(from, to int32) uint64 { return uint64(uint32(from))<<32 | uint64(uint32(to)) }
 
 // Assembler collects the records of one snapshot and decides, by counters,
-// when it is complete (DESIGN.md decision 3): every participant has recorded
+// when it is complete (docs/design.md, decision 3): every participant has recorded
 // and every channel balances, sent-before = received-before + recorded. It
 // is pure and not safe for concurrent use. Records may arrive in any order.
 type Assembler struct {

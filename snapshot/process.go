@@ -31,7 +31,7 @@ type Config struct {
 	// Finished lists snapshots this process must never take part in, as if
 	// they were already finished here: for a process created while they ran,
 	// by a creator that had already recorded them (it was born after their
-	// cut, DESIGN.md decision 7).
+	// cut; docs/design.md, decision 7).
 	Finished []SnapshotID
 	// Horizon, like Finished, marks every snapshot up to it as finished.
 	Horizon SnapshotID
@@ -311,7 +311,7 @@ func (p *Process) Receive(from ProcessID, st Stamp, payload any) error {
 	return nil
 }
 
-// firstMessage applies DESIGN.md decision 2 to the first message on c,
+// firstMessage applies docs/design.md decision 2 to the first message on c,
 // before it is counted: for every snapshot its sender had recorded, the
 // message acts as a marker; for every snapshot this process recorded and the
 // sender had not, the message is channel state and c is recorded until the
@@ -831,7 +831,7 @@ func (p *Process) Counters() LocalRecord {
 // ChildConfig returns the Config of a process this one creates now: it
 // receives from this process, and it takes no part in the snapshots this
 // process has already recorded (it is born after their cut) but in those it
-// has not (DESIGN.md decision 7). The caller also declares the channel to
+// has not (docs/design.md, decision 7). The caller also declares the channel to
 // the child with DeclareOutgoing, so that this process's markers reach it.
 func (p *Process) ChildConfig(id ProcessID) Config {
 	cfg := Config{ID: id, Mode: p.mode, Incoming: []ProcessID{p.id}, Horizon: p.done.horizon}

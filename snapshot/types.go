@@ -74,7 +74,7 @@ func (m Mode) String() string {
 
 // Stamp is what a sender attaches to an application message: the channel's
 // sequence number and, on the first message of a channel only, which
-// snapshots the sender had already recorded (DESIGN.md decision 2). A stamp
+// snapshots the sender had already recorded (docs/design.md, decision 2). A stamp
 // with Seq > 1 never carries anything else, so it costs nothing to build.
 type Stamp struct {
 	// Seq is the message's position on its channel, starting at 1.
