@@ -81,12 +81,30 @@
 //
 // Snapshot ids come from one allocator, densely and increasingly.
 //
+// # The coordinator
+//
+// A Coordinator is that allocator, and the rest of the coordination, as a
+// pure state machine in the same style: its caller feeds it the starts it
+// wants (Start), what the processes produce (Record, Channel), what the
+// membership does (Stopped, SentTo, Join) and the time (Tick), and carries
+// out CoordinatorReady in the order of its fields: hand out the aligned
+// mode's awaited sets, start snapshots (broadcast or at an initiator),
+// initiate sweeps, store each complete Global and tell every process a
+// snapshot is over (Forget), and have the peers of a drained stopped
+// process drop it (DropPeer). It keeps the Assemblers of the runs in
+// progress and their deadlines, and which participants each requires:
+// those live at its start, those that join while it runs, and the
+// stopped ones, which stand in with their final counters until a complete
+// snapshot started after their stop shows them drained. The simulator in
+// snapshottest drives it.
+//
 // # Threading
 //
 // A Process is not safe for concurrent use: drive it from its process's own
 // goroutine (in actorsnap, the actor's), which also keeps each process's
-// events in the order the algorithm needs. An Assembler is not safe for
-// concurrent use either; one goroutine (the guardian) owns each. A
+// events in the order the algorithm needs. An Assembler, and a
+// Coordinator, is not safe for concurrent use either; one goroutine (the
+// guardian) owns each. A
 // Numbering, taken from a complete Assembler and given to the next
 // (AssemblerConfig.Numbering), is immutable and may be shared. Values
 // returned by Ready are valid until Advance; LocalRecord and ChannelRecord

@@ -1,0 +1,464 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// CoordinatorConfig configures a Coordinator.
+type CoordinatorConfig struct {
+	// After is the highest snapshot id already used (by the store, or by
+	// the snapshot a system was restored from): the first snapshot is
+	// numbered After+1.
+	After SnapshotID
+	// Timeout, if positive, aborts a snapshot not complete that long
+	// after it started.
+	Timeout time.Duration
+	// SweepAfter, if positive, makes the coordinator initiate a snapshot
+	// at every participant whose record it still misses, that long after
+	// the start and again every SweepAfter (flooding that a partition held
+	// up goes on from the far side).
+	SweepAfter time.Duration
+	// Learn makes the coordinator hand every participant the senders
+	// whose barriers it awaits in the aligned mode, computed from the
+	// channels that complete snapshots showed, less back edges (Search).
+	Learn bool
+	// Search returns the back edges among the channels learned, breaking
+	// every cycle; nil means ShallowBackEdges with no roots.
+	Search func(chans []Channel, roots []ProcessID) []Channel
+}
+
+// Coordinator is the coordinator of snapshots as a pure state machine, in
+// the style of Process: it numbers snapshots, holds the Assemblers of the
+// runs in progress and their deadlines, knows which participants each run
+// requires (those live at its start, those joining while it runs, and the
+// stopped ones, which stand in with their final counters until a complete
+// snapshot started after their stop shows them drained), drops the
+// drained at a moment no snapshot runs and names the peers that must
+// forget them, and in the aligned mode computes the awaited sets. It does
+// no I/O, starts no goroutine and reads no clock: time is an argument of
+// Start and Tick. Its caller feeds it inputs and carries out what Ready
+// returns.
+//
+// A Coordinator is not safe for concurrent use: one goroutine owns it.
+type Coordinator struct {
+	cfg       CoordinatorConfig
+	now       time.Time
+	last      SnapshotID // the last id given
+	runs      map[SnapshotID]*coordRun
+	pending   []SnapshotID // in start order
+	numbering *Numbering   // of the last complete snapshot, for the next
+
+	// Stopped participants not yet dropped: their final counters, the last
+	// snapshot started before they stopped, and who sent to them since.
+	stopped map[ProcessID]*stoppedProcess
+	drops   []Drop // drained, waiting for a moment no snapshot runs
+
+	learned map[Channel]bool // aligned mode: channels complete snapshots showed
+	changed bool             // learned changed since the awaited sets were handed out
+
+	ready CoordinatorReady
+}
+
+type coordRun struct {
+	asm       *Assembler
+	nextSweep time.Time // zero: no sweeps
+}
+
+type stoppedProcess struct {
+	final   LocalRecord
+	after   SnapshotID // the last snapshot started before the stop
+	senders map[ProcessID]bool
+}
+
+// CoordinatorReady is what the coordinator asks its caller to do, in this
+// order of fields.
+type CoordinatorReady struct {
+	// Awaited, in the aligned mode with Learn, gives every participant
+	// the senders whose barriers it awaits from snapshot From on: hand
+	// each its set (nil for one absent from Sets) before any start of
+	// From is delivered.
+	Awaited *Awaited
+	// Starts are the snapshots to start: each is initiated at Initiator,
+	// or, with no initiator, broadcast to every participant of To.
+	Starts []Start
+	// Initiates ask to initiate a snapshot at a participant that has not
+	// recorded it yet (sweeps).
+	Initiates []Initiate
+	// Over are the snapshots that ended, in the order they started: a
+	// complete one's Global is to be stored; then every live participant
+	// is told the snapshot is finished (Process.Forget).
+	Over []Outcome
+	// Drops name stopped participants that complete snapshots showed
+	// drained: each peer listed forgets it (Process.DropPeer) before its
+	// next record; after that, the name may be given again.
+	Drops []Drop
+}
+
+// Awaited is an aligned mode's awaited sets, from a snapshot on.
+type Awaited struct {
+	From SnapshotID
+	Sets map[ProcessID][]ProcessID
+}
+
+// Start is a snapshot to start.
+type Start struct {
+	Snapshot SnapshotID
+	// Initiator, if set, initiates it (and markers flood the graph);
+	// otherwise To are its participants, each sent a start.
+	Initiator ProcessID
+	To        []ProcessID
+}
+
+// Initiate asks Process to initiate Snapshot.
+type Initiate struct {
+	Snapshot SnapshotID
+	Process  ProcessID
+}
+
+// Outcome is a snapshot that ended: complete, with its Global, or
+// aborted, with the reason.
+type Outcome struct {
+	Snapshot SnapshotID
+	Global   *Global
+	Err      error
+}
+
+// Drop is a stopped participant drained and dropped. Peers are the
+// participants that must forget it; After is the last snapshot started
+// when it was dropped (none after holds it).
+type Drop struct {
+	Process ProcessID
+	Peers   []ProcessID
+	After   SnapshotID
+}
+
+// ErrIDsExhausted is returned by Coordinator.Start when no snapshot id is
+// left (ids stop at 2^63-1, which every store accepts).
+var ErrIDsExhausted = errors.New("snapshot: snapshot ids exhausted")
+
+// maxSnapshotID is the last snapshot id a Coordinator gives.
+const maxSnapshotID SnapshotID = 1<<63 - 1
+
+// NewCoordinator returns a coordinator with no snapshot in progress.
+func NewCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
+	switch {
+	case cfg.Timeout < 0:
+		return nil, fmt.Errorf("snapshot: coordinator timeout %v: must be >= 0", cfg.Timeout)
+	case cfg.SweepAfter < 0:
+		return nil, fmt.Errorf("snapshot: coordinator sweep interval %v: must be >= 0", cfg.SweepAfter)
+	}
+	if cfg.Search == nil {
+		cfg.Search = ShallowBackEdges
+	}
+	return &Coordinator{
+		cfg:     cfg,
+		last:    cfg.After,
+		runs:    make(map[SnapshotID]*coordRun),
+		stopped: make(map[ProcessID]*stoppedProcess),
+		learned: make(map[Channel]bool),
+	}, nil
+}
+
+// Start starts a snapshot at now with live, the participants live now
+// (in the caller's order), initiated at initiator if it is set and live,
+// else broadcast. It returns the snapshot's id.
+func (c *Coordinator) Start(now time.Time, live []ProcessID, initiator ProcessID) (SnapshotID, error) {
+	if c.last >= maxSnapshotID {
+		return 0, fmt.Errorf("%w: snapshot %d was the last", ErrIDsExhausted, c.last)
+	}
+	c.now = now
+	id := c.last + 1
+	cfg := AssemblerConfig{Snapshot: id, Participants: live, Start: now, Numbering: c.numbering,
+		Departed: func(p ProcessID) (LocalRecord, bool) {
+			if s, ok := c.stopped[p]; ok {
+				return s.final, true
+			}
+			return LocalRecord{}, false
+		}}
+	if c.cfg.Timeout > 0 {
+		cfg.Deadline = now.Add(c.cfg.Timeout)
+	}
+	asm, err := NewAssembler(cfg)
+	if err != nil {
+		return 0, err
+	}
+	c.last = id
+	// The stopped not yet dropped stand in from the start: a message of
+	// theirs may still be on its way to a participant that records before
+	// it arrives, and names them in no record.
+	for _, p := range slices.Sorted(maps.Keys(c.stopped)) {
+		asm.Require(p)
+	}
+	if c.cfg.Learn && c.changed {
+		c.awaited(id)
+	}
+	r := &coordRun{asm: asm}
+	if c.cfg.SweepAfter > 0 {
+		r.nextSweep = now.Add(c.cfg.SweepAfter)
+	}
+	c.runs[id] = r
+	c.pending = append(c.pending, id)
+	st := Start{Snapshot: id, Initiator: initiator}
+	if initiator == "" || !slices.Contains(live, initiator) {
+		st = Start{Snapshot: id, To: live}
+	}
+	c.ready.Starts = append(c.ready.Starts, st)
+	return id, nil
+}
+
+// awaited hands out, from snapshot from on, the senders of the learned
+// channels that are not back edges.
+func (c *Coordinator) awaited(from SnapshotID) {
+	c.changed = false
+	chans := slices.SortedFunc(maps.Keys(c.learned), func(a, b Channel) int { return strings.Compare(a.String(), b.String()) })
+	back := make(map[Channel]bool)
+	for _, ch := range c.cfg.Search(chans, nil) {
+		back[ch] = true
+	}
+	sets := make(map[ProcessID][]ProcessID)
+	for _, ch := range chans {
+		if !back[ch] {
+			sets[ch.To] = append(sets[ch.To], ch.From)
+		}
+	}
+	c.ready.Awaited = &Awaited{From: from, Sets: sets}
+}
+
+// Record adds a participant's local record to its snapshot's run, if the
+// snapshot is still in progress. The error says why the run refused it.
+func (c *Coordinator) Record(rec LocalRecord) error {
+	r := c.run(rec.Snapshot)
+	if r == nil {
+		return nil
+	}
+	err := r.asm.AddRecord(rec)
+	c.check()
+	return err
+}
+
+// Channel adds a participant's recording of one of its incoming channels
+// to its snapshot's run, if the snapshot is still in progress.
+func (c *Coordinator) Channel(cr ChannelRecord) error {
+	r := c.run(cr.Snapshot)
+	if r == nil {
+		return nil
+	}
+	err := r.asm.AddChannel(cr)
+	c.check()
+	return err
+}
+
+func (c *Coordinator) run(id SnapshotID) *coordRun {
+	if !slices.Contains(c.pending, id) {
+		return nil
+	}
+	return c.runs[id]
+}
+
+// Stopped says that participant p stopped with the final counters final
+// (Process.Counters after Process.Stop), having recorded the snapshots in
+// recorded (Process.Active before the stop): those hear it will report
+// nothing more, and the runs that await its record, and those that start
+// until it is dropped, take final instead. It returns the first error an
+// Assembler gave.
+func (c *Coordinator) Stopped(p ProcessID, final LocalRecord, recorded []SnapshotID) error {
+	var first error
+	note := func(err error) {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	for _, s := range recorded {
+		if r := c.run(s); r != nil {
+			note(r.asm.Stopped(p))
+		}
+	}
+	c.stopped[p] = &stoppedProcess{final: final, after: c.last}
+	for _, s := range c.pending {
+		if r := c.runs[s]; r.asm.AwaitsRecord(p) {
+			rec := final
+			rec.Snapshot = s
+			note(r.asm.AddDeparted(rec))
+		}
+	}
+	c.check()
+	return first
+}
+
+// SentTo says that from sent to the stopped participant to, after its
+// stop: the send counts on a channel no snapshot may show, so from forgets
+// to with its peers when it is dropped.
+func (c *Coordinator) SentTo(from, to ProcessID) {
+	s, ok := c.stopped[to]
+	if !ok {
+		return
+	}
+	if s.senders == nil {
+		s.senders = make(map[ProcessID]bool)
+	}
+	s.senders[from] = true
+}
+
+// Join says that participant p was born while snapshots run (a spawn from
+// outside any participant, or a dropped name given again): it takes part
+// in every snapshot in progress with its state at birth. It returns those
+// snapshots, for p to record at once, in start order.
+func (c *Coordinator) Join(p ProcessID) []SnapshotID {
+	ids := slices.Clone(c.pending)
+	for _, id := range ids {
+		c.runs[id].asm.Require(p)
+	}
+	return ids
+}
+
+// Tick advances the coordinator's time to now: sweeps come due, and
+// snapshots past their deadline abort.
+func (c *Coordinator) Tick(now time.Time) {
+	c.now = now
+	for _, id := range c.pending {
+		r := c.runs[id]
+		if r.nextSweep.IsZero() || now.Before(r.nextSweep) {
+			continue
+		}
+		r.nextSweep = now.Add(c.cfg.SweepAfter)
+		for _, p := range r.asm.Missing().Participants {
+			if _, stopped := c.stopped[p]; !stopped {
+				c.ready.Initiates = append(c.ready.Initiates, Initiate{Snapshot: id, Process: p})
+			}
+		}
+	}
+	c.check()
+}
+
+// Abort aborts snapshot id, if in progress, for reason.
+func (c *Coordinator) Abort(id SnapshotID, reason error) {
+	if r := c.run(id); r != nil {
+		r.asm.Abort(reason)
+		c.check()
+	}
+}
+
+// Pending returns the snapshots in progress, in start order.
+func (c *Coordinator) Pending() []SnapshotID { return slices.Clone(c.pending) }
+
+// Missing returns what snapshot id, in progress, still waits for.
+func (c *Coordinator) Missing(id SnapshotID) (Missing, bool) {
+	r := c.run(id)
+	if r == nil {
+		return Missing{}, false
+	}
+	return r.asm.Missing(), true
+}
+
+// Last returns the last snapshot id given.
+func (c *Coordinator) Last() SnapshotID { return c.last }
+
+// check ends every snapshot in progress that is complete or past its
+// deadline, and drops the drained once none runs.
+func (c *Coordinator) check() {
+	kept := c.pending[:0]
+	for _, id := range c.pending {
+		r := c.runs[id]
+		st := r.asm.Status(c.now)
+		switch st.State {
+		case Pending:
+			kept = append(kept, id)
+			continue
+		case Complete:
+			g, _ := r.asm.Global()
+			c.numbering = r.asm.Numbering()
+			c.drained(g, r.asm)
+			for _, ch := range g.Channels {
+				if !c.learned[ch.Channel] {
+					c.learned[ch.Channel] = true
+					c.changed = true
+				}
+			}
+			c.ready.Over = append(c.ready.Over, Outcome{Snapshot: id, Global: g})
+		case Aborted:
+			c.ready.Over = append(c.ready.Over, Outcome{Snapshot: id, Err: st.Err})
+		}
+		delete(c.runs, id)
+	}
+	clear(c.pending[len(kept):])
+	c.pending = kept
+	if len(c.pending) == 0 && len(c.drops) > 0 {
+		c.dropDrained()
+	}
+}
+
+// drained notes the stopped participants that g, started after their
+// stop, shows drained: every channel from them balances with nothing in
+// flight.
+func (c *Coordinator) drained(g *Global, asm *Assembler) {
+	for _, p := range slices.Sorted(maps.Keys(c.stopped)) {
+		s := c.stopped[p]
+		if s.after >= g.ID || slices.ContainsFunc(c.drops, func(d Drop) bool { return d.Process == p }) {
+			continue
+		}
+		ok := true
+		for _, ch := range g.Channels {
+			if ch.Channel.From == p && (ch.Sent != ch.Received || len(ch.Messages) > 0) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			c.drops = append(c.drops, Drop{Process: p, Peers: asm.Peers(p)})
+		}
+	}
+}
+
+// dropDrained drops every drained participant, now that no snapshot runs:
+// its peers, and those that sent to it since it stopped, are to forget it;
+// the finals of the others and the learned channels no longer name it.
+func (c *Coordinator) dropDrained() {
+	gone := make(map[ProcessID]bool, len(c.drops))
+	for _, d := range c.drops {
+		peers := make(map[ProcessID]bool, len(d.Peers))
+		for _, p := range d.Peers {
+			peers[p] = true
+		}
+		for p := range c.stopped[d.Process].senders {
+			peers[p] = true
+		}
+		d.Peers = slices.Sorted(maps.Keys(peers))
+		d.After = c.last
+		gone[d.Process] = true
+		c.ready.Drops = append(c.ready.Drops, d)
+	}
+	c.drops = nil
+	for p := range gone {
+		delete(c.stopped, p)
+	}
+	named := func(pc PeerCount) bool { return gone[pc.Peer] }
+	for _, s := range c.stopped {
+		s.final.Sent = slices.DeleteFunc(slices.Clone(s.final.Sent), named)
+		s.final.Received = slices.DeleteFunc(slices.Clone(s.final.Received), named)
+	}
+	for ch := range c.learned {
+		if gone[ch.From] || gone[ch.To] {
+			delete(c.learned, ch)
+			c.changed = true
+		}
+	}
+}
+
+// HasReady reports whether Ready has anything to do.
+func (c *Coordinator) HasReady() bool {
+	r := &c.ready
+	return r.Awaited != nil || len(r.Starts) > 0 || len(r.Initiates) > 0 || len(r.Over) > 0 || len(r.Drops) > 0
+}
+
+// Ready returns what the caller must do, in the order of its fields, and
+// clears it: a call to Ready hands each action over once.
+func (c *Coordinator) Ready() CoordinatorReady {
+	rd := c.ready
+	c.ready = CoordinatorReady{}
+	return rd
+}

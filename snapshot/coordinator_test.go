@@ -1,0 +1,197 @@
+package snapshot_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func newCoordinator(t *testing.T, cfg snapshot.CoordinatorConfig) *snapshot.Coordinator {
+	t.Helper()
+	c, err := snapshot.NewCoordinator(cfg)
+	require.NoError(t, err)
+	return c
+}
+
+// one is the counts of a single channel.
+func one(peer snapshot.ProcessID, n uint64) []snapshot.PeerCount {
+	return []snapshot.PeerCount{pc(peer, n)}
+}
+
+// Rule: snapshots are numbered after the highest id used before (a
+// store's, or a restored snapshot's), and a broadcast start goes to the
+// participants live at the start.
+func TestCoordinatorNumbersAfterAndBroadcasts(t *testing.T) {
+	c := newCoordinator(t, snapshot.CoordinatorConfig{After: 41})
+	id, err := c.Start(t0, ids("a", "b"), "")
+	require.NoError(t, err)
+	assert.Equal(t, snapshot.SnapshotID(42), id)
+	rd := c.Ready()
+	assert.Equal(t, []snapshot.Start{{Snapshot: 42, To: ids("a", "b")}}, rd.Starts)
+	assert.False(t, c.HasReady(), "Ready hands each action over once")
+
+	id, err = c.Start(t0, ids("a", "b"), "b")
+	require.NoError(t, err)
+	assert.Equal(t, []snapshot.Start{{Snapshot: id, Initiator: "b"}}, c.Ready().Starts)
+	_, err = c.Start(t0, ids("a"), "b")
+	require.NoError(t, err)
+	assert.Equal(t, ids("a"), c.Ready().Starts[0].To, "an initiator not live makes it a broadcast")
+	assert.Equal(t, []snapshot.SnapshotID{42, 43, 44}, c.Pending())
+}
+
+// Rule: no id past 2^63-1 is given: the numbering never wraps around.
+func TestCoordinatorIDsExhausted(t *testing.T) {
+	c := newCoordinator(t, snapshot.CoordinatorConfig{After: 1<<63 - 2})
+	_, err := c.Start(t0, ids("a"), "")
+	require.NoError(t, err)
+	_, err = c.Start(t0, ids("a"), "")
+	require.ErrorIs(t, err, snapshot.ErrIDsExhausted)
+}
+
+// Rule: a snapshot is over once every participant's record is in and
+// every channel balances; the outcome carries the Global to store.
+func TestCoordinatorCompletes(t *testing.T) {
+	c := newCoordinator(t, snapshot.CoordinatorConfig{})
+	id, _ := c.Start(t0, ids("a", "b"), "")
+	c.Ready()
+	require.NoError(t, c.Record(rec(id, "a", one("b", 0), nil)))
+	assert.False(t, c.HasReady())
+	require.NoError(t, c.Record(rec(id, "b", nil, one("a", 0))))
+	rd := c.Ready()
+	require.Len(t, rd.Over, 1)
+	require.NoError(t, rd.Over[0].Err)
+	assert.Equal(t, id, rd.Over[0].Global.ID)
+	assert.Empty(t, c.Pending())
+	require.NoError(t, c.Record(rec(id, "a", nil, nil)), "a record of a snapshot over is ignored")
+}
+
+// Rule: a snapshot not complete by its deadline aborts at the first tick
+// past it, naming what it waited for.
+func TestCoordinatorDeadline(t *testing.T) {
+	c := newCoordinator(t, snapshot.CoordinatorConfig{Timeout: time.Second})
+	id, _ := c.Start(t0, ids("a", "b"), "")
+	c.Ready()
+	c.Tick(t0.Add(999 * time.Millisecond))
+	assert.False(t, c.HasReady())
+	c.Tick(t0.Add(time.Second))
+	rd := c.Ready()
+	require.Len(t, rd.Over, 1)
+	require.ErrorIs(t, rd.Over[0].Err, snapshot.ErrTimeout)
+	assert.Contains(t, rd.Over[0].Err.Error(), "not recorded: a, b")
+	assert.Equal(t, id, rd.Over[0].Snapshot)
+}
+
+// Rule: sweeps initiate a snapshot at every live participant whose record
+// is missing, SweepAfter after the start and every SweepAfter after.
+func TestCoordinatorSweeps(t *testing.T) {
+	c := newCoordinator(t, snapshot.CoordinatorConfig{SweepAfter: time.Second})
+	id, _ := c.Start(t0, ids("a", "b", "c"), "a")
+	c.Ready()
+	require.NoError(t, c.Record(rec(id, "a", nil, nil)))
+	c.Tick(t0.Add(time.Second))
+	assert.Equal(t, []snapshot.Initiate{{Snapshot: id, Process: "b"}, {Snapshot: id, Process: "c"}}, c.Ready().Initiates)
+	c.Tick(t0.Add(1500 * time.Millisecond))
+	assert.Empty(t, c.Ready().Initiates)
+	c.Tick(t0.Add(2 * time.Second))
+	assert.Len(t, c.Ready().Initiates, 2)
+}
+
+// Rule: a participant that stops before it records a snapshot stands in
+// it with its final counters; one that recorded it and stops reports
+// nothing more; a message on its way to it at the cut, lost with it,
+// aborts the snapshot.
+func TestCoordinatorStopped(t *testing.T) {
+	c := newCoordinator(t, snapshot.CoordinatorConfig{})
+	id, _ := c.Start(t0, ids("a", "b"), "")
+	c.Ready()
+	require.NoError(t, c.Record(rec(id, "a", one("b", 2), nil)))
+	require.NoError(t, c.Stopped("b", rec(0, "b", nil, one("a", 2)), nil))
+	rd := c.Ready()
+	require.Len(t, rd.Over, 1)
+	require.NoError(t, rd.Over[0].Err)
+	b, ok := rd.Over[0].Global.Participant("b")
+	require.True(t, ok)
+	assert.True(t, b.Departed)
+
+	// Recorded, then stopped with a message still on its way: lost.
+	c = newCoordinator(t, snapshot.CoordinatorConfig{})
+	id, _ = c.Start(t0, ids("a", "b"), "")
+	require.NoError(t, c.Record(rec(id, "a", one("b", 1), nil)))
+	require.NoError(t, c.Record(rec(id, "b", nil, one("a", 0))))
+	err := c.Stopped("b", rec(0, "b", nil, one("a", 0)), []snapshot.SnapshotID{id})
+	require.Error(t, err, "the run says the channel to b cannot balance")
+	rd = c.Ready()
+	require.Len(t, rd.Over, 1)
+	var be *snapshot.BalanceError
+	require.True(t, errors.As(rd.Over[0].Err, &be), "%v", rd.Over[0].Err)
+	assert.Equal(t, snapshot.Channel{From: "a", To: "b"}, be.Channel)
+}
+
+// Rule: a stopped participant stands in every snapshot from its stop
+// until a complete one started after the stop shows it drained; then, at
+// the first moment no snapshot runs, it is dropped: its peers and those
+// that sent to it since it stopped forget it, and later snapshots do not
+// hold it.
+func TestCoordinatorDropsDrained(t *testing.T) {
+	c := newCoordinator(t, snapshot.CoordinatorConfig{})
+	require.NoError(t, c.Stopped("b", rec(0, "b", one("a", 1), nil), nil))
+	c.SentTo("c", "b")
+	first, _ := c.Start(t0, ids("a", "c"), "")
+	second, _ := c.Start(t0, ids("a", "c"), "")
+	c.Ready()
+	require.NoError(t, c.Record(rec(first, "a", nil, one("b", 1))))
+	require.NoError(t, c.Record(rec(first, "c", nil, nil)))
+	rd := c.Ready()
+	require.Len(t, rd.Over, 1)
+	assert.Empty(t, rd.Drops, "not while a snapshot runs")
+	require.NoError(t, c.Record(rec(second, "a", nil, one("b", 1))))
+	require.NoError(t, c.Record(rec(second, "c", nil, nil)))
+	rd = c.Ready()
+	require.Len(t, rd.Over, 1)
+	assert.Equal(t, []snapshot.Drop{{Process: "b", Peers: ids("a", "c"), After: second}}, rd.Drops)
+
+	third, _ := c.Start(t0, ids("a", "c"), "")
+	c.Ready()
+	require.NoError(t, c.Record(rec(third, "a", nil, nil)))
+	require.NoError(t, c.Record(rec(third, "c", nil, nil)))
+	g := c.Ready().Over[0].Global
+	_, held := g.Participant("b")
+	assert.False(t, held, "a dropped participant is in no later snapshot")
+}
+
+// Rule: a participant born while snapshots run takes part in each.
+func TestCoordinatorJoin(t *testing.T) {
+	c := newCoordinator(t, snapshot.CoordinatorConfig{})
+	id, _ := c.Start(t0, ids("a"), "")
+	c.Ready()
+	assert.Equal(t, []snapshot.SnapshotID{id}, c.Join("n"))
+	require.NoError(t, c.Record(rec(id, "a", nil, nil)))
+	assert.False(t, c.HasReady(), "the joined participant's record is awaited")
+	require.NoError(t, c.Record(rec(id, "n", nil, nil)))
+	assert.Len(t, c.Ready().Over, 1)
+}
+
+// Rule (aligned mode): the awaited sets are handed out before the first
+// start after the learned channels changed, without the back edges.
+func TestCoordinatorAwaited(t *testing.T) {
+	c := newCoordinator(t, snapshot.CoordinatorConfig{Learn: true})
+	id, _ := c.Start(t0, ids("a", "b"), "")
+	assert.Nil(t, c.Ready().Awaited, "nothing learned yet")
+	require.NoError(t, c.Record(rec(id, "a", one("b", 1), one("b", 1))))
+	require.NoError(t, c.Record(rec(id, "b", one("a", 1), one("a", 1))))
+	c.Ready()
+	next, _ := c.Start(t0, ids("a", "b"), "")
+	rd := c.Ready()
+	require.NotNil(t, rd.Awaited)
+	assert.Equal(t, next, rd.Awaited.From)
+	assert.Len(t, rd.Awaited.Sets, 1, "one of the two channels of the cycle is a back edge")
+	_, _ = c.Start(t0, ids("a", "b"), "")
+	assert.Nil(t, c.Ready().Awaited, "handed out once until the graph changes")
+}
