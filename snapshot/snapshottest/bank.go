@@ -182,7 +182,7 @@ func (br BankRun) Run() (*BankResult, error) {
 	check := func() error { // each snapshot as it completes: a respawn forgets the old traces
 		for ; checked < len(n.completed); checked++ {
 			g := n.completed[checked]
-			if err := CheckAll(g, n.trace, res.Total-res.leftBefore(g)); err != nil {
+			if err := CheckAll(g, n.trace, res.Total-res.LeftBefore(g)); err != nil {
 				return err
 			}
 		}
@@ -298,12 +298,12 @@ func (n *Network) lostWithStop(err error) bool {
 	return ok && (n.stopped[to] || n.incarnation[to] > 0) && be.Received+be.Recorded < be.Sent
 }
 
-// leftBefore is the money that left the bank before the cut of g: the
+// LeftBefore is the money that left the bank before the cut of g: the
 // balances of the processes that stopped before they recorded it (they
 // stand in g without a state, or not at all), and the transfers lost with
 // such a process that were sent before their sender's cut (a transfer
 // lost with a process that recorded g, sent before the cut, aborts g).
-func (res *BankResult) leftBefore(g *snapshot.Global) int64 {
+func (res *BankResult) LeftBefore(g *snapshot.Global) int64 {
 	n, tr := res.Network, res.Network.trace
 	left := res.Bank.Left // replaced processes: dropped before g started
 	for i, name := range n.cfg.Graph.Names {

@@ -7,10 +7,11 @@
 // channel is a FIFO link; in the random mode every message gets a delay of
 // 1 to MaxDelay ticks drawn from the seed, so a run replays exactly from its
 // seed. In the manual mode messages wait until Deliver, which the golden
-// scenario scripts use. A coordinator numbers snapshots, starts them at one
-// process (markers then flood the graph) or at all of them (broadcast on
-// its control channels), assembles them with a snapshot.Assembler, and
-// tells every process when one is finished.
+// scenario scripts use. The network drives a snapshot.Coordinator, which
+// numbers snapshots, starts them at one process (markers then flood the
+// graph) or at all of them (broadcast on the network's control channels),
+// assembles them, and says when one is finished and when a stopped
+// process is dropped; the network carries that out.
 //
 // A Trace records who sent, received and recorded what, in each process's
 // own order. Its checkers hold any snapshot.Global to the definition of a

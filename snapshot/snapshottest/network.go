@@ -4,7 +4,6 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -158,56 +157,37 @@ func (h *events) Pop() any {
 }
 
 // run is one snapshot in progress or done.
-type run struct {
-	asm       *snapshot.Assembler
-	start     int64
-	nextSweep int64
-	done      bool
-}
-
 // Network is a deterministic discrete-time network of snapshot.Process
 // values on a directed graph, with FIFO links, a seeded random delay per
-// message, and a coordinator that starts snapshots, assembles them and
-// tells every process when one is finished. It is not safe for concurrent
+// message, and a snapshot.Coordinator, whose actions it carries out: it
+// starts snapshots, assembles them and says when one is finished. It is not safe for concurrent
 // use. A failed protocol step stops it: see Err.
 type Network struct {
-	cfg Config
-	rng *rand.Rand
-	// numbering is the last complete snapshot's, given to the next
-	// Assembler as the guardian of package actors does.
-	numbering *snapshot.Numbering
-	app       App
-	now       int64
-	procs     []*snapshot.Process
-	index     map[snapshot.ProcessID]int
-	links     map[[2]int]*link
-	order     []*link // links in creation order, for deterministic draining
-	events    events
-	seq       uint64
-	trace     *Trace
+	cfg    Config
+	rng    *rand.Rand
+	coord  *snapshot.Coordinator // the coordinator: package actors' guardian drives the same
+	app    App
+	now    int64
+	procs  []*snapshot.Process
+	index  map[snapshot.ProcessID]int
+	links  map[[2]int]*link
+	order  []*link // links in creation order, for deterministic draining
+	events events
+	seq    uint64
+	trace  *Trace
 
 	held      int // deliveries waiting on blocked links
-	learned   map[snapshot.Channel]bool
-	changed   bool // learned grew since the processes were told
-	nextID    snapshot.SnapshotID
-	runs      map[snapshot.SnapshotID]*run
-	pending   []snapshot.SnapshotID
 	completed []*snapshot.Global
 	aborted   []error
 	err       error
 
-	// Stopped processes (Stop), their final counters, and the messages
-	// that reached them after they stopped, lost.
-	stopped []bool
-	final   map[snapshot.ProcessID]snapshot.LocalRecord
-	lost    []Lost
-	// Dropping, as package actors' guardian does: a stopped process that a
-	// complete snapshot started after its stop shows drained is forgotten
-	// by its peers (Process.DropPeer) at the next moment no snapshot runs.
-	stoppedAt []snapshot.SnapshotID // last snapshot started before the stop
-	drops     []drop                // drained, waiting for such a moment
+	// Stopped processes (Stop), and the messages that reached them after
+	// they stopped, lost. The coordinator drops a stopped process once a
+	// complete snapshot started after its stop shows it drained; then it
+	// is in droppedAt, with the last snapshot started.
+	stopped   []bool
+	lost      []Lost
 	droppedAt map[int]snapshot.SnapshotID
-	senders   map[int]map[int]bool // to a stopped process since its stop: they drop it too
 
 	// Respawn: a new process under a dropped one's name.
 	backEdges   [][]snapshot.ProcessID // per process, as configured
@@ -249,32 +229,23 @@ func (n *Network) Respawn(i int) bool {
 	if n.cfg.Learn {
 		p.SetAwaited(0, nil)
 	}
-	n.logf("%s: respawned (joins the snapshots in progress: %v)", name, n.pending)
+	n.logf("%s: respawned (joins the snapshots in progress: %v)", name, n.coord.Pending())
 	n.unnamed = append(n.unnamed, window{name: name, from: at, done: len(n.completed)})
 	delete(n.droppedAt, i)
-	n.procs[i], n.stopped[i], n.stoppedAt[i] = p, false, 0
+	n.procs[i], n.stopped[i] = p, false
 	n.incarnation[i]++
 	n.trace.Forget(name)
 	if r, ok := n.app.(Respawner); ok {
 		r.Respawned(n, i)
 	}
-	for _, id := range slices.Clone(n.pending) {
-		if r := n.runs[id]; !r.done {
-			r.asm.Require(name)
-			n.step(i, func(p *snapshot.Process) error { return p.Start(id) })
-		}
+	for _, id := range n.coord.Join(name) {
+		n.step(i, func(p *snapshot.Process) error { return p.Start(id) })
 	}
 	return true
 }
 
 // Incarnation returns how many times process i was respawned.
 func (n *Network) Incarnation(i int) int { return n.incarnation[i] }
-
-// drop is a drained stopped process and the peers that are to forget it.
-type drop struct {
-	process int
-	peers   []snapshot.ProcessID
-}
 
 // Lost is an application message that reached a stopped process and was
 // dropped, as a dead letter. One sent once the receiver was dropped is not
@@ -301,9 +272,16 @@ func NewNetwork(cfg Config, app App) (*Network, error) {
 		index: make(map[snapshot.ProcessID]int, cfg.Graph.Len()),
 		links: make(map[[2]int]*link),
 		trace: NewTrace(),
-		runs:  make(map[snapshot.SnapshotID]*run),
-		final: make(map[snapshot.ProcessID]snapshot.LocalRecord),
 	}
+	coord, err := snapshot.NewCoordinator(snapshot.CoordinatorConfig{
+		Timeout:    time.Duration(cfg.Timeout) * tick,
+		SweepAfter: time.Duration(cfg.SweepAfter) * tick,
+		Learn:      cfg.Learn,
+	})
+	if err != nil {
+		return nil, err
+	}
+	n.coord = coord
 	pcfg := make([]snapshot.Config, cfg.Graph.Len())
 	for i, name := range cfg.Graph.Names {
 		if _, dup := n.index[name]; dup {
@@ -355,11 +333,8 @@ func NewNetwork(cfg Config, app App) (*Network, error) {
 		n.backEdges = append(n.backEdges, pc.BackEdges)
 	}
 	n.incarnation = make([]int, len(n.procs))
-	n.learned = make(map[snapshot.Channel]bool)
 	n.stopped = make([]bool, len(n.procs))
-	n.stoppedAt = make([]snapshot.SnapshotID, len(n.procs))
 	n.droppedAt = make(map[int]snapshot.SnapshotID)
-	n.senders = make(map[int]map[int]bool)
 	return n, nil
 }
 
@@ -424,14 +399,12 @@ func (n *Network) losing() []Lost {
 func (n *Network) Lost() []Lost { return n.lost }
 
 // Pending returns the snapshots neither complete nor aborted.
-func (n *Network) Pending() []snapshot.SnapshotID { return n.pending }
+func (n *Network) Pending() []snapshot.SnapshotID { return n.coord.Pending() }
 
 // Missing returns what snapshot id still waits for.
 func (n *Network) Missing(id snapshot.SnapshotID) snapshot.Missing {
-	if r := n.runs[id]; r != nil {
-		return r.asm.Missing()
-	}
-	return snapshot.Missing{}
+	m, _ := n.coord.Missing(id)
+	return m
 }
 
 func (n *Network) logf(format string, args ...any) {
@@ -502,10 +475,7 @@ func (n *Network) Send(from, to int, payload any) {
 		return
 	}
 	if n.stopped[to] {
-		if n.senders[to] == nil {
-			n.senders[to] = make(map[int]bool)
-		}
-		n.senders[to][from] = true
+		n.coord.SentTo(ch.From, ch.To)
 	}
 	st := n.procs[from].Send(ch.To)
 	n.trace.Sent(ch, st.Seq)
@@ -523,50 +493,16 @@ func (n *Network) Send(from, to int, payload any) {
 // to every process that has not stopped. A stopped initiator makes it a
 // broadcast.
 func (n *Network) StartSnapshot(initiator int) snapshot.SnapshotID {
-	if initiator >= 0 && n.stopped[initiator] {
-		initiator = -1
+	var by snapshot.ProcessID
+	if initiator >= 0 && !n.stopped[initiator] {
+		by = n.name(initiator)
 	}
-	n.nextID++
-	id := n.nextID
-	cfg := snapshot.AssemblerConfig{Snapshot: id, Participants: n.live(), Start: tickTime(n.now), Numbering: n.numbering,
-		Departed: func(p snapshot.ProcessID) (snapshot.LocalRecord, bool) {
-			r, ok := n.final[p]
-			return r, ok
-		}}
-	if n.cfg.Timeout > 0 {
-		cfg.Deadline = tickTime(n.now + int64(n.cfg.Timeout))
-	}
-	asm, err := snapshot.NewAssembler(cfg)
+	id, err := n.coord.Start(tickTime(n.now), n.live(), by)
 	if err != nil {
 		n.fail(err)
 		return id
 	}
-	// The stopped not yet dropped stand in from the start: a message of
-	// theirs may still be on its way to a process that will record before
-	// it arrives, and name them in no record.
-	for _, name := range slices.Sorted(maps.Keys(n.final)) {
-		asm.Require(name) // through AssemblerConfig.Departed
-	}
-	if n.cfg.Learn && n.changed {
-		n.tellAwaited(id)
-	}
-	r := &run{asm: asm, start: n.now}
-	if n.cfg.SweepAfter > 0 {
-		r.nextSweep = n.now + int64(n.cfg.SweepAfter)
-	}
-	n.runs[id] = r
-	n.pending = append(n.pending, id)
-	if initiator >= 0 {
-		n.logf("snapshot %d: initiated by %s", id, n.name(initiator))
-		n.step(initiator, func(p *snapshot.Process) error { return p.Initiate(id) })
-	} else {
-		n.logf("snapshot %d: broadcast", id)
-		for i := range n.procs {
-			if !n.stopped[i] {
-				n.enqueue(coordinator, i, envelope{kind: start, id: id})
-			}
-		}
-	}
+	n.coordinate()
 	return id
 }
 
@@ -599,27 +535,12 @@ func (n *Network) Stop(i int) {
 	recorded := p.Active()
 	n.step(i, func(p *snapshot.Process) error { p.Stop(); return nil })
 	n.stopped[i] = true
-	n.stoppedAt[i] = n.nextID
-	for _, s := range recorded {
-		if r := n.runs[s]; r != nil && !r.done {
-			if err := r.asm.Stopped(id); err != nil {
-				n.logf("snapshot %d: %v", s, err)
-			}
-		}
-	}
 	final := p.Counters()
-	n.final[id] = final
 	for _, pc := range final.Sent {
 		n.enqueue(i, n.index[pc.Peer], envelope{kind: departed})
 	}
-	for _, s := range n.pending {
-		if r := n.runs[s]; r.asm.AwaitsRecord(id) {
-			rec := final
-			rec.Snapshot = s
-			if err := r.asm.AddDeparted(rec); err != nil {
-				n.logf("snapshot %d: %v", s, err)
-			}
-		}
+	if err := n.coord.Stopped(id, final, recorded); err != nil {
+		n.logf("%s: stopped: %v", id, err)
 	}
 	// What it held blocked comes due, to be lost.
 	for _, l := range n.order {
@@ -627,7 +548,7 @@ func (n *Network) Stop(i int) {
 			n.unblock(l)
 		}
 	}
-	n.check()
+	n.coordinate()
 }
 
 // unblock lets the deliveries that came due on l while it was blocked go,
@@ -663,10 +584,8 @@ func (n *Network) step(i int, input func(p *snapshot.Process) error) {
 		rec.State, rec.Kind = state, "process"
 		n.trace.Recorded(rec.Process, rec.Snapshot)
 		n.logf("%s: record %d (sent %s; received %s)", rec.Process, rec.Snapshot, counts(rec.Sent), counts(rec.Received))
-		if r := n.runs[rec.Snapshot]; r != nil && !r.done {
-			if err := r.asm.AddRecord(rec); err != nil {
-				n.logf("snapshot %d: %v", rec.Snapshot, err)
-			}
+		if err := n.coord.Record(rec); err != nil {
+			n.logf("snapshot %d: %v", rec.Snapshot, err)
 		}
 	}
 	for _, m := range rd.Markers {
@@ -680,10 +599,8 @@ func (n *Network) step(i int, input func(p *snapshot.Process) error) {
 	}
 	for _, cr := range rd.Channels {
 		n.logf("%s: channel %s closed for %d: %s", n.name(i), cr.Channel, cr.Snapshot, messages(cr.Messages))
-		if r := n.runs[cr.Snapshot]; r != nil && !r.done {
-			if err := r.asm.AddChannel(cr); err != nil {
-				n.logf("snapshot %d: %v", cr.Snapshot, err)
-			}
+		if err := n.coord.Channel(cr); err != nil {
+			n.logf("snapshot %d: %v", cr.Snapshot, err)
 		}
 	}
 	for _, id := range rd.Finished {
@@ -698,115 +615,61 @@ func (n *Network) step(i int, input func(p *snapshot.Process) error) {
 		n.unblock(n.link(n.index[from], i))
 	}
 	p.Advance()
-	n.check()
+	n.coordinate()
 }
 
-// check settles every pending snapshot that completed or passed its
-// deadline, and tells every process it is finished.
-func (n *Network) check() {
-	kept := n.pending[:0]
-	for _, id := range n.pending {
-		r := n.runs[id]
-		st := r.asm.Status(tickTime(n.now))
-		switch st.State {
-		case snapshot.Pending:
-			kept = append(kept, id)
-			continue
-		case snapshot.Complete:
-			g, _ := r.asm.Global()
-			n.completed = append(n.completed, g)
-			n.numbering = r.asm.Numbering()
-			n.drained(g, r.asm)
-			for _, c := range g.Channels {
-				if !n.learned[c.Channel] {
-					n.learned[c.Channel] = true
-					n.changed = true
+// coordinate carries out what the coordinator asks: awaited sets handed
+// to every process, starts broadcast on the control channel or initiated,
+// sweeps, the snapshots that ended recorded and finished at every live
+// process, and the drained stopped processes dropped by their peers.
+func (n *Network) coordinate() {
+	for n.err == nil && n.coord.HasReady() {
+		rd := n.coord.Ready()
+		if a := rd.Awaited; a != nil {
+			for i, p := range n.procs {
+				n.logf("%s: await %v from snapshot %d", n.name(i), a.Sets[p.ID()], a.From)
+				p.SetAwaited(a.From, a.Sets[p.ID()])
+			}
+		}
+		for _, st := range rd.Starts {
+			if st.Initiator != "" {
+				n.logf("snapshot %d: initiated by %s", st.Snapshot, st.Initiator)
+				n.step(n.index[st.Initiator], func(p *snapshot.Process) error { return p.Initiate(st.Snapshot) })
+				continue
+			}
+			n.logf("snapshot %d: broadcast", st.Snapshot)
+			for _, to := range st.To {
+				n.enqueue(coordinator, n.index[to], envelope{kind: start, id: st.Snapshot})
+			}
+		}
+		for _, in := range rd.Initiates {
+			n.logf("snapshot %d: coordinator initiates at %s", in.Snapshot, in.Process)
+			n.enqueue(coordinator, n.index[in.Process], envelope{kind: initiate, id: in.Snapshot})
+		}
+		for _, o := range rd.Over {
+			if o.Global != nil {
+				n.completed = append(n.completed, o.Global)
+				n.logf("snapshot %d: complete at tick %d", o.Snapshot, n.now)
+			} else {
+				n.aborted = append(n.aborted, o.Err)
+				n.logf("%v", o.Err)
+			}
+			for i := range n.procs {
+				if !n.stopped[i] {
+					n.enqueue(coordinator, i, envelope{kind: forget, id: o.Snapshot})
 				}
 			}
-			n.logf("snapshot %d: complete at tick %d", id, n.now)
-		case snapshot.Aborted:
-			n.aborted = append(n.aborted, st.Err)
-			n.logf("%v", st.Err)
 		}
-		r.done = true
-		for i := range n.procs {
-			if !n.stopped[i] {
-				n.enqueue(coordinator, i, envelope{kind: forget, id: id})
+		for _, d := range rd.Drops {
+			i := n.index[d.Process]
+			n.droppedAt[i] = d.After
+			n.trace.Dropped(d.Process, d.After)
+			n.logf("%s: dropped by %v and its senders since its stop", d.Process, d.Peers)
+			for j, p := range n.procs {
+				if !n.stopped[j] && slices.Contains(d.Peers, p.ID()) {
+					n.step(j, func(p *snapshot.Process) error { p.DropPeer(d.Process); return nil })
+				}
 			}
-		}
-	}
-	clear(n.pending[len(kept):])
-	n.pending = kept
-	if len(n.pending) == 0 && len(n.drops) > 0 {
-		n.dropDrained()
-	}
-}
-
-// drained notes the stopped processes that g, started after their stop,
-// shows drained: every channel from them balances with nothing in flight.
-func (n *Network) drained(g *snapshot.Global, asm *snapshot.Assembler) {
-	for i := range n.procs {
-		if !n.stopped[i] || n.stoppedAt[i] >= g.ID || slices.ContainsFunc(n.drops, func(d drop) bool { return d.process == i }) {
-			continue
-		}
-		if _, gone := n.droppedAt[i]; gone {
-			continue
-		}
-		name, ok := n.name(i), true
-		for _, c := range g.Channels {
-			if c.Channel.From == name && (c.Sent != c.Received || len(c.Messages) > 0) {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			n.drops = append(n.drops, drop{process: i, peers: asm.Peers(name)})
-		}
-	}
-}
-
-// dropDrained makes the peers of every drained process forget it, while
-// no snapshot runs; later snapshots take neither it nor its channels.
-func (n *Network) dropDrained() {
-	drops := n.drops
-	n.drops = nil
-	gone := make(map[snapshot.ProcessID]bool, len(drops))
-	for _, d := range drops {
-		name := n.name(d.process)
-		gone[name] = true
-		n.droppedAt[d.process] = n.nextID
-		n.trace.Dropped(name, n.nextID)
-		// The peers the snapshot shows, and those that sent to it since it
-		// stopped (their channels count, but may be in no snapshot).
-		peers := make(map[int]bool, len(d.peers))
-		for _, peer := range d.peers {
-			peers[n.index[peer]] = true
-		}
-		for j := range n.senders[d.process] {
-			peers[j] = true
-		}
-		delete(n.senders, d.process)
-		n.logf("%s: dropped by %v and its senders since its stop", name, d.peers)
-		for j := range n.procs {
-			if peers[j] && !n.stopped[j] {
-				n.step(j, func(p *snapshot.Process) error { p.DropPeer(name); return nil })
-			}
-		}
-	}
-	for id := range gone {
-		delete(n.final, id)
-	}
-	// The final records of the others no longer name them.
-	named := func(pc snapshot.PeerCount) bool { return gone[pc.Peer] }
-	for id, f := range n.final {
-		f.Sent = slices.DeleteFunc(slices.Clone(f.Sent), named)
-		f.Received = slices.DeleteFunc(slices.Clone(f.Received), named)
-		n.final[id] = f
-	}
-	for c := range n.learned {
-		if gone[c.From] || gone[c.To] {
-			delete(n.learned, c)
-			n.changed = true
 		}
 	}
 }
@@ -888,31 +751,6 @@ func (n *Network) Deliver(from, to int) bool {
 	return true
 }
 
-// tellAwaited tells every process whom to wait for from snapshot id on:
-// the senders of the learned channels that are not back edges.
-func (n *Network) tellAwaited(id snapshot.SnapshotID) {
-	n.changed = false
-	chans := make([]snapshot.Channel, 0, len(n.learned))
-	for c := range n.learned {
-		chans = append(chans, c)
-	}
-	slices.SortFunc(chans, func(a, b snapshot.Channel) int { return strings.Compare(a.String(), b.String()) })
-	back := make(map[snapshot.Channel]bool)
-	for _, c := range snapshot.ShallowBackEdges(chans, nil) {
-		back[c] = true
-	}
-	from := make(map[snapshot.ProcessID][]snapshot.ProcessID)
-	for _, c := range chans {
-		if !back[c] {
-			from[c.To] = append(from[c.To], c.From)
-		}
-	}
-	for i, p := range n.procs {
-		n.logf("%s: await %v from snapshot %d", n.name(i), from[p.ID()], id)
-		p.SetAwaited(id, from[p.ID()])
-	}
-}
-
 // Blocked reports whether the receiver holds the channel from -> to
 // blocked (aligned mode).
 func (n *Network) Blocked(from, to int) bool {
@@ -956,24 +794,14 @@ func (n *Network) Tick(traffic bool) {
 		}
 		n.deliverEnvelope(ev.l.from, ev.l.to, ev.l.pop())
 	}
-	for _, id := range n.pending {
-		r := n.runs[id]
-		if r.nextSweep > 0 && n.now >= r.nextSweep {
-			r.nextSweep = n.now + int64(n.cfg.SweepAfter)
-			for _, p := range r.asm.Missing().Participants {
-				if n.stopped[n.index[p]] {
-					continue
-				}
-				n.logf("snapshot %d: coordinator initiates at %s", id, p)
-				n.enqueue(coordinator, n.index[p], envelope{kind: initiate, id: id})
-			}
-		}
-	}
-	n.check()
+	n.coord.Tick(tickTime(n.now))
+	n.coordinate()
 }
 
 // Quiet reports whether no message is in flight and no snapshot pending.
-func (n *Network) Quiet() bool { return len(n.events) == 0 && n.held == 0 && len(n.pending) == 0 }
+func (n *Network) Quiet() bool {
+	return len(n.events) == 0 && n.held == 0 && len(n.coord.Pending()) == 0
+}
 
 // Drain ticks without traffic until the network is quiet, for at most
 // limit ticks. It returns an error naming what is still pending if the
@@ -991,16 +819,19 @@ func (n *Network) Drain(limit int) error {
 	if !n.Quiet() {
 		var b strings.Builder
 		fmt.Fprintf(&b, "snapshottest: not quiet after %d ticks: %d messages in flight, %d held on blocked channels", limit, len(n.events)+n.held, n.held)
-		for _, id := range n.pending {
-			fmt.Fprintf(&b, "; snapshot %d: %s", id, n.runs[id].asm.Missing())
+		for _, id := range n.coord.Pending() {
+			fmt.Fprintf(&b, "; snapshot %d: %s", id, n.Missing(id))
 		}
 		return errors.New(b.String())
 	}
 	return nil
 }
 
-// tickTime maps a tick to the time given to assemblers.
-func tickTime(t int64) time.Time { return time.Unix(0, t*int64(time.Millisecond)).UTC() }
+// tick is the length of a tick in the coordinator's time.
+const tick = time.Millisecond
+
+// tickTime maps a tick to the coordinator's time.
+func tickTime(t int64) time.Time { return time.Unix(0, t*int64(tick)).UTC() }
 
 func counts(pcs []snapshot.PeerCount) string {
 	if len(pcs) == 0 {
