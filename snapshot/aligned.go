@@ -31,10 +31,9 @@ import (
 //   - A coordinator's Start while another snapshot is pending waits in a
 //     queue and begins once that one records or is forgotten.
 
-// SetBackEdges replaces the set of senders whose channels to this process
-// are back edges (Config.BackEdges). It applies to snapshots that begin
-// here afterwards.
-func (p *Process) SetBackEdges(from []ProcessID) {
+// setBackEdges sets the senders whose channels to this process are back
+// edges (Config.BackEdges).
+func (p *Process) setBackEdges(from []ProcessID) {
 	p.back = make(map[ProcessID]bool, len(from))
 	for _, f := range from {
 		p.back[f] = true
@@ -57,8 +56,7 @@ func (p *Process) SetBackEdges(from []ProcessID) {
 // waits on a channel it has not checked for cycles; the id keeps every
 // snapshot aligned against one graph, even while several run and the
 // graph changes (two acyclic sets of waits from different graphs may
-// together form a cycle). Call it in increasing order of id. AwaitAll
-// undoes it.
+// together form a cycle). Call it in increasing order of id.
 func (p *Process) SetAwaited(id SnapshotID, from []ProcessID) {
 	set := make(map[ProcessID]bool, len(from))
 	for _, f := range from {
@@ -74,9 +72,9 @@ func (p *Process) SetAwaited(id SnapshotID, from []ProcessID) {
 	p.pruneAwaits()
 }
 
-// AwaitAll makes aligned snapshots wait again for every known incoming
+// awaitAll makes aligned snapshots wait again for every known incoming
 // channel that is not a back edge: the default.
-func (p *Process) AwaitAll() { p.awaits = nil }
+func (p *Process) awaitAll() { p.awaits = nil }
 
 // awaitSet is whom snapshots numbered from and above wait for, up to the
 // next set's from.
@@ -111,9 +109,9 @@ func (p *Process) pruneAwaits() {
 	}
 }
 
-// BackEdgesIn returns the senders whose channels are back edges here, in
+// backEdgesIn returns the senders whose channels are back edges here, in
 // name order.
-func (p *Process) BackEdgesIn() []ProcessID {
+func (p *Process) backEdgesIn() []ProcessID {
 	out := make([]ProcessID, 0, len(p.back))
 	for f, ok := range p.back {
 		if ok {

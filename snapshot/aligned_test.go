@@ -69,7 +69,7 @@ func TestRuleAlignedBackEdgeIsLogged(t *testing.T) {
 	require.Len(t, rd.Channels, 1)
 	assert.Equal(t, snapshot.Channel{From: "tail", To: "head"}, rd.Channels[0].Channel)
 	assert.Equal(t, []snapshot.Message{{Seq: 1, Payload: "t1"}, {Seq: 2, Payload: "t2"}}, rd.Channels[0].Messages)
-	assert.Equal(t, ids("tail"), p.BackEdgesIn())
+	assert.Equal(t, ids("tail"), snapshot.BackEdgesIn(p))
 }
 
 // Rule: a coordinator's Start records at once at a process without inputs,
@@ -288,7 +288,7 @@ func TestRuleAlignedSetAwaited(t *testing.T) {
 	rd = take(p)
 	require.Len(t, rd.Channels, 1)
 	assert.Equal(t, []snapshot.Message{{Seq: 2, Payload: "b2"}}, rd.Channels[0].Messages)
-	p.AwaitAll()
+	snapshot.AwaitAll(p)
 	require.NoError(t, p.Start(2))
 	_, awaiting := p.Awaiting()
 	assert.Equal(t, ids("a", "b"), awaiting)

@@ -14,3 +14,10 @@ func CheckLogged(p *Process) error {
 	}
 	return nil
 }
+
+// BackEdgesIn returns the senders whose channels are back edges at p.
+func BackEdgesIn(p *Process) []ProcessID { return p.backEdgesIn() }
+
+// AwaitAll makes p's aligned snapshots wait for every known incoming
+// channel that is not a back edge again.
+func AwaitAll(p *Process) { p.awaitAll() }

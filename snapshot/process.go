@@ -171,7 +171,7 @@ func NewProcess(cfg Config) (*Process, error) {
 		out:  make(map[ProcessID]*outChan, len(cfg.Outgoing)),
 		in:   make(map[ProcessID]*inChan, len(cfg.Incoming)),
 	}
-	p.SetBackEdges(cfg.BackEdges)
+	p.setBackEdges(cfg.BackEdges)
 	for _, to := range cfg.Outgoing {
 		p.outChannel(to)
 	}
@@ -205,9 +205,6 @@ func (p *Process) Mode() Mode { return p.mode }
 // declared after the process recorded a snapshot is not part of it: its
 // first message tells the receiver so.
 func (p *Process) DeclareOutgoing(to ProcessID) { p.outChannel(to) }
-
-// DeclareIncoming adds a channel from from, as Config.Incoming does.
-func (p *Process) DeclareIncoming(from ProcessID) { p.inChannel(from) }
 
 func (p *Process) outChannel(to ProcessID) *outChan {
 	c := p.out[to]
