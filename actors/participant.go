@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -341,13 +340,6 @@ func (p *participant) peer(key mailbox.SenderKey) snapshot.ProcessID {
 func (p *participant) receive(from snapshot.ProcessID, st snapshot.Stamp, payload interface{}) bool {
 	for {
 		err := p.proc.Receive(from, st, payload)
-		if errors.Is(err, snapshot.ErrHeld) {
-			p.act()
-			if p.proc.IsBlocked(from) {
-				return false
-			}
-			continue // carrying out the barrier unblocked it already
-		}
 		if err != nil {
 			// Only a broken FIFO path gets here: every snapshot in progress is lost.
 			for _, id := range p.proc.Active() {
@@ -355,7 +347,13 @@ func (p *participant) receive(from snapshot.ProcessID, st snapshot.Stamp, payloa
 			}
 		}
 		p.checkBudget()
-		p.act()
+		if p.act() {
+			// Held behind the barrier it stands for.
+			if p.proc.IsBlocked(from) {
+				return false
+			}
+			continue // carrying out the barrier unblocked it already
+		}
 		if tr := p.sys.trace; tr != nil {
 			tr.Received(snapshot.Channel{From: from, To: p.id}, p.proc.Received(from))
 		}
@@ -534,12 +532,13 @@ func (p *participant) send(ctx actor.Context, pid *actor.PID, msg interface{}) {
 // that forgetting finished snapshots produces in turn (an aligned snapshot
 // queued behind one may begin and record): all before the application
 // sees another message, so that every record captures the state it
-// counts.
-func (p *participant) act() {
+// counts. It reports whether the message last given to Receive is held
+// (Ready.Hold).
+func (p *participant) act() (held bool) {
 	acted := false
 	for {
 		if p.proc.HasReady() {
-			p.actOnce()
+			held = p.actOnce() || held
 			acted = true
 		}
 		if len(p.forget) == 0 {
@@ -557,7 +556,7 @@ func (p *participant) act() {
 	}
 }
 
-func (p *participant) actOnce() {
+func (p *participant) actOnce() (held bool) {
 	rd := p.proc.Ready()
 	// The recordings that closed have left the Process's logs: their
 	// messages are counted again, in their snapshot's assembly, when
@@ -641,6 +640,7 @@ func (p *participant) actOnce() {
 		p.paused.Store(&blocked)
 	}
 	p.proc.Advance()
+	return rd.Hold
 }
 
 // forgetFinished lets go of the snapshots this participant recorded that

@@ -23,7 +23,7 @@ import (
 //     as in the unaligned mode; then every blocked channel is unblocked.
 //   - The first message of a new channel whose sender had recorded the
 //     pending snapshot stands for that sender's barrier: the channel is
-//     blocked and the message handed back to be held (ErrHeld).
+//     blocked and the message handed back to be held (Ready.Hold).
 //   - Anything that needs a snapshot recorded now (Initiate, a barrier or
 //     a first message of another snapshot) first records the pending one
 //     as it stands, logging the channels still awaited. The cut stays
@@ -213,7 +213,7 @@ func (p *Process) arrive(s *snap, c *inChan) {
 }
 
 // holds reports whether the first message of channel c, stamped st, is to
-// be held (ErrHeld) rather than make the pending snapshot record at once:
+// be held (Ready.Hold) rather than make the pending snapshot record at once:
 // its sender had recorded the pending snapshot, so the message stands for
 // its barrier, and it names no snapshot this process has not heard of
 // (those would make it record now anyway). It then takes the barrier.

@@ -198,13 +198,15 @@ func TestRuleAlignedDepartedBeforeItsFirstMessageNotAwaited(t *testing.T) {
 
 // Rule: the first message of a channel whose sender had recorded the
 // pending snapshot stands for its barrier: the channel is blocked and the
-// message held (ErrHeld, not accounted for) until the snapshot records;
+// message held (Ready.Hold, not accounted for) until the snapshot records;
 // given again then, it is received after the record.
 func TestRuleAlignedFirstMessageHeld(t *testing.T) {
 	p := newAligned(t, "c", nil, ids("a"), nil)
 	require.NoError(t, p.Start(1))
 	first := snapshot.Stamp{Seq: 1, Recorded: []snapshot.SnapshotID{1}}
-	require.ErrorIs(t, p.Receive("new", first, "n1"), snapshot.ErrHeld)
+	require.NoError(t, p.Receive("new", first, "n1"))
+	require.True(t, p.HasReady())
+	require.True(t, p.Ready().Hold, "held behind the barrier it stands for")
 	rd := take(p)
 	assert.Empty(t, rd.Records)
 	assert.Equal(t, ids("new"), rd.Pause)

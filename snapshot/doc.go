@@ -60,9 +60,10 @@
 //  3. On receiving an application message, call Receive with its sender and
 //     stamp before the application sees it. An error means the channel is
 //     not FIFO and exactly-once (a message lost, duplicated or reordered):
-//     the snapshots in progress cannot complete and should be aborted;
-//     except ErrHeld (aligned mode), which says to hold the message and
-//     give it again once IsBlocked says its sender is no longer blocked.
+//     the snapshots in progress cannot complete and should be aborted.
+//     In the aligned mode Ready.Hold may say to hold the message instead
+//     of delivering it, and give it again once IsBlocked says its sender
+//     is no longer blocked.
 //  4. On receiving a marker, call Marker; to start a snapshot here, call
 //     Initiate; on a coordinator's broadcast start, call Start (the same
 //     as Initiate in the unaligned mode).

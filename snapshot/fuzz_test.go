@@ -1,7 +1,6 @@
 package snapshot_test
 
 import (
-	"errors"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -247,8 +246,9 @@ func (h *harness) deliver(i, j int) bool {
 		h.step(j, h.procs[j].Marker(from, m.id))
 		return true
 	}
-	err := h.procs[j].Receive(from, m.stamp, m.payload)
-	if errors.Is(err, snapshot.ErrHeld) {
+	p := h.procs[j]
+	err := p.Receive(from, m.stamp, m.payload)
+	if err == nil && p.HasReady() && p.Ready().Hold {
 		// Held behind a barrier: back at the head of its link.
 		h.step(j, nil)
 		h.links[i][j] = append([]fuzzMsg{m}, h.links[i][j]...)

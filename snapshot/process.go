@@ -279,11 +279,10 @@ func (p *Process) firstStamp() Stamp {
 // Receive is called for every application message received from from,
 // before the application sees it. If it leaves actions (HasReady), the
 // caller carries them out before delivering the message: the message may
-// act as a marker, and the state must be recorded without it. ErrHeld
-// (aligned mode) says to hold the message and give it again once its
-// channel is unblocked. Any other error means the channel's FIFO
-// guarantee was broken or the stamp contradicts the protocol; the message
-// was not accounted for.
+// act as a marker, and the state must be recorded without it; in the
+// aligned mode, Ready.Hold says not to deliver it but to give it again
+// later. An error means the channel's FIFO guarantee was broken or the
+// stamp contradicts the protocol; the message was not accounted for.
 func (p *Process) Receive(from ProcessID, st Stamp, payload any) error {
 	c := p.inChannel(from)
 	if c.blocked {
@@ -294,7 +293,8 @@ func (p *Process) Receive(from ProcessID, st Stamp, payload any) error {
 	}
 	if st.Seq == 1 && (len(p.snaps) > 0 || len(st.Recorded) > 0 || st.Horizon > 0) {
 		if p.holds(c, &st) {
-			return ErrHeld
+			p.ready.Hold = true
+			return nil
 		}
 		if err := p.firstMessage(c, &st); err != nil {
 			return err
@@ -754,12 +754,20 @@ type Ready struct {
 	// Resume lists senders whose channel is unblocked: their held messages
 	// are delivered, in order, before their later ones.
 	Resume []ProcessID
+	// Hold (aligned mode) says that the message just given to Receive is
+	// not delivered: it is the first of its channel and came after its
+	// sender's barrier, which it stands for, and was not accounted for;
+	// its channel is now blocked (Pause). The caller holds it and gives it
+	// to Receive again, before any later message of that sender, once
+	// IsBlocked(sender) is false (at once if carrying out this Ready
+	// unblocked it already).
+	Hold bool
 }
 
 // HasReady reports whether there are actions to carry out.
 func (p *Process) HasReady() bool {
 	r := &p.ready
-	return len(r.Records)+len(r.Markers)+len(r.Channels)+len(r.Finished)+len(p.dirty) > 0
+	return r.Hold || len(r.Records)+len(r.Markers)+len(r.Channels)+len(r.Finished)+len(p.dirty) > 0
 }
 
 // Ready returns the pending actions. Call Advance once they are carried out.

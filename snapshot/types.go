@@ -170,14 +170,6 @@ var (
 	ErrIncomplete = errors.New("snapshot: not complete")
 	// ErrConfig is returned for an invalid Config or AssemblerConfig.
 	ErrConfig = errors.New("snapshot: invalid config")
-	// ErrHeld is returned by Receive, in the aligned mode, for the first
-	// message of a channel whose sender had recorded the snapshot pending
-	// here: it comes after that sender's barrier, which it stands for. The
-	// message was not accounted for; the channel is blocked (Ready.Pause).
-	// The caller holds the message and gives it to Receive again, before
-	// any later message of that sender, once IsBlocked(sender) is false
-	// (at once if carrying out Ready already unblocked it).
-	ErrHeld = errors.New("snapshot: message held behind a barrier")
 )
 
 // SequenceError is returned by Receive when a stamp is out of sequence.

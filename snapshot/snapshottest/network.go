@@ -693,9 +693,7 @@ func (n *Network) deliverEnvelope(from, to int, e envelope) {
 		held := false
 		n.step(to, func(p *snapshot.Process) error {
 			err := p.Receive(ch.From, e.stamp, e.payload)
-			if errors.Is(err, snapshot.ErrHeld) {
-				held, err = true, nil
-			}
+			held = err == nil && p.HasReady() && p.Ready().Hold
 			return err
 		})
 		if n.err != nil {
