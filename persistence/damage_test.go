@@ -305,20 +305,86 @@ func TestDamagedOwner(t *testing.T) {
 
 // TestIDsNearTheLimit: a store whose highest id leaves none for another
 // snapshot refuses a claim, with a clear error, rather than wrapping
-// around.
+// around; a name carrying an id no store writes (past 2^63-1), or a name
+// the store does not write, counts for nothing and blocks nothing.
 func TestIDsNearTheLimit(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	require.NoError(t, os.Mkdir(filepath.Join(root, fmt.Sprintf("snap-%020d", uint64(1<<64-1))), 0o755))
 	s := openFile(t, root)
+	require.NoError(t, s.Save(ctx, storetest.NewGlobal(1<<63-1, storetest.Small)))
 	_, err := s.Claim(ctx, "sys", persistence.ClaimRestore)
 	require.ErrorIs(t, err, persistence.ErrIDsExhausted)
-	err = s.Save(ctx, storetest.NewGlobal(1<<63, storetest.Small))
-	require.ErrorIs(t, err, persistence.ErrTooLarge)
-	require.NoError(t, s.Save(ctx, storetest.NewGlobal(1<<63-1, storetest.Small)))
-	_, err = persistence.NewMemory().Claim(ctx, "sys", persistence.ClaimNew)
+	require.ErrorIs(t, s.Save(ctx, storetest.NewGlobal(1<<63, storetest.Small)), persistence.ErrTooLarge)
+	require.ErrorIs(t, persistence.NewMemory().Save(ctx, storetest.NewGlobal(1<<63, storetest.Small)), persistence.ErrTooLarge)
+
+	root = t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(root, fmt.Sprintf("snap-%020d", uint64(1<<64-1))), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "18000000000000000000-notes.txt"), nil, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(root, ".tmp-18000000000000000000"), nil, 0o644))
+	s = openFile(t, root)
+	o, err := s.Ownership(ctx)
 	require.NoError(t, err)
-	require.True(t, errors.Is(persistence.NewMemory().Save(ctx, storetest.NewGlobal(1<<63, storetest.Small)), persistence.ErrTooLarge))
+	assert.Zero(t, o.High, "names the store does not write carry no id")
+	es, err := s.Entries(ctx)
+	require.NoError(t, err)
+	require.Len(t, es, 2)
+	for _, e := range es {
+		require.ErrorIs(t, e.Damage, persistence.ErrForeign, e.Name)
+		require.NoError(t, s.SetAside(ctx, e))
+	}
+	l, err := s.Claim(ctx, "sys", persistence.ClaimNew)
+	require.NoError(t, err, "set aside, nothing of theirs blocks a new system")
+	assert.Zero(t, l.High())
+	require.NoError(t, l.Release(ctx))
+}
+
+// TestProbesDoNotFailClaims: readers asking whether a writer holds the
+// store (as ls does) take its lock shared for a moment; a claim meanwhile
+// tries again rather than fail naming a writer that is not there.
+func TestProbesDoNotFailClaims(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, reader := openFile(t, dir), openFile(t, dir)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_, _ = reader.Ownership(ctx)
+		}
+	}()
+	for i := range 300 {
+		mode := persistence.ClaimRestore
+		if i == 0 {
+			mode = persistence.ClaimNew
+		}
+		l, err := s.Claim(ctx, "sys", mode)
+		require.NoError(t, err, "claim %d", i)
+		require.NoError(t, l.Release(ctx))
+	}
+	close(stop)
+	<-done
+}
+
+// TestLeaseHoldsWhateverIsDeleted: the lease is a lock on the store's
+// directory, not on a file in it that someone could delete as a stale
+// lock: deleting files does not let a second writer in.
+func TestLeaseHoldsWhateverIsDeleted(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	a, b := openFile(t, dir), openFile(t, dir)
+	l, err := a.Claim(ctx, "a", persistence.ClaimNew)
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(filepath.Join(dir, "OWNER")))
+	_, err = b.Claim(ctx, "b", persistence.ClaimRestore)
+	require.ErrorIs(t, err, persistence.ErrLocked)
+	require.ErrorIs(t, b.Save(ctx, storetest.NewGlobal(1, storetest.Small)), persistence.ErrLocked)
+	require.NoError(t, l.Release(ctx))
 }
 
 // TestEveryFieldOfTheData changes every byte of a small snapshot's data

@@ -264,11 +264,11 @@ func (f *errorFile) Stat() (fs.FileInfo, error) {
 }
 
 // Lock implements FS.
-func (e *ErrorFS) Lock(name string, exclusive, create bool) (func() error, error) {
-	if err := e.check(OpLock, name); err != nil {
+func (e *ErrorFS) Lock(dir string, mode LockMode) (func() error, error) {
+	if err := e.check(OpLock, dir); err != nil {
 		return nil, err
 	}
-	return e.base.Lock(name, exclusive, create)
+	return e.base.Lock(dir, mode)
 }
 
 // Lstat implements FS.

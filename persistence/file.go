@@ -881,11 +881,19 @@ func (s *FileStore) Retain(ctx context.Context, n int) error {
 	return nil
 }
 
-// isDamage reports whether err, met reading an entry, says what the entry
-// is (damaged, incomplete, gone, unreadable, of another format) rather
-// than that reading failed: such an entry is passed over, while another
-// error stops the operation.
+// IsDamage reports whether err, met reading a stored snapshot, says what
+// the snapshot is (damaged, incomplete, gone, unreadable, not a regular
+// file, foreign, of another format) rather than that reading failed (a
+// timeout, an I/O error, a cancelled context). A store passes over such
+// an entry, while another error stops the operation; a tool sets aside
+// only what is damaged (not ErrNotFound: gone; not ErrFormatVersion:
+// another build's).
+func IsDamage(err error) bool { return isDamage(err) }
+
 func isDamage(err error) bool {
+	if err == nil {
+		return false
+	}
 	for _, target := range []error{ErrCorrupt, ErrNotFound, ErrNotRegular, ErrForeign, ErrFormatVersion, fs.ErrPermission} {
 		if errors.Is(err, target) {
 			return true

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/actorsnap/actorsnap/snapshot"
 )
@@ -18,12 +19,14 @@ import (
 // Names of a FileStore's ownership. See the package documentation.
 const (
 	ownerName      = "OWNER"
-	lockName       = "LOCK"
 	namespacesName = "namespaces"
 	asidePrefix    = ".damaged-"
 	ownerTmpPrefix = tmpPrefix + "owner-"
 	maxOwnerSize   = 4096
 	maxNamespace   = 64
+	// A claim tries the lock claimTries+1 times, claimRetry apart.
+	claimTries = 50
+	claimRetry = 2 * time.Millisecond
 )
 
 var ownerMagic = [8]byte{'A', 'S', 'N', 'A', 'P', 'O', 'W', 'N'}
@@ -112,8 +115,8 @@ func CheckNamespace(name string) error {
 	return nil
 }
 
-// fileLease is a FileStore's lease: an exclusive lock on LOCK, held until
-// Release.
+// fileLease is a FileStore's lease: an exclusive lock on the store's
+// directory, held until Release.
 type fileLease struct {
 	s      *FileStore
 	owner  Owner
@@ -148,20 +151,15 @@ func (s *FileStore) held() bool {
 	return s.lease != nil
 }
 
-// writing fences a Save or Delete: through a store that holds a lease it
-// passes; otherwise it takes a shared lock on LOCK for the operation, which
-// fails with ErrLocked while another store holds a lease. done releases
-// what it took.
+// writing fences a Save, Delete or Retain: through a store that holds a
+// lease it passes; otherwise it takes a shared lock on the store's
+// directory for the operation, which fails with ErrLocked while another
+// store holds a lease. done releases what it took.
 func (s *FileStore) writing(ctx context.Context) (done func(), err error) {
 	if s.held() {
 		return func() {}, nil
 	}
-	unlock, err := s.fs.Lock(filepath.Join(s.dir, lockName), false, false)
-	if errors.Is(err, fs.ErrNotExist) {
-		// Never claimed: no lease to fence against, and a store written
-		// only by plain Saves stays free of a LOCK file.
-		return func() {}, nil
-	}
+	unlock, err := s.fs.Lock(s.dir, LockShared)
 	if errors.Is(err, ErrLockHeld) {
 		r, _ := s.readOwner()
 		return nil, &OwnerError{Store: s.dir, Ownership: Ownership{Owner: r.Owner, High: r.High, Live: true}, Err: ErrLocked}
@@ -172,9 +170,11 @@ func (s *FileStore) writing(ctx context.Context) (done func(), err error) {
 	return func() { _ = unlock() }, nil
 }
 
-// Claim implements Store. It takes an exclusive lock on the store's LOCK
-// file without waiting (a store written by another lease is refused with
-// ErrLocked), decides by the OWNER record and the ids the directory holds,
+// Claim implements Store. It takes an exclusive lock on the store's
+// directory (a store another lease holds is refused with ErrLocked, once
+// a few tries about 0.1 s apart in all have shown the lock held: a reader
+// probing Ownership, or a Save without a lease, holds it shared for a
+// moment), decides by the OWNER record and the ids the directory holds,
 // and writes the new owner to OWNER durably before returning. The lock is
 // the operating system's (flock): it is released when the process dies,
 // so a crashed writer never blocks a restore.
@@ -185,7 +185,15 @@ func (s *FileStore) Claim(ctx context.Context, system string, mode ClaimMode) (L
 	if err := CheckSystemName(system); err != nil {
 		return nil, err
 	}
-	unlock, err := s.fs.Lock(filepath.Join(s.dir, lockName), true, true)
+	var unlock func() error
+	var err error
+	for try := 0; ; try++ {
+		unlock, err = s.fs.Lock(s.dir, LockExclusive)
+		if !errors.Is(err, ErrLockHeld) || try == claimTries {
+			break
+		}
+		time.Sleep(claimRetry)
+	}
 	if errors.Is(err, ErrLockHeld) {
 		r, _ := s.readOwner()
 		return nil, &OwnerError{Store: s.dir, Ownership: Ownership{Owner: r.Owner, High: r.High, Live: true}, Err: ErrLocked}
@@ -230,12 +238,13 @@ func (s *FileStore) Ownership(ctx context.Context) (Ownership, error) {
 // checks whether a lease is held, by trying a shared lock.
 func (s *FileStore) ownership(probe bool) (Ownership, error) {
 	r, err := s.readOwner()
-	if err != nil && !errors.Is(err, ErrCorrupt) {
+	if err != nil && !isDamage(err) {
 		return Ownership{}, err
 	}
 	if err != nil {
-		// A damaged OWNER names nobody; the ids in the directory still
-		// say how far the store got.
+		// A damaged or unreadable OWNER names nobody; the ids in the
+		// directory still say how far the store got. A claim writes a new
+		// one.
 		s.log.Warn("persistence: owner record is damaged", "error", err)
 	}
 	high, err := s.highest()
@@ -246,7 +255,7 @@ func (s *FileStore) ownership(probe bool) (Ownership, error) {
 	if probe {
 		if s.held() {
 			o.Live = true
-		} else if unlock, err := s.fs.Lock(filepath.Join(s.dir, lockName), false, false); err == nil {
+		} else if unlock, err := s.fs.Lock(s.dir, LockShared); err == nil {
 			_ = unlock()
 		} else if errors.Is(err, ErrLockHeld) {
 			o.Live = true
@@ -305,19 +314,26 @@ func (s *FileStore) writeOwner(r ownerRecord) error {
 	return s.fs.SyncDir(s.dir)
 }
 
-// idInName returns the snapshot id a name in the store's directory
-// carries: a snapshot's, a save's in progress, a deleted or set-aside
-// snapshot's.
+// idInName returns the snapshot id a name the store writes carries: a
+// snapshot's (snap-ID), a save's in progress (.tmp-ID-R), a deleted
+// snapshot's (.del-snap-ID-R, .del-tmp-ID-R-R) or a set-aside one's
+// (.damaged-snap-ID-R). Any other name carries none, and neither does an
+// id past the highest a store accepts.
 func idInName(name string) (snapshot.SnapshotID, bool) {
-	for _, p := range []string{asidePrefix, delPrefix, tmpPrefix, "tmp-"} {
-		name = strings.TrimPrefix(name, p)
+	rest, ok := "", false
+	for _, p := range []string{snapPrefix, tmpPrefix, delPrefix + snapPrefix, delPrefix + "tmp-", asidePrefix + snapPrefix} {
+		if rest, ok = strings.CutPrefix(name, p); ok {
+			break
+		}
 	}
-	name = strings.TrimPrefix(name, snapPrefix)
-	if len(name) < idDigits {
+	if !ok || len(rest) < idDigits || len(rest) > idDigits && rest[idDigits] != '-' {
 		return 0, false
 	}
-	n, err := strconv.ParseUint(name[:idDigits], 10, 64)
-	if err != nil || n == 0 {
+	if strings.HasPrefix(name, snapPrefix) && len(rest) != idDigits {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(rest[:idDigits], 10, 64)
+	if err != nil || n == 0 || n > maxID {
 		return 0, false
 	}
 	return snapshot.SnapshotID(n), true
@@ -363,8 +379,10 @@ func (s *FileStore) keepHigh(id snapshot.SnapshotID) error {
 }
 
 // Entries implements Store. It reads each snap- directory's manifest, not
-// its data. Names the store keeps for itself (OWNER, LOCK, namespaces and
-// names starting with '.') are not entries.
+// its data. Names the store keeps for itself (OWNER, namespaces and names
+// starting with '.') are not entries. An error reading a manifest that
+// says nothing of the entry (an I/O error, too many open files) fails the
+// call rather than mark a sound snapshot damaged.
 func (s *FileStore) Entries(ctx context.Context) ([]Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -380,19 +398,21 @@ func (s *FileStore) Entries(ctx context.Context) ([]Entry, error) {
 		}
 		name := de.Name()
 		switch {
-		case name == ownerName, name == lockName, name == namespacesName, strings.HasPrefix(name, "."):
+		case name == ownerName, name == namespacesName, strings.HasPrefix(name, "."):
 			continue
 		}
 		id, ok := parseSnapDir(name)
-		if !ok {
+		if !ok || id > maxID {
 			foreign = append(foreign, Entry{Name: name, Damage: fmt.Errorf("%w: %s", ErrForeign, filepath.Join(s.dir, name))})
 			continue
 		}
 		e := Entry{ID: id, Name: name}
 		if !de.IsDir() {
 			e.Damage = fmt.Errorf("%w: %s is %s, not a snapshot directory", ErrNotRegular, filepath.Join(s.dir, name), kindOf(de))
-		} else if _, err := s.readManifest(id); err != nil {
+		} else if _, err := s.readManifest(id); isDamage(err) {
 			e.Damage = err
+		} else if err != nil {
+			return nil, err // reading failed: that is not the entry's fault
 		}
 		es = append(es, e)
 	}
@@ -419,7 +439,7 @@ func (s *FileStore) SetAside(ctx context.Context, e Entry) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if e.Name == "" || e.Name != filepath.Base(e.Name) || e.Name == ownerName || e.Name == lockName || e.Name == namespacesName || strings.HasPrefix(e.Name, ".") {
+	if e.Name == "" || e.Name != filepath.Base(e.Name) || e.Name == ownerName || e.Name == namespacesName || strings.HasPrefix(e.Name, ".") {
 		return fmt.Errorf("persistence: set aside %q: not an entry of the store", e.Name)
 	}
 	aside := filepath.Join(s.dir, asidePrefix+e.Name+"-"+randomSuffix())

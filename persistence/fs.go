@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 	"syscall"
 )
 
@@ -47,15 +48,25 @@ type FS interface {
 	// SyncDir makes the entries of the named directory durable: the names
 	// created, removed and renamed in it survive a crash once it returns.
 	SyncDir(name string) error
-	// Lock takes an advisory lock on the named file without waiting:
-	// exclusive (one holder) or shared (any number of shared holders, and
-	// no exclusive one). It fails with an error satisfying
+	// Lock takes an advisory lock on the named directory without waiting:
+	// LockExclusive (one holder) or LockShared (any number of shared
+	// holders, and no exclusive one). It fails with an error satisfying
 	// errors.Is(err, ErrLockHeld) while a conflicting lock is held through
-	// another Lock call, in this process or another. With create a missing
-	// file is created; without, a missing file fails with fs.ErrNotExist.
-	// unlock releases the lock.
-	Lock(name string, exclusive, create bool) (unlock func() error, err error)
+	// another Lock call, in this process or another. unlock releases it.
+	// A directory is locked rather than a file in it: a lock file can be
+	// deleted while locked (a common reflex with a "stale lock"), after
+	// which a second holder locks a new one.
+	Lock(dir string, mode LockMode) (unlock func() error, err error)
 }
+
+// LockMode is the mode of an FS.Lock.
+type LockMode uint8
+
+// Lock modes.
+const (
+	LockShared LockMode = iota
+	LockExclusive
+)
 
 // ErrLockHeld is returned by FS.Lock while a conflicting lock is held.
 var ErrLockHeld = errors.New("persistence: lock held")
@@ -81,10 +92,17 @@ func (osFS) Create(name string) (File, error) {
 	return os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 }
 
-// Open opens name without waiting for a writer (O_NONBLOCK, so that a
-// FIFO does not block the caller) and refuses anything but a regular file.
+// Open opens name for reading. Anything but a regular file is refused
+// before it is opened (a FIFO would block the open, and opening a device
+// may have effects of its own), and checked again once open, without
+// having waited (O_NONBLOCK), in case the name changed in between.
 func (osFS) Open(name string) (File, error) {
-	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if info, err := os.Lstat(name); err != nil {
+		return nil, err
+	} else if !info.Mode().IsRegular() {
+		return nil, notRegular(name, info.Mode())
+	}
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -95,25 +113,39 @@ func (osFS) Open(name string) (File, error) {
 	}
 	if !info.Mode().IsRegular() {
 		f.Close()
-		return nil, &fs.PathError{Op: "open", Path: name, Err: fmt.Errorf("%w (%v)", ErrNotRegular, info.Mode().Type())}
+		return nil, notRegular(name, info.Mode())
 	}
 	return f, nil
 }
 
-// Lock uses flock(2): the lock belongs to the open file description, so
-// two Lock calls conflict even in one process, and it is released when the
-// process dies.
-func (osFS) Lock(name string, exclusive, create bool) (func() error, error) {
-	flag := os.O_RDONLY
-	if create {
-		flag = os.O_RDWR | os.O_CREATE
+// notRegular is the error for a name that is not a regular file.
+func notRegular(name string, mode fs.FileMode) error {
+	kind := "a " + strings.TrimPrefix(fmt.Sprint(mode.Type()), "-")
+	switch {
+	case mode.IsDir():
+		kind = "a directory"
+	case mode&fs.ModeSymlink != 0:
+		kind = "a symbolic link"
+	case mode&fs.ModeNamedPipe != 0:
+		kind = "a FIFO"
+	case mode&fs.ModeSocket != 0:
+		kind = "a socket"
+	case mode&fs.ModeDevice != 0:
+		kind = "a device"
 	}
-	f, err := os.OpenFile(name, flag|syscall.O_NONBLOCK, 0o644)
+	return &fs.PathError{Op: "open", Path: name, Err: fmt.Errorf("%w: it is %s", ErrNotRegular, kind)}
+}
+
+// Lock uses flock(2) on the directory: the lock belongs to the open file
+// description, so two Lock calls conflict even in one process, and the
+// kernel releases it when the process dies.
+func (osFS) Lock(dir string, mode LockMode) (func() error, error) {
+	f, err := os.Open(dir)
 	if err != nil {
 		return nil, err
 	}
 	how := syscall.LOCK_SH
-	if exclusive {
+	if mode == LockExclusive {
 		how = syscall.LOCK_EX
 	}
 	for {
@@ -125,9 +157,9 @@ func (osFS) Lock(name string, exclusive, create bool) (func() error, error) {
 	if err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, &fs.PathError{Op: "lock", Path: name, Err: ErrLockHeld}
+			return nil, &fs.PathError{Op: "lock", Path: dir, Err: ErrLockHeld}
 		}
-		return nil, &fs.PathError{Op: "lock", Path: name, Err: err}
+		return nil, &fs.PathError{Op: "lock", Path: dir, Err: err}
 	}
 	return f.Close, nil
 }

@@ -196,7 +196,7 @@ func (m *MemFS) Open(name string) (File, error) {
 		return nil, err
 	}
 	if n.dir {
-		return nil, memErr("open", name, fmt.Errorf("%w (a directory)", ErrNotRegular))
+		return nil, memErr("open", name, fmt.Errorf("%w: it is a directory", ErrNotRegular))
 	}
 	return &memFile{fs: m, n: n, name: name}, nil
 }
@@ -482,17 +482,10 @@ func (f *memFile) Stat() (fs.FileInfo, error) {
 
 // Lock implements FS. Locks live in the MemFS, not in its files: a crash
 // clone starts with none, as processes holding locks die with a crash.
-func (m *MemFS) Lock(name string, exclusive, create bool) (func() error, error) {
-	if create {
-		if f, err := m.Create(name); err == nil {
-			f.Close()
-		} else if !errors.Is(err, fs.ErrExist) {
-			return nil, err
-		}
-	}
+func (m *MemFS) Lock(dir string, mode LockMode) (func() error, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	n, err := m.lookup("lock", name)
+	n, err := m.lookup("lock", dir)
 	if err != nil {
 		return nil, err
 	}
@@ -504,8 +497,9 @@ func (m *MemFS) Lock(name string, exclusive, create bool) (func() error, error) 
 		l = &memLock{}
 		m.locks[n] = l
 	}
+	exclusive := mode == LockExclusive
 	if l.exclusive || exclusive && l.shared > 0 {
-		return nil, memErr("lock", name, ErrLockHeld)
+		return nil, memErr("lock", dir, ErrLockHeld)
 	}
 	if exclusive {
 		l.exclusive = true

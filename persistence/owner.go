@@ -137,7 +137,7 @@ func (e *OwnerError) Error() string {
 		return fmt.Sprintf("%v: %s holds snapshots up to %d of %s: restore that system to continue it, or give a new one a namespace of its own",
 			e.Err, e.Store, o.High, o.Owner)
 	case errors.Is(e.Err, ErrLocked):
-		return fmt.Sprintf("%v: %s is being written by %s", e.Err, e.Store, o.Owner)
+		return fmt.Sprintf("%v: %s is held by a writer (its last claim: %s)", e.Err, e.Store, o.Owner)
 	case errors.Is(e.Err, ErrIDsExhausted):
 		return fmt.Sprintf("%v: %s has held snapshot %d", e.Err, e.Store, o.High)
 	}

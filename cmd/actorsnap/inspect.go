@@ -45,10 +45,16 @@ func lsCmd() *cobra.Command {
 			damaged := 0
 			for _, e := range es {
 				g, err := loadEntry(ctx, store, e)
-				if err != nil {
+				switch {
+				case errors.Is(err, persistence.ErrNotFound):
+					continue // deleted meanwhile (retention)
+				case persistence.IsDamage(err):
 					damaged++
 					fmt.Fprintf(tw, "%s\tDAMAGED: %v\n", entryID(e), err)
 					continue
+				case err != nil:
+					tw.Flush()
+					return fmt.Errorf("reading %s: %w", entryID(e), err)
 				}
 				fmt.Fprintf(tw, "%d\t%s\t%v\t%s\t%d\t%d\t%d\n", g.ID, g.End.Local().Format(time.DateTime),
 					g.End.Sub(g.Start).Round(time.Microsecond), g.Mode, len(g.Participants), g.TotalInFlight(), g.TotalStateBytes())
@@ -137,19 +143,28 @@ fsck exits non-zero while a damaged entry is left in place.`,
 				return err
 			}
 			w := cmd.OutOrStdout()
-			ok, left, moved := 0, 0, 0
+			ok, left, moved, failed := 0, 0, 0, 0
 			for _, e := range es {
 				g, err := loadEntry(ctx, store, e)
 				if err == nil {
-					err = g.Verify()
+					if err = g.Verify(); err != nil {
+						err = fmt.Errorf("%w: %w", persistence.ErrCorrupt, err)
+					}
 				}
 				switch {
 				case err == nil:
 					ok++
 					fmt.Fprintf(w, "%s: ok\n", entryID(e))
+				case errors.Is(err, persistence.ErrNotFound):
+					// Deleted meanwhile (retention): nothing to check.
 				case errors.Is(err, persistence.ErrFormatVersion):
 					left++
 					fmt.Fprintf(w, "%s: written by another build, left in place: %v\n", entryID(e), err)
+				case !persistence.IsDamage(err):
+					// Reading failed (a timeout, an I/O error): that says
+					// nothing of the entry, which stays where it is.
+					failed++
+					fmt.Fprintf(w, "%s: NOT CHECKED: %v\n", entryID(e), err)
 				case aside:
 					if serr := store.SetAside(ctx, e); serr != nil {
 						return fmt.Errorf("setting %s aside: %w", entryID(e), serr)
@@ -161,8 +176,11 @@ fsck exits non-zero while a damaged entry is left in place.`,
 					fmt.Fprintf(w, "%s: DAMAGED: %v\n", entryID(e), err)
 				}
 			}
-			fmt.Fprintf(w, "%d ok, %d set aside, %d not ok\n", ok, moved, left)
-			if left > 0 {
+			fmt.Fprintf(w, "%d ok, %d set aside, %d not ok, %d not checked\n", ok, moved, left, failed)
+			switch {
+			case failed > 0:
+				return fmt.Errorf("%d entries could not be checked (see above)", failed)
+			case left > 0:
 				return fmt.Errorf("%d entries not ok (--set-aside moves damaged ones out of the way)", left)
 			}
 			return nil

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/vmihailenco/msgpack/v5"
@@ -177,7 +178,7 @@ func TestDamagedSnapshotBlocksNothing(t *testing.T) {
 	assert.Contains(t, out, fmt.Sprintf("%d: DAMAGED", newest))
 	out, _, err = actorsnap(t, "fsck", "--set-aside", "--store", store)
 	require.NoError(t, err, out)
-	assert.Contains(t, out, "1 set aside, 0 not ok")
+	assert.Contains(t, out, "1 set aside, 0 not ok, 0 not checked")
 	_, _, err = actorsnap(t, "ls", "--strict", "--store", store)
 	require.NoError(t, err)
 }
@@ -334,4 +335,44 @@ func TestSecondSystemRefusedPostgres(t *testing.T) {
 	out, _, err := actorsnap(t, "restore", "latest", "--store", store, "--interval", "20ms", "--duration", "100ms")
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "0 inconsistent")
+}
+
+// fsck never sets aside a snapshot it could not read for a reason that is
+// not the snapshot's (here a statement timeout while another session
+// locks a table): it says so and exits non-zero, and everything stays.
+func TestFsckSetsAsideOnlyDamage(t *testing.T) {
+	url := os.Getenv("ACTORSNAP_TEST_POSTGRES")
+	if url == "" {
+		t.Skip("set ACTORSNAP_TEST_POSTGRES to a PostgreSQL URL to run this test; `eval \"$(bash .ci/postgres.sh)\"` starts a server and sets it")
+	}
+	ctx := context.Background()
+	schema := fmt.Sprintf("fsck_%d", time.Now().UnixNano())
+	t.Cleanup(func() { dropSchema(t, url, schema) })
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	store := url + sep + "schema=" + schema
+	_, _, err := actorsnap(t, "run", "bank", "--store", store, "--actors", "20", "--interval", "20ms", "--duration", "200ms")
+	require.NoError(t, err)
+	before, _, err := actorsnap(t, "ls", "--store", store)
+	require.NoError(t, err)
+
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, "LOCK TABLE "+pgx.Identifier{schema, "participants"}.Sanitize()+" IN ACCESS EXCLUSIVE MODE")
+	require.NoError(t, err)
+	out := fails(t, []string{"could not be checked"}, "fsck", "--set-aside", "--store", store+"&statement_timeout=300ms")
+	assert.Contains(t, out, "NOT CHECKED")
+	assert.NotContains(t, out, "set aside:")
+	require.NoError(t, tx.Rollback(ctx))
+
+	after, _, err := actorsnap(t, "ls", "--store", store)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "every snapshot is still there")
+	_, _, err = actorsnap(t, "fsck", "--store", store)
+	require.NoError(t, err)
 }
