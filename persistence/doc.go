@@ -65,8 +65,6 @@
 //	  OWNER                         the owner: system name, generation,
 //	                                host, pid, time of the claim, and the
 //	                                highest id once the newest is deleted
-//	  LOCK                          flock(2)ed: exclusively by a lease,
-//	                                shared by a Save without one
 //	  snap-00000000000000000042/    snapshot 42
 //	    global.dat                  the snapshot, as EncodeGlobal writes it
 //	    MANIFEST                    written last: the id, and each data
@@ -93,10 +91,13 @@
 // removes the snapshot with the highest id, each time to a temporary file
 // that is synced and renamed into place. The highest id the store has
 // held is the largest of OWNER's and of the ids in the directory's names
-// (snap-, .tmp-, .del- and .damaged- alike). The lock on LOCK belongs to
-// the open file, so the operating system releases it when the process
-// dies: a crashed writer never blocks its restore. A store never claimed
-// has no LOCK, and its Saves take no lock.
+// (snap-, .tmp-, .del- and .damaged- names in the forms above; any other
+// name carries no id). A lease is a flock(2) of DIR itself, exclusive; a
+// Save, Delete or Retain without a lease takes it shared for its length.
+// A directory is locked rather than a lock file, which could be deleted
+// while held. The lock belongs to the open file, so the operating system
+// releases it when the process dies: a crashed writer never blocks its
+// restore.
 //
 // A snap- directory whose MANIFEST is missing or does not verify is not a
 // snapshot: List and Latest skip it, Entries lists it with its damage, and

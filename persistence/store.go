@@ -41,7 +41,7 @@ var (
 	ErrNoStore = errors.New("persistence: no store")
 	// ErrNotRegular is the Damage of an entry, and the error of a read,
 	// where a snapshot file or directory is something else (a FIFO, a
-	// device, a directory where a file should be): it is never opened.
+	// device, a directory where a file should be): it is never read.
 	ErrNotRegular = errors.New("persistence: not a regular file")
 	// ErrForeign is the Damage of an entry whose name the store does not
 	// use for anything: it was put there by something else.

@@ -125,6 +125,11 @@ func (s *Store) migrateTx(c *call, tx pgx.Tx) error {
 	if !exists && s.mustExist {
 		return fmt.Errorf("%w: no schema %s", persistence.ErrNoStore, s.schema)
 	}
+	if s.mustExist {
+		// Only read: an older schema is read as it is, and migrated by the
+		// next writer.
+		return nil
+	}
 	if !exists {
 		if err := exec(`CREATE SCHEMA ` + pgx.Identifier{s.schema}.Sanitize()); err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/actorsnap/actorsnap/persistence"
@@ -24,6 +25,16 @@ func ownerKey(schema string) int64 {
 	h.Write([]byte(schema))
 	return int64(h.Sum64())
 }
+
+// A claim tries the owner lock claimTries+1 times, claimRetry apart.
+const (
+	claimTries = 50
+	claimRetry = 2 * time.Millisecond
+)
+
+// errConnClosed says a claim closed its connection rather than return it
+// to the pool holding the owner lock.
+var errConnClosed = errors.New("postgres: connection closed to release the owner lock")
 
 // releaseTimeout bounds Release's unlock: a server that does not answer
 // then gets its connection closed, which releases the lock as well.
@@ -78,15 +89,22 @@ func (s *Store) held() *lease {
 	return s.lease
 }
 
-// fence checks, in a Save's transaction, that the Save may write: through
-// a lease, that no later claim superseded it (the owner row's generation
-// is the lease's, and stays so until the transaction ends, since the row
-// is locked); without one, that no lease is held (the shared advisory
-// lock is free, and held until the transaction ends).
-func (s *Store) fence(ctx context.Context, tx pgx.Tx) error {
+// fence checks, in a writing transaction, that it may write: through a
+// lease, that no later claim superseded it (the owner row's generation is
+// the lease's, and stays so until the transaction ends, since the row is
+// locked: FOR SHARE, or FOR UPDATE where the transaction updates the row
+// itself, so that two such transactions do not deadlock); without one,
+// that no lease is held (the shared advisory lock is free, and held until
+// the transaction ends). A claim locks the owner table against both
+// before it reads how far the schema got.
+func (s *Store) fence(ctx context.Context, tx pgx.Tx, update bool) error {
 	if l := s.held(); l != nil {
+		lock := ` FOR SHARE`
+		if update {
+			lock = ` FOR UPDATE`
+		}
 		var gen int64
-		err := tx.QueryRow(ctx, `SELECT generation FROM `+s.t.qOwner+` FOR SHARE`).Scan(&gen)
+		err := tx.QueryRow(ctx, `SELECT generation FROM `+s.t.qOwner+lock).Scan(&gen)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
@@ -109,15 +127,15 @@ func (s *Store) fence(ctx context.Context, tx pgx.Tx) error {
 }
 
 // write begins a transaction that writes, as c.begin does, and fences it
-// (see fence).
-func (s *Store) write(c *call, opts pgx.TxOptions) (tx pgx.Tx, release func(), err error) {
+// (see fence; update says the transaction updates the owner row).
+func (s *Store) write(c *call, opts pgx.TxOptions, update bool) (tx pgx.Tx, release func(), err error) {
 	tx, release, err = c.begin(opts)
 	if err != nil {
 		return nil, nil, err
 	}
 	ctx, cancel := c.stmt()
 	defer cancel()
-	if err := s.fence(ctx, tx); err != nil {
+	if err := s.fence(ctx, tx, update); err != nil {
 		release()
 		return nil, nil, err
 	}
@@ -150,8 +168,12 @@ func (s *Store) readOwnership(ctx context.Context, q interface {
 	)
 	err := q.QueryRow(ctx, `SELECT system, generation, host, pid, since, high FROM `+s.t.qOwner).
 		Scan(&o.Owner.System, &gen, &o.Owner.Host, &pid, &since, &high)
+	var pe *pgconn.PgError
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
+	case errors.As(err, &pe) && pe.Code == "42P01":
+		// A schema of version 1, read without migrating (MustExist): it
+		// has no owner table, and no owner.
 	case err != nil:
 		return persistence.Ownership{}, err
 	default:
@@ -184,7 +206,9 @@ func (s *Store) Claim(ctx context.Context, system string, mode persistence.Claim
 	}
 	l, err := s.claim(c, conn, system, mode)
 	if err != nil {
-		conn.Release()
+		if !errors.Is(err, errConnClosed) {
+			conn.Release()
+		}
 		var oe *persistence.OwnerError
 		if errors.As(err, &oe) {
 			return nil, err
@@ -198,9 +222,17 @@ func (s *Store) claim(c *call, conn *pgxpool.Conn, system string, mode persisten
 	key := ownerKey(s.schema)
 	ctx, cancel := c.stmt()
 	defer cancel()
+	// A Save without a lease holds the lock shared for its transaction:
+	// try again for a moment before calling the schema taken.
 	var locked bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, key).Scan(&locked); err != nil {
-		return nil, err
+	for try := 0; ; try++ {
+		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, key).Scan(&locked); err != nil {
+			return nil, err
+		}
+		if locked || try == claimTries {
+			break
+		}
+		time.Sleep(claimRetry)
 	}
 	if !locked {
 		o, err := s.readOwnership(ctx, conn)
@@ -212,6 +244,13 @@ func (s *Store) claim(c *call, conn *pgxpool.Conn, system string, mode persisten
 	}
 	var rec persistence.Ownership
 	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		// Wait for the writing transactions of a lease this claim takes
+		// over (they hold the owner row), and keep new ones out until the
+		// claim commits: the highest id read below is then final, and they
+		// see the new generation.
+		if _, err := tx.Exec(ctx, `LOCK TABLE `+s.t.qOwner+` IN EXCLUSIVE MODE`); err != nil {
+			return err
+		}
 		o, err := s.readOwnership(ctx, tx)
 		if err != nil {
 			return err
@@ -229,7 +268,12 @@ func (s *Store) claim(c *call, conn *pgxpool.Conn, system string, mode persisten
 	if err != nil {
 		fctx, fcancel := c.finish()
 		defer fcancel()
-		_, _ = conn.Exec(fctx, `SELECT pg_advisory_unlock($1)`, key)
+		if _, uerr := conn.Exec(fctx, `SELECT pg_advisory_unlock($1)`, key); uerr != nil {
+			// The session may still hold the lock: close it rather than
+			// give it back to the pool.
+			conn.Hijack().Close(fctx)
+			return nil, errors.Join(err, errConnClosed)
+		}
 		return nil, err
 	}
 	l := &lease{s: s, owner: rec.Owner, high: rec.High, conn: conn}
@@ -239,8 +283,8 @@ func (s *Store) claim(c *call, conn *pgxpool.Conn, system string, mode persisten
 	return l, nil
 }
 
-// Ownership implements persistence.Store. Live is found by trying the
-// owner lock shared, for the length of a read-only transaction.
+// Ownership implements persistence.Store. Live says whether a session
+// holds the owner lock, as pg_locks shows it.
 func (s *Store) Ownership(ctx context.Context) (persistence.Ownership, error) {
 	if err := ctx.Err(); err != nil {
 		return persistence.Ownership{}, err
@@ -253,12 +297,14 @@ func (s *Store) Ownership(ctx context.Context) (persistence.Ownership, error) {
 		if o, err = s.readOwnership(ctx, tx); err != nil {
 			return err
 		}
-		var free bool
-		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock_shared($1)`, ownerKey(s.schema)).Scan(&free); err != nil {
-			return err
-		}
-		o.Live = !free
-		return nil
+		// Read from pg_locks, without taking the lock: a probe must not
+		// make a claim meanwhile fail. An advisory lock on a bigint key
+		// shows its high and low halves as classid and objid.
+		key := uint64(ownerKey(s.schema))
+		return tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_locks WHERE locktype = 'advisory'
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+			AND classid = $1::bigint::oid AND objid = $2::bigint::oid AND objsubid = 1
+			AND mode = 'ExclusiveLock' AND granted)`, int64(key>>32), int64(key&0xffffffff)).Scan(&o.Live)
 	})
 	return o, err
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
@@ -620,4 +621,117 @@ func TestNamespacesAndMustExist(t *testing.T) {
 	require.NoError(t, l2.Release(ctx))
 	_, err = persistence.OpenURL(ctx, u, persistence.InNamespace("../x"))
 	require.Error(t, err)
+}
+
+// TestClaimWaitsForTheWritesItTakesOver: a lease's connection is lost
+// while one of its Saves is in flight; the claim that takes the schema
+// over waits for that Save to end before it reads how far the schema got,
+// so the ids it numbers from never collide with it, and the old lease's
+// next write is fenced.
+func TestClaimWaitsForTheWritesItTakesOver(t *testing.T) {
+	ctx := context.Background()
+	schema := freshSchema(t)
+	a, b := open(t, schema), open(t, schema)
+	la, err := a.Claim(ctx, "bank", persistence.ClaimNew)
+	require.NoError(t, err)
+	require.NoError(t, a.Save(ctx, storetest.NewGlobal(1, storetest.Small)))
+
+	inSave, proceed := make(chan struct{}), make(chan struct{})
+	var release sync.Once
+	let := func() { release.Do(func() { close(proceed) }) }
+	t.Cleanup(let) // before the stores close: the Save holds a connection
+	postgres.SetSaveHook(a, func(ctx context.Context, stage string, tx pgx.Tx) error {
+		if stage == "header" {
+			close(inSave)
+			<-proceed
+		}
+		return nil
+	})
+	saved := make(chan error, 1)
+	go func() { saved <- a.Save(ctx, storetest.NewGlobal(2, storetest.Small)) }()
+	<-inSave
+	postgres.SetSaveHook(a, nil)
+	exec(t, `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ExclusiveLock' AND pid <> pg_backend_pid()`)
+
+	claimed := make(chan persistence.Lease, 1)
+	go func() {
+		lb, err := b.Claim(ctx, "bank", persistence.ClaimRestore)
+		assert.NoError(t, err)
+		claimed <- lb
+	}()
+	// The claim waits for the owner table, which the Save in flight holds.
+	deadline := time.After(time.Minute)
+	for len(query[bool](t, `SELECT true FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+		WHERE NOT l.granted AND c.relname = 'owner'`)) == 0 {
+		select {
+		case <-deadline:
+			t.Fatal("the claim never waited for the owner table")
+		case lb := <-claimed:
+			t.Fatalf("the claim did not wait for the Save in flight: High %d", lb.High())
+		default:
+		}
+	}
+	let()
+	require.NoError(t, <-saved, "the Save began before the claim")
+	lb := <-claimed
+	require.NotNil(t, lb)
+	assert.Equal(t, snapshot.SnapshotID(2), lb.High(), "the claim counts the Save it waited for")
+	require.NoError(t, b.Save(ctx, storetest.NewGlobal(3, storetest.Small)))
+	require.ErrorIs(t, a.Save(ctx, storetest.NewGlobal(4, storetest.Small)), persistence.ErrFenced)
+	require.NoError(t, lb.Release(ctx))
+	require.NoError(t, la.Release(ctx))
+}
+
+// TestConcurrentDeletesThroughALease: Deletes through a lease lock the
+// owner row to update it, and do not deadlock one another.
+func TestConcurrentDeletesThroughALease(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, freshSchema(t))
+	l, err := s.Claim(ctx, "bank", persistence.ClaimNew)
+	require.NoError(t, err)
+	const n = 40
+	for id := snapshot.SnapshotID(1); id <= n; id++ {
+		require.NoError(t, s.Save(ctx, storetest.NewGlobal(id, storetest.Shape{Participants: 2})))
+	}
+	errs := make(chan error, n)
+	for id := snapshot.SnapshotID(1); id <= n; id++ {
+		go func() { errs <- s.Delete(ctx, id) }()
+	}
+	for range n {
+		require.NoError(t, <-errs)
+	}
+	o, err := s.Ownership(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, snapshot.SnapshotID(n), o.High)
+	require.NoError(t, l.Release(ctx))
+}
+
+// TestProbesDoNotFailClaims: Ownership reads whether a writer holds the
+// schema without taking its lock, so probing never fails a claim.
+func TestProbesDoNotFailClaims(t *testing.T) {
+	ctx := context.Background()
+	schema := freshSchema(t)
+	s, reader := open(t, schema), open(t, schema)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_, _ = reader.Ownership(ctx)
+		}
+	}()
+	for i := range 100 {
+		l, err := s.Claim(ctx, "bank", persistence.ClaimRestore)
+		require.NoError(t, err, "claim %d", i)
+		o, err := reader.Ownership(ctx)
+		require.NoError(t, err)
+		assert.True(t, o.Live)
+		require.NoError(t, l.Release(ctx))
+	}
+	close(stop)
+	<-done
 }

@@ -211,6 +211,10 @@ func (s *Store) Schema() string { return s.schema }
 // released. Calls after Close fail. It returns nil; the error is there so
 // that a Store opened through persistence.OpenURL is an io.Closer.
 func (s *Store) Close() error {
+	// The pool waits for every connection taken from it, the lease's too.
+	if l := s.held(); l != nil {
+		_ = l.Release(context.Background())
+	}
 	s.pool.Close()
 	return nil
 }
@@ -234,7 +238,7 @@ func (s *Store) Save(ctx context.Context, g *snapshot.Global) error {
 		return err
 	}
 	c := s.call(ctx, fmt.Sprintf("save %d", g.ID))
-	tx, release, err := s.write(c, pgx.TxOptions{})
+	tx, release, err := s.write(c, pgx.TxOptions{}, false)
 	if err != nil {
 		return c.fail(err)
 	}
@@ -434,7 +438,7 @@ func (s *Store) Delete(ctx context.Context, id snapshot.SnapshotID) error {
 		return nil
 	}
 	c := s.call(ctx, fmt.Sprintf("delete %d", id))
-	tx, release, err := s.write(c, pgx.TxOptions{})
+	tx, release, err := s.write(c, pgx.TxOptions{}, true)
 	if err != nil {
 		return c.fail(err)
 	}
@@ -488,7 +492,7 @@ func (s *Store) Retain(ctx context.Context, n int) error {
 }
 
 func (s *Store) retain(c *call, n int) error {
-	tx, release, err := s.write(c, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	tx, release, err := s.write(c, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, false)
 	if err != nil {
 		return err
 	}
