@@ -30,8 +30,6 @@ var (
 	// such as PostgreSQL after its connection was lost, fences by
 	// generation instead).
 	ErrFenced = errors.New("persistence: lease superseded by a later claim")
-	// ErrReleased is returned by Save through a lease that was released.
-	ErrReleased = errors.New("persistence: lease released")
 	// ErrIDsExhausted is returned by Claim when the store's highest id
 	// leaves no id for another snapshot.
 	ErrIDsExhausted = errors.New("persistence: snapshot ids exhausted")
@@ -62,7 +60,7 @@ func (o Owner) String() string {
 	}
 	s := fmt.Sprintf("system %q", o.System)
 	if o.PID != 0 {
-		s += fmt.Sprintf(" (claimed by pid %d on %s at %s)", o.PID, o.Host, o.Since.Local().Format(time.DateTime))
+		s += fmt.Sprintf(" (last claimed by pid %d on %s at %s)", o.PID, o.Host, o.Since.Local().Format(time.DateTime))
 	}
 	return s
 }
