@@ -99,6 +99,44 @@
 // snapshot started after their stop shows them drained. The simulator in
 // snapshottest drives it.
 //
+// # Glossary
+//
+// One word for each concept, in the code, the docs and the errors:
+//
+//   - process: the algorithm's view of one participant (a Process).
+//     participant: an actor that takes part in snapshots (package
+//     actors); a snapshot's participants are the processes it holds.
+//   - channel: the one-way FIFO path from a sender to a receiver.
+//   - marker: the control message that splits a channel's traffic into
+//     before and after a snapshot; in the aligned mode it is a barrier,
+//     which also blocks the channel until the receiver records.
+//   - initiate: record a snapshot now and send its markers. start: the
+//     coordinator's broadcast (in the aligned mode: wait for barriers).
+//   - record: what a process does when it captures its local state for a
+//     snapshot (a LocalRecord: its state and its counters).
+//   - recording: the messages of one incoming channel logged from the
+//     receiver's record until the channel's marker; it closes into a
+//     ChannelRecord, whose messages are the channel's state.
+//   - cut: the records of one snapshot; consistent when every message a
+//     record counts as received was sent before its sender recorded.
+//   - in flight: a message sent before its sender's record and received
+//     after its receiver's: it is in its channel's state.
+//   - pending, complete, aborted: a snapshot in progress, and the two
+//     ways it ends; over: complete or aborted. finished (Ready.Finished):
+//     every recording this process knows of closed, which is not over.
+//     forget: let a snapshot go once it is over everywhere.
+//   - held: a message not delivered yet because its channel is blocked
+//     (aligned mode; Ready.Pause, Ready.Hold, Ready.Resume).
+//   - back edge: a channel that a snapshot does not wait on in the
+//     aligned mode, so that waits cannot form a cycle.
+//   - stopped: a participant that has stopped; nothing more comes from
+//     it. departed: how a stopped participant stands in a snapshot it had
+//     not recorded (Participant.Departed): no state, its final counters.
+//     lost: a message that reached a stopped participant.
+//   - drained: a stopped participant every message of which a complete
+//     snapshot shows received. dropped: drained and forgotten by its
+//     peers (DropPeer); its name may then be given to a new participant.
+//
 // # Threading
 //
 // A Process is not safe for concurrent use: drive it from its process's own
