@@ -338,39 +338,6 @@ func TestIDsNearTheLimit(t *testing.T) {
 	require.NoError(t, l.Release(ctx))
 }
 
-// TestProbesDoNotFailClaims: readers asking whether a writer holds the
-// store (as ls does) take its lock shared for a moment; a claim meanwhile
-// tries again rather than fail naming a writer that is not there.
-func TestProbesDoNotFailClaims(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	s, reader := openFile(t, dir), openFile(t, dir)
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			_, _ = reader.Ownership(ctx)
-		}
-	}()
-	for i := range 300 {
-		mode := persistence.ClaimRestore
-		if i == 0 {
-			mode = persistence.ClaimNew
-		}
-		l, err := s.Claim(ctx, "sys", mode)
-		require.NoError(t, err, "claim %d", i)
-		require.NoError(t, l.Release(ctx))
-	}
-	close(stop)
-	<-done
-}
-
 // TestLeaseHoldsWhateverIsDeleted: the lease is a lock on the store's
 // directory, not on a file in it that someone could delete as a stale
 // lock: deleting files does not let a second writer in.

@@ -225,10 +225,7 @@ func TestCrashRecoveryAligned(t *testing.T) {
 
 // TestCrashRecoveryPostgres is TestCrashRecovery on the PostgreSQL store.
 func TestCrashRecoveryPostgres(t *testing.T) {
-	url := os.Getenv("ACTORSNAP_TEST_POSTGRES")
-	if url == "" {
-		t.Skip("set ACTORSNAP_TEST_POSTGRES to a PostgreSQL URL to run this test; `eval \"$(bash .ci/postgres.sh)\"` starts a server and sets it")
-	}
+	url := postgresURL(t)
 	seed := *crashSeed
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -19,4 +20,15 @@ func dropSchema(t *testing.T, url, schema string) {
 	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
 		t.Errorf("dropping schema %s: %v", schema, err)
 	}
+}
+
+// postgresURL returns the test server's URL, or skips: without
+// ACTORSNAP_TEST_POSTGRES there is no server (.ci/run sets it).
+func postgresURL(t *testing.T) string {
+	t.Helper()
+	url := os.Getenv("ACTORSNAP_TEST_POSTGRES")
+	if url == "" {
+		t.Skip("set ACTORSNAP_TEST_POSTGRES to a PostgreSQL URL to run this test; `eval \"$(bash .ci/postgres.sh)\"` starts a server and sets it")
+	}
+	return url
 }

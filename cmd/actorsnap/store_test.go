@@ -317,10 +317,7 @@ func TestSilentPostgresServer(t *testing.T) {
 // Two systems into one PostgreSQL schema: the second is refused, naming
 // the owner, as with the file store.
 func TestSecondSystemRefusedPostgres(t *testing.T) {
-	url := os.Getenv("ACTORSNAP_TEST_POSTGRES")
-	if url == "" {
-		t.Skip("set ACTORSNAP_TEST_POSTGRES to a PostgreSQL URL to run this test; `eval \"$(bash .ci/postgres.sh)\"` starts a server and sets it")
-	}
+	url := postgresURL(t)
 	schema := fmt.Sprintf("owner_%d", time.Now().UnixNano())
 	t.Cleanup(func() { dropSchema(t, url, schema) })
 	sep := "?"
@@ -341,10 +338,7 @@ func TestSecondSystemRefusedPostgres(t *testing.T) {
 // not the snapshot's (here a statement timeout while another session
 // locks a table): it says so and exits non-zero, and everything stays.
 func TestFsckSetsAsideOnlyDamage(t *testing.T) {
-	url := os.Getenv("ACTORSNAP_TEST_POSTGRES")
-	if url == "" {
-		t.Skip("set ACTORSNAP_TEST_POSTGRES to a PostgreSQL URL to run this test; `eval \"$(bash .ci/postgres.sh)\"` starts a server and sets it")
-	}
+	url := postgresURL(t)
 	ctx := context.Background()
 	schema := fmt.Sprintf("fsck_%d", time.Now().UnixNano())
 	t.Cleanup(func() { dropSchema(t, url, schema) })

@@ -705,33 +705,3 @@ func TestConcurrentDeletesThroughALease(t *testing.T) {
 	assert.Equal(t, snapshot.SnapshotID(n), o.High)
 	require.NoError(t, l.Release(ctx))
 }
-
-// TestProbesDoNotFailClaims: Ownership reads whether a writer holds the
-// schema without taking its lock, so probing never fails a claim.
-func TestProbesDoNotFailClaims(t *testing.T) {
-	ctx := context.Background()
-	schema := freshSchema(t)
-	s, reader := open(t, schema), open(t, schema)
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			_, _ = reader.Ownership(ctx)
-		}
-	}()
-	for i := range 100 {
-		l, err := s.Claim(ctx, "bank", persistence.ClaimRestore)
-		require.NoError(t, err, "claim %d", i)
-		o, err := reader.Ownership(ctx)
-		require.NoError(t, err)
-		assert.True(t, o.Live)
-		require.NoError(t, l.Release(ctx))
-	}
-	close(stop)
-	<-done
-}

@@ -535,6 +535,7 @@ func RunPair(t *testing.T, openPair func(t *testing.T) (a, b persistence.Store))
 		{"HighKeptAfterDelete", testHighKeptAfterDelete},
 		{"Entries", testEntries},
 		{"ClaimNameChecked", testClaimNameChecked},
+		{"ProbesDoNotFailClaims", testProbesDoNotFailClaims},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -653,4 +654,31 @@ func testClaimNameChecked(t *testing.T, a, _ persistence.Store) {
 		require.Error(t, err, "name %q", name)
 	}
 	assert.Equal(t, persistence.Ownership{}, ownership(t, a), "a refused claim records nothing")
+}
+
+// testProbesDoNotFailClaims: readers asking whether a writer holds the
+// store (as ls does) never make a claim meanwhile fail.
+func testProbesDoNotFailClaims(t *testing.T, a, b persistence.Store) {
+	ctx := context.Background()
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_, _ = b.Ownership(ctx)
+		}
+	}()
+	defer func() {
+		close(stop)
+		<-done
+	}()
+	for i := range 100 {
+		l, err := a.Claim(ctx, "sys", persistence.ClaimRestore)
+		require.NoError(t, err, "claim %d", i)
+		require.NoError(t, l.Release(ctx))
+	}
 }
