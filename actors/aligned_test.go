@@ -80,10 +80,13 @@ func TestAlignedPausesSenderUntilRecord(t *testing.T) {
 
 // An aborted aligned snapshot unblocks what it blocked.
 func TestAlignedAbortUnblocks(t *testing.T) {
-	sys, _, events, second := alignedFixture(t, WithTimeout(300*time.Millisecond))
+	clk := newManualClock()
+	sys, _, events, second := alignedFixture(t, WithTimeout(time.Minute), withClock(clk))
 	defer shutdown(t, sys)
 	pending, release := second()
 	defer release()
+	clk.waitArmed(t, time.Minute) // the second snapshot's deadline
+	clk.Advance(time.Minute)
 	r := waitFor(t, pending)
 	require.ErrorIs(t, r.err, snapshot.ErrTimeout)
 	assert.Contains(t, r.err.Error(), "aligned barriers still awaited on p1->p2")
@@ -169,7 +172,8 @@ func TestAlignedMissingBackEdgeTimesOut(t *testing.T) {
 		assert.Contains(t, err.Error(), "aligned barriers still awaited on p0->p1, p1->p2, p2->p0")
 	})
 	t.Run("declared", func(t *testing.T) {
-		sys := ring(t, WithBackEdges(snapshot.Channel{From: "p2", To: "p0"}))
+		// A clock that does not move: no deadline cuts these short.
+		sys := ring(t, WithBackEdges(snapshot.Channel{From: "p2", To: "p0"}), withClock(newManualClock()))
 		defer shutdown(t, sys)
 		for range 3 {
 			g, err := sys.Snapshot(context.Background())

@@ -106,7 +106,7 @@ type run struct {
 
 	// Owned by the guardian.
 	waiters []chan<- result
-	timers  []*time.Timer
+	timers  []timer
 }
 
 // add applies a participant's report and tells the guardian when the
@@ -172,7 +172,7 @@ func (r *run) applyLocked(s *System, m *reportMsg) {
 
 // signalLocked tells the guardian once that r is complete or aborted.
 func (r *run) signalLocked(s *System) {
-	if !r.signaled && r.asm.Status(time.Now()).State != snapshot.Pending {
+	if !r.signaled && r.asm.Status(s.cfg.clock.Now()).State != snapshot.Pending {
 		r.signaled = true
 		s.root.Send(s.guardian, &overMsg{id: r.id})
 		// The guardian runs on a goroutine of its own, which that send
@@ -201,7 +201,7 @@ type guardian struct {
 	departed  departedBook
 	drops     []dropping      // departed to drop once no snapshot runs
 	postponed []chan<- result // starts asked for while drops wait (start)
-	ticker    *time.Timer
+	ticker    timer
 	interval  time.Duration       // between periodic starts; zero: none
 	schedule  uint64              // numbers the schedules: a tick of an older one is ignored
 	numbering *snapshot.Numbering // of the last completed snapshot, for the next
@@ -348,9 +348,9 @@ func (b *departedBook) before(id snapshot.SnapshotID, p snapshot.ProcessID) (sna
 }
 
 // later sends msg to the guardian after d, from a timer.
-func (g *guardian) later(d time.Duration, msg interface{}) *time.Timer {
+func (g *guardian) later(d time.Duration, msg interface{}) timer {
 	self := g.self
-	return time.AfterFunc(d, func() { g.s.root.Send(self, msg) })
+	return g.s.cfg.clock.AfterFunc(d, func() { g.s.root.Send(self, msg) })
 }
 
 func (g *guardian) Receive(ctx actor.Context) {
@@ -504,7 +504,7 @@ func (g *guardian) start(reply chan<- result, direct bool) {
 	}
 	g.next++
 	id := g.next
-	now := time.Now()
+	now := g.s.cfg.clock.Now()
 
 	// Read the participants and publish the snapshot as pending at once: a
 	// spawn from outside any actor is then either among them or joins it
@@ -639,7 +639,7 @@ func (g *guardian) lost(p snapshot.ProcessID, reason error) {
 // check finishes r if it is complete or past its deadline.
 func (g *guardian) check(r *run) {
 	r.mu.Lock()
-	st := r.asm.Status(time.Now())
+	st := r.asm.Status(g.s.cfg.clock.Now())
 	var gl *snapshot.Global
 	if st.State == snapshot.Complete {
 		// Only then: for a pending snapshot, Global builds an error
@@ -764,7 +764,7 @@ func (g *guardian) finish(r *run, gl *snapshot.Global, err error) {
 			}
 		}
 	}
-	d := time.Since(r.start)
+	d := g.s.cfg.clock.Now().Sub(r.start)
 	ctx := context.Background()
 	if err == nil {
 		g.s.metrics.completed.Add(ctx, 1)

@@ -318,17 +318,25 @@ func (s *signalTrace) Recorded(p snapshot.ProcessID, _ snapshot.SnapshotID) {
 	}
 }
 
+// A snapshot that a blocked participant holds up aborts at its deadline,
+// naming it; the next one, once it is free, completes. The guardian's
+// clock is moved by hand: nothing depends on how fast the machine is.
 func TestSnapshotTimesOut(t *testing.T) {
 	forModes(t, func(t *testing.T, mode Option) {
-		sys, pids, _ := probes(t, 2, WithTimeout(50*time.Millisecond), mode)
+		clk := newManualClock()
+		sys, pids, _, recorded := probesTraced(t, 2, WithTimeout(time.Minute), withClock(clk), mode)
 		defer shutdown(t, sys)
 		release := block(t, sys, pids[1])
 		defer release()
-		_, err := sys.Snapshot(context.Background())
-		require.ErrorIs(t, err, snapshot.ErrTimeout)
-		assert.Contains(t, err.Error(), "not recorded: p1")
+		pending := startAsync(sys)
+		require.Equal(t, snapshot.ProcessID("p0"), waitFor(t, recorded))
+		clk.waitArmed(t, time.Minute) // the snapshot's deadline
+		clk.Advance(time.Minute)
+		r := waitFor(t, pending)
+		require.ErrorIs(t, r.err, snapshot.ErrTimeout)
+		assert.Contains(t, r.err.Error(), "not recorded: p1")
 		release()
-		_, err = sys.Snapshot(context.Background())
+		_, err := sys.Snapshot(context.Background())
 		require.NoError(t, err)
 	})
 }
@@ -404,11 +412,15 @@ func TestFloodingInitiation(t *testing.T) {
 
 func TestFloodingReachesUnconnectedParticipants(t *testing.T) {
 	// No channel at all: only the guardian's sweep reaches the others.
-	sys, _, _ := probes(t, 4, WithInitiation(Flooding), WithTimeout(400*time.Millisecond))
+	clk := newManualClock()
+	sys, _, _ := probes(t, 4, WithInitiation(Flooding), WithTimeout(time.Minute), withClock(clk))
 	defer shutdown(t, sys)
-	g, err := sys.Snapshot(context.Background())
-	require.NoError(t, err)
-	assert.Len(t, g.Participants, 4)
+	pending := startAsync(sys)
+	clk.waitArmed(t, time.Minute/4) // the sweep
+	clk.Advance(time.Minute / 4)
+	r := waitFor(t, pending)
+	require.NoError(t, r.err)
+	assert.Len(t, r.global.Participants, 4)
 }
 
 func TestRequestRespondForwardReceiveTimeoutPoison(t *testing.T) {
@@ -586,18 +598,21 @@ func TestIngressPutsExternalInputInsideTheCut(t *testing.T) {
 }
 
 func TestMetricsAndLogs(t *testing.T) {
+	clk := newManualClock()
 	reader := sdkmetric.NewManualReader()
 	var logs bytes.Buffer
 	sys, pids, _ := probes(t, 2,
 		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
 		WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
-		WithTimeout(50*time.Millisecond))
+		WithTimeout(time.Minute), withClock(clk))
 	defer shutdown(t, sys)
 	_, err := sys.Snapshot(context.Background())
 	require.NoError(t, err)
 	release := block(t, sys, pids[0])
-	_, err = sys.Snapshot(context.Background())
-	require.ErrorIs(t, err, snapshot.ErrTimeout)
+	pending := startAsync(sys)
+	clk.waitArmed(t, time.Minute)
+	clk.Advance(time.Minute)
+	require.ErrorIs(t, waitFor(t, pending).err, snapshot.ErrTimeout)
 	release()
 
 	var rm metricdata.ResourceMetrics

@@ -48,6 +48,7 @@ type config struct {
 	interval    time.Duration
 	logger      *slog.Logger
 	meter       metric.MeterProvider
+	clock       clock
 	actorConfig []actor.ConfigOption
 	kinds       []*kind
 }
@@ -226,6 +227,9 @@ func newConfig(opts []Option) (config, error) {
 	}
 	if c.store == nil {
 		c.store = persistence.NewMemory()
+	}
+	if c.clock == nil {
+		c.clock = realClock{}
 	}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
