@@ -29,7 +29,11 @@ func DecodeGlobalCounted(data []byte, alias bool) (*snapshot.Global, int, error)
 var (
 	EncodeManifest = encodeManifest
 	DecodeManifest = decodeManifest
+	EncodeOwner    = encodeOwner
+	DecodeOwner    = decodeOwner
 )
+
+type OwnerRecord = ownerRecord
 
 // Reseal sets the format version of an envelope and recomputes its
 // checksum.
