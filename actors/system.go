@@ -13,6 +13,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/actorsnap/actorsnap/internal/workpool"
 	"github.com/actorsnap/actorsnap/mailbox"
 	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/snapshot"
@@ -112,12 +113,12 @@ type System struct {
 	props   map[*actor.Props]string // Props(kind) results, for spawning inside actors
 
 	reg       registry
-	pool      *pool
+	pool      *workpool.Pool
 	nextKey   atomic.Uint64
 	down      atomic.Bool
 	stopped   sync.WaitGroup // participants not yet stopped
 	guardSTW  chan struct{}  // closed when the guardian has stopped
-	guardLoop *loop          // the guardian's dispatcher
+	guardLoop *workpool.Loop // the guardian's dispatcher
 	// recorded counts the messages held for snapshots in progress, system
 	// wide: recorded in participants' recordings, reported to a snapshot
 	// not yet ended, held behind aligned barriers (WithMaxRecorded).
@@ -305,7 +306,7 @@ func newSystem(cfg config, lease persistence.Lease) (*System, error) {
 		kinds:    make(map[string]*kind),
 		props:    make(map[*actor.Props]string),
 		guardSTW: make(chan struct{}),
-		pool:     newPool(participantThroughput, workerIdle),
+		pool:     workpool.New(participantThroughput, workerIdle),
 		reg: registry{
 			byID:    make(map[snapshot.ProcessID]*participant),
 			byKey:   make(map[mailbox.SenderKey]*participant),
@@ -317,7 +318,7 @@ func newSystem(cfg config, lease persistence.Lease) (*System, error) {
 	// fail stops what has started: the pool's watchdog and the actor
 	// system.
 	fail := func(err error) (*System, error) {
-		s.pool.stop()
+		s.pool.Stop()
 		s.actors.Shutdown()
 		return nil, err
 	}
@@ -335,7 +336,7 @@ func newSystem(cfg config, lease persistence.Lease) (*System, error) {
 	// The guardian takes in every record of every participant: let it work
 	// through its whole queue per turn instead of yielding every 300
 	// messages behind a thousand busy actors.
-	s.guardLoop = newLoop(guardianThroughput)
+	s.guardLoop = workpool.NewLoop(guardianThroughput)
 	// The guardian's PID is known before it runs: it sends to itself from
 	// its first message on (a periodic tick, say), so s.guardian must not
 	// be written after the spawn.
@@ -343,7 +344,7 @@ func newSystem(cfg config, lease persistence.Lease) (*System, error) {
 	_, err = s.root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return newGuardian(s) },
 		actor.WithDispatcher(s.guardLoop)), guardianName)
 	if err != nil {
-		s.guardLoop.stop()
+		s.guardLoop.Stop()
 		return fail(fmt.Errorf("actors: starting the guardian: %w", err))
 	}
 	return s, nil
@@ -631,8 +632,8 @@ func (s *System) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	s.pool.stop()
-	s.guardLoop.stop()
+	s.pool.Stop()
+	s.guardLoop.Stop()
 	s.actors.Shutdown()
 	switch {
 	case aborted > 0 && released != nil:

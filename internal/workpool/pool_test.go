@@ -1,4 +1,4 @@
-package actors
+package workpool
 
 import (
 	"sync"
@@ -7,15 +7,18 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // TestPoolQueueStaysBoundedUnderSteadyLoad runs turns that each schedule
 // the next, so that the pool's queue never empties: its buffer must stay
 // the size of the turns waiting, not grow with every turn ever scheduled
 // (it did: 200 MB in a 10-second benchmark of 10,000 busy actors).
 func TestPoolQueueStaysBoundedUnderSteadyLoad(t *testing.T) {
-	d := newPool(10, time.Minute)
-	defer d.stop()
+	d := New(10, time.Minute)
+	defer d.Stop()
 	const waiting, turns = 64, 200_000
 	done := make(chan struct{})
 	left := turns
@@ -57,8 +60,8 @@ func TestPoolQueueStaysBoundedUnderSteadyLoad(t *testing.T) {
 // waiting turn runs, and the extra worker ends once the stuck turns are
 // over.
 func TestPoolAddsWorkersOnlyForStuckTurns(t *testing.T) {
-	d := newPoolTick(10, time.Minute, time.Hour) // no tick: checks by hand
-	defer d.stop()
+	d := newTick(10, time.Minute, time.Hour) // no tick: checks by hand
+	defer d.Stop()
 	workers := func() int {
 		d.mu.Lock()
 		defer d.mu.Unlock()

@@ -1,4 +1,4 @@
-package actors
+package workpool
 
 import (
 	"runtime"
@@ -9,8 +9,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 )
 
-// pool is the dispatcher of participants: a few worker goroutines take
-// mailbox turns from one FIFO queue, in the order they were scheduled.
+// Pool is a Proto.Actor dispatcher for many busy actors: a few worker
+// goroutines take mailbox turns from one FIFO queue, in the order they
+// were scheduled.
 //
 // Proto.Actor's default dispatcher starts a goroutine per turn. With
 // thousands of busy actors that means thousands of runnable goroutines, and
@@ -22,13 +23,12 @@ import (
 // An actor may block in its turn (on a future, say). So that blocked turns
 // cannot starve the queue, a watchdog counts the workers stuck in one turn
 // for stuckTicks ticks and adds workers so that base of them are not
-// stuck; a worker beyond that ends after its turn, or when idle. (It used
-// to add a worker whenever the queue stood still for a tick: a worker
-// merely preempted, or a garbage collection, did that under load, and the
-// extra workers, never idle, stayed. Measured at 10,000 busy actors: 24
-// workers on 2 cores after ten snapshots, snapshot p50 from 115 ms to
-// 300-600 ms.)
-type pool struct {
+// stuck; a worker beyond that ends after its turn, or when idle. It
+// counts stuck turns rather than a queue that stood still for a tick: a
+// worker merely preempted, or a garbage collection, stills the queue
+// under load, and workers added for that, never idle, would stay (24
+// workers on 2 cores at 10,000 busy actors, snapshots 3-5 times slower).
+type Pool struct {
 	throughput int
 	base       int
 	idleFor    time.Duration
@@ -58,7 +58,7 @@ type turnsSeen struct {
 	ticks int
 }
 
-var _ actor.Dispatcher = (*pool)(nil)
+var _ actor.Dispatcher = (*Pool)(nil)
 
 // The watchdog checks every watchdogTick; a worker in the same turn for
 // stuckTicks checks is stuck.
@@ -67,13 +67,16 @@ const (
 	stuckTicks   = 5
 )
 
-func newPool(throughput int, idle time.Duration) *pool {
-	return newPoolTick(throughput, idle, watchdogTick)
+// New returns a pool whose actors handle throughput messages a turn, and
+// whose workers beyond the base number end after idle without a turn.
+// Stop it when done.
+func New(throughput int, idle time.Duration) *Pool {
+	return newTick(throughput, idle, watchdogTick)
 }
 
-// newPoolTick is newPool with the watchdog's tick.
-func newPoolTick(throughput int, idle, tick time.Duration) *pool {
-	d := &pool{throughput: throughput, base: max(2, runtime.GOMAXPROCS(0)), idleFor: idle, tick: tick, quit: make(chan struct{}),
+// newTick is New with the watchdog's tick.
+func newTick(throughput int, idle, tick time.Duration) *Pool {
+	d := &Pool{throughput: throughput, base: max(2, runtime.GOMAXPROCS(0)), idleFor: idle, tick: tick, quit: make(chan struct{}),
 		turns: make(map[*workerTurns]turnsSeen)}
 	d.wake = sync.NewCond(&d.mu)
 	d.done.Add(1)
@@ -82,7 +85,7 @@ func newPoolTick(throughput int, idle, tick time.Duration) *pool {
 }
 
 // Schedule implements actor.Dispatcher.
-func (d *pool) Schedule(fn func()) {
+func (d *Pool) Schedule(fn func()) {
 	d.mu.Lock()
 	if len(d.queue) == cap(d.queue) && d.head >= len(d.queue)/2 {
 		// Under steady load the queue never empties (the worker's reset),
@@ -105,9 +108,9 @@ func (d *pool) Schedule(fn func()) {
 }
 
 // Throughput implements actor.Dispatcher.
-func (d *pool) Throughput() int { return d.throughput }
+func (d *Pool) Throughput() int { return d.throughput }
 
-func (d *pool) spawnLocked() {
+func (d *Pool) spawnLocked() {
 	d.workers++
 	w := &workerTurns{}
 	d.turns[w] = turnsSeen{}
@@ -118,7 +121,7 @@ func (d *pool) spawnLocked() {
 // exitLocked ends worker w's loop: the caller returns next. A turn it
 // leaves waiting goes to an idle worker: the Schedule that queued it woke
 // this one.
-func (d *pool) exitLocked(w *workerTurns) {
+func (d *Pool) exitLocked(w *workerTurns) {
 	d.workers--
 	delete(d.turns, w)
 	if d.head < len(d.queue) && d.idle > 0 {
@@ -127,7 +130,7 @@ func (d *pool) exitLocked(w *workerTurns) {
 	d.mu.Unlock()
 }
 
-func (d *pool) worker(w *workerTurns) {
+func (d *Pool) worker(w *workerTurns) {
 	defer d.done.Done()
 	d.mu.Lock()
 	for {
@@ -159,7 +162,7 @@ func (d *pool) worker(w *workerTurns) {
 }
 
 // watchdog checks the workers every tick.
-func (d *pool) watchdog() {
+func (d *Pool) watchdog() {
 	defer d.done.Done()
 	t := time.NewTicker(d.tick)
 	defer t.Stop()
@@ -175,7 +178,7 @@ func (d *pool) watchdog() {
 
 // check counts the workers stuck in a turn and adds a worker when turns
 // are waiting and fewer than base workers are free of a stuck turn.
-func (d *pool) check() {
+func (d *Pool) check() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.stuck = 0
@@ -198,9 +201,9 @@ func (d *pool) check() {
 	}
 }
 
-// stop ends the workers once the queue is empty, and the watchdog. Nothing
+// Stop ends the workers once the queue is empty, and the watchdog. Nothing
 // may be scheduled afterwards.
-func (d *pool) stop() {
+func (d *Pool) Stop() {
 	close(d.quit)
 	d.mu.Lock()
 	d.stopped = true
@@ -209,28 +212,30 @@ func (d *pool) stop() {
 	d.done.Wait()
 }
 
-// loop is the guardian's dispatcher: one goroutine of its own, for the
-// life of the system. Proto.Actor's default dispatcher starts a goroutine
-// per turn, which grows its stack again every time (measured: 3% of the
-// CPU of back-to-back snapshots of two actors went to copying stacks).
-// A mailbox schedules at most one turn at a time, so a buffer of one
-// never blocks.
-type loop struct {
+// Loop is a Proto.Actor dispatcher for one actor: one goroutine of its
+// own, for the actor's life. Proto.Actor's default dispatcher starts a
+// goroutine per turn, which grows its stack again every time (3% of the
+// CPU of back-to-back snapshots of two actors went to copying stacks). A
+// mailbox schedules at most one turn at a time, so a buffer of one never
+// blocks.
+type Loop struct {
 	throughput int
 	turns      chan func()
 	quit       chan struct{}
 	done       chan struct{}
 }
 
-var _ actor.Dispatcher = (*loop)(nil)
+var _ actor.Dispatcher = (*Loop)(nil)
 
-func newLoop(throughput int) *loop {
-	l := &loop{throughput: throughput, turns: make(chan func(), 1), quit: make(chan struct{}), done: make(chan struct{})}
+// NewLoop returns a loop whose actor handles throughput messages a turn.
+// Stop it when done.
+func NewLoop(throughput int) *Loop {
+	l := &Loop{throughput: throughput, turns: make(chan func(), 1), quit: make(chan struct{}), done: make(chan struct{})}
 	go l.run()
 	return l
 }
 
-func (l *loop) run() {
+func (l *Loop) run() {
 	defer close(l.done)
 	for {
 		select {
@@ -242,9 +247,9 @@ func (l *loop) run() {
 	}
 }
 
-// Schedule implements actor.Dispatcher. After stop, turns are dropped:
+// Schedule implements actor.Dispatcher. After Stop, turns are dropped:
 // only a dead actor's mailbox can still ask for one.
-func (l *loop) Schedule(fn func()) {
+func (l *Loop) Schedule(fn func()) {
 	select {
 	case l.turns <- fn:
 	case <-l.quit:
@@ -252,10 +257,10 @@ func (l *loop) Schedule(fn func()) {
 }
 
 // Throughput implements actor.Dispatcher.
-func (l *loop) Throughput() int { return l.throughput }
+func (l *Loop) Throughput() int { return l.throughput }
 
-// stop ends the goroutine once the turn in hand, if any, is over.
-func (l *loop) stop() {
+// Stop ends the goroutine once the turn in hand, if any, is over.
+func (l *Loop) Stop() {
 	close(l.quit)
 	<-l.done
 }
