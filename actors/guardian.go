@@ -74,6 +74,7 @@ type (
 	deadlineMsg  struct{ id snapshot.SnapshotID }
 	sweepMsg     struct{ id snapshot.SnapshotID }
 	postponedMsg struct{}                  // start the snapshots postponed for a drop
+	savedMsg     struct{}                  // a save is over: take its outcome (saver.done)
 	tickMsg      struct{ schedule uint64 } // a tick of that schedule
 	everyRequest struct {
 		interval time.Duration
@@ -91,6 +92,8 @@ const maxSnapshotID snapshot.SnapshotID = 1<<63 - 1
 // snapshot is over. It is an ordinary actor: its state is its own.
 type guardian struct {
 	s         *System
+	saver     *saver // started with the first complete snapshot
+	saving    int    // runs complete and being saved
 	self      *actor.PID
 	next      snapshot.SnapshotID
 	runs      map[snapshot.SnapshotID]*run
@@ -223,6 +226,10 @@ func (g *guardian) Receive(ctx actor.Context) {
 				}
 			}
 		}
+	case *savedMsg:
+		for _, out := range g.saver.outcomes() {
+			g.saved(out)
+		}
 	case *postponedMsg:
 		postponed := g.postponed
 		g.postponed = nil
@@ -238,9 +245,21 @@ func (g *guardian) Receive(ctx actor.Context) {
 			reply <- result{err: ErrShutdown}
 		}
 		g.postponed = nil
-		n := len(g.runs)
+		n := 0
 		for _, r := range g.runs {
-			g.abort(r, ErrShutdown)
+			if r.saving == nil {
+				g.abort(r, ErrShutdown)
+				if r.saving == nil {
+					n++ // aborted, not found complete
+				}
+			}
+		}
+		// The saves under way end before the system does, and before it
+		// gives up its store.
+		if g.saver != nil {
+			for _, out := range g.saver.close() {
+				g.saved(out)
+			}
 		}
 		m.reply <- n
 	}
@@ -275,8 +294,8 @@ func (g *guardian) start(reply chan<- result, direct bool) {
 	case g.down:
 		fail(ErrShutdown)
 		return
-	case len(g.runs) >= g.s.cfg.concurrent:
-		fail(fmt.Errorf("%w: %d of %d", ErrBusy, len(g.runs), g.s.cfg.concurrent))
+	case len(g.runs)-g.saving >= g.s.cfg.concurrent:
+		fail(fmt.Errorf("%w: %d of %d", ErrBusy, len(g.runs)-g.saving, g.s.cfg.concurrent))
 		return
 	case len(g.drops) > 0 && len(g.runs) > 0 && !direct:
 		// Departed participants wait to be dropped until no snapshot runs
@@ -427,6 +446,9 @@ func (g *guardian) lost(p snapshot.ProcessID, reason error) {
 
 // check finishes r if it is complete or past its deadline.
 func (g *guardian) check(r *run) {
+	if r.saving != nil {
+		return // complete: its outcome waits for the store
+	}
 	r.mu.Lock()
 	st := r.asm.Status(g.s.cfg.clock.Now())
 	var gl *snapshot.Global
@@ -434,7 +456,6 @@ func (g *guardian) check(r *run) {
 		// Only then: for a pending snapshot, Global builds an error
 		// listing everything missing, a pass over every participant.
 		gl, _ = r.asm.Global()
-		g.numbering = r.asm.Numbering()
 	}
 	r.signaled = st.State != snapshot.Pending
 	r.mu.Unlock()
@@ -458,25 +479,54 @@ func (g *guardian) explain(err error) error {
 }
 
 func (g *guardian) abort(r *run, reason error) {
+	if r.saving != nil {
+		return // complete already: nothing can abort it now
+	}
 	r.mu.Lock()
 	r.asm.Abort(reason)
 	r.mu.Unlock()
 	g.check(r)
 }
 
+// complete hands a complete snapshot to the saver, off the guardian's
+// goroutine: a slow store holds up neither starts nor deadlines. The run
+// stays in progress (not counted against WithMaxConcurrent) until the
+// save is over (saved).
 func (g *guardian) complete(r *run, gl *snapshot.Global) {
-	ctx, cancel := context.WithTimeout(context.Background(), g.s.cfg.timeout)
-	defer cancel()
-	if err := g.s.cfg.store.Save(ctx, gl); err != nil {
-		// finish logs it, at Warn, and publishes it.
-		g.finish(r, nil, &snapshot.AbortError{Snapshot: r.id, Reason: fmt.Errorf("%w: %w", ErrSave, err)})
+	r.saving = gl
+	g.saving++
+	for _, t := range r.timers {
+		t.Stop()
+	}
+	if g.saver == nil {
+		g.saver = newSaver(g.s.cfg.store, g.s.cfg.timeout, g.s.cfg.retain, func() { g.s.root.Send(g.self, &savedMsg{}) })
+	}
+	g.saver.save(r.id, gl)
+}
+
+// saved takes the outcome of a save: a failed one aborts its snapshot
+// (finish logs it, at Warn, and publishes it), and later snapshots go on;
+// only a saved one moves what the next snapshots start from (the
+// numbering, the channel graph) and may drop the stopped participants it
+// shows drained.
+func (g *guardian) saved(out saveOutcome) {
+	r := g.runs[out.id]
+	if r == nil || r.saving == nil {
 		return
 	}
-	if g.s.cfg.retain > 0 {
-		if err := g.s.cfg.store.Retain(ctx, g.s.cfg.retain); err != nil {
-			g.s.log.Warn("retention failed", slog.Any("error", err))
-		}
+	gl := r.saving
+	r.saving = nil
+	g.saving--
+	if out.retainErr != nil {
+		g.s.log.Warn("retention failed", slog.Any("error", out.retainErr))
 	}
+	if out.err != nil {
+		g.finish(r, nil, &snapshot.AbortError{Snapshot: r.id, Reason: fmt.Errorf("%w: %w", ErrSave, out.err)})
+		return
+	}
+	r.mu.Lock()
+	g.numbering = r.asm.Numbering()
+	r.mu.Unlock()
 	g.learn(gl)
 	if drained := g.departed.drained(gl); len(drained) > 0 {
 		r.mu.Lock()

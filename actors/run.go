@@ -32,6 +32,7 @@ type run struct {
 	// Owned by the guardian.
 	waiters []chan<- result
 	timers  []timer
+	saving  *snapshot.Global // complete, and being saved: the outcome waits for the store
 }
 
 // add applies a participant's report and tells the guardian when the
