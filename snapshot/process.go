@@ -735,11 +735,16 @@ func (p *Process) checkFinished(s *snap) {
 // State and Kind filled), Channels and Finished to the snapshot's
 // Assembler. The slices belong to the Process and are valid until Advance.
 type Ready struct {
-	// Records asks the caller to record its local state for each snapshot.
+	// Records asks the caller to capture its local state once for all of
+	// them, before the application sees another message and without the
+	// message whose Receive produced them, to fill in State (and Kind),
+	// and to hand each to its snapshot's coordinator.
 	Records []LocalRecord
-	// Markers to send, in order.
+	// Markers to send, in order, each on the path application messages to
+	// its receiver take, before any later application message to it.
 	Markers []MarkerSend
-	// Channels whose recording closed.
+	// Channels whose recording closed: hand each to its snapshot's
+	// coordinator. Its Messages are a read-only view.
 	Channels []ChannelRecord
 	// Finished lists snapshots whose every recording known to this process
 	// is closed. It is informational: a channel discovered later may still
