@@ -1,9 +1,12 @@
 package actors
 
 import (
+	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/actorsnap/actorsnap/snapshot"
 )
 
 // manualClock is a clock that moves only when a test advances it.
@@ -85,6 +88,32 @@ func (c *manualClock) waitArmed(t *testing.T, d time.Duration) {
 		case <-c.armed:
 		case <-deadline:
 			t.Fatalf("no timer due within %v was set", d)
+		}
+	}
+}
+
+// waitMissing waits until snapshot id, in progress, misses the records of
+// exactly want: a participant signals its record (System.trace) before
+// its report reaches the snapshot.
+func waitMissing(t *testing.T, sys *System, id snapshot.SnapshotID, want ...snapshot.ProcessID) {
+	t.Helper()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	var got []snapshot.ProcessID
+	for {
+		if r := sys.reg.run(id); r != nil {
+			r.mu.Lock()
+			got = r.asm.Missing().Participants
+			r.mu.Unlock()
+			if slices.Equal(got, want) {
+				return
+			}
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("snapshot %d misses %v, want %v", id, got, want)
 		}
 	}
 }
