@@ -296,6 +296,10 @@ func (g *guardian) start(reply chan<- result, direct bool) {
 		return
 	case len(g.runs)-g.saving >= g.s.cfg.concurrent:
 		fail(fmt.Errorf("%w: %d of %d", ErrBusy, len(g.runs)-g.saving, g.s.cfg.concurrent))
+	case len(g.runs) >= 2*g.s.cfg.concurrent:
+		// The store is slow: as many complete snapshots wait for it as
+		// may run at once. Refusing here bounds what they hold in memory.
+		fail(fmt.Errorf("%w: %d snapshots wait for the store", ErrBusy, g.saving))
 		return
 	case len(g.drops) > 0 && len(g.runs) > 0 && !direct:
 		// Departed participants wait to be dropped until no snapshot runs

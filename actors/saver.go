@@ -38,10 +38,10 @@ type saveOutcome struct {
 	err, retainErr error
 }
 
-// maxSaving bounds the saves waiting: the guardian has at most
-// MaxConcurrent snapshots in progress plus those saving, and a start is
-// refused past MaxConcurrent, so the queue never fills in practice.
-const maxSaving = 1024
+// maxSaving is the room for saves waiting: the guardian refuses a start
+// while 2×WithMaxConcurrent snapshots are in progress or saving, so the
+// queue never fills and save never blocks.
+const maxSaving = 2 * MaxConcurrent
 
 func newSaver(store persistence.Store, timeout time.Duration, retain int, notify func()) *saver {
 	s := &saver{store: store, timeout: timeout, retain: retain, notify: notify,

@@ -97,3 +97,31 @@ func TestShutdownWaitsForTheSave(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []snapshot.SnapshotID{1}, ids)
 }
+
+// A store that does not keep up bounds the snapshots waiting for it: with
+// WithMaxConcurrent(1), one may be assembled while one is saved, and
+// another start is refused (ErrBusy) rather than pile up in memory.
+func TestSavesWaitingAreBounded(t *testing.T) {
+	store := newSlowStore(1)
+	sys, _, _ := probes(t, 2, WithStore(store), WithMaxConcurrent(1))
+	defer shutdown(t, sys)
+	first := startAsync(sys)
+	waitFor(t, store.entered)
+	second := startAsync(sys)
+	waitComplete(t, sys, 2)
+	_, err := sys.Snapshot(context.Background())
+	require.ErrorIs(t, err, ErrBusy)
+	assert.Contains(t, err.Error(), "wait for the store")
+	close(store.release)
+	require.NoError(t, waitFor(t, first).err)
+	require.NoError(t, waitFor(t, second).err)
+	_, err = sys.Snapshot(context.Background())
+	require.NoError(t, err, "the store caught up")
+}
+
+// waitComplete waits until snapshot id misses nothing: its completion is
+// then on its way to the guardian, ahead of anything sent after.
+func waitComplete(t *testing.T, sys *System, id snapshot.SnapshotID) {
+	t.Helper()
+	waitMissing(t, sys, id)
+}

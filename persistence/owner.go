@@ -31,8 +31,9 @@ var (
 	// generation instead).
 	ErrFenced = errors.New("persistence: lease superseded by a later claim")
 	// ErrIDsExhausted is returned by Claim when the store's highest id
-	// leaves no id for another snapshot.
-	ErrIDsExhausted = errors.New("persistence: snapshot ids exhausted")
+	// leaves no id for another snapshot. It is snapshot.ErrIDsExhausted,
+	// so that errors.Is finds it whichever package said so.
+	ErrIDsExhausted = snapshot.ErrIDsExhausted
 )
 
 // MaxSystemName bounds the length of a system's name, in bytes.

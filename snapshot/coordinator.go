@@ -78,6 +78,18 @@ type stoppedProcess struct {
 // CoordinatorReady is what the coordinator asks its caller to do, in this
 // order of fields.
 type CoordinatorReady struct {
+	// Initiates ask to initiate a snapshot at a participant that has not
+	// recorded it yet (sweeps).
+	Initiates []Initiate
+	// Over are the snapshots that ended, in the order they ended: a
+	// complete one's Global is to be stored; then every live participant
+	// is told the snapshot is over (Process.Forget).
+	Over []Outcome
+	// Drops name stopped participants that complete snapshots showed
+	// drained: each peer listed forgets it (Process.DropPeer) before any
+	// start that follows in this Ready is delivered, and before its next
+	// record; after that, the name may be given again.
+	Drops []Drop
 	// Awaited, in the aligned mode with Learn, gives every participant
 	// the senders whose barriers it awaits from snapshot From on: hand
 	// each its set (nil for one absent from Sets) before any start of
@@ -86,17 +98,6 @@ type CoordinatorReady struct {
 	// Starts are the snapshots to start: each is initiated at Initiator,
 	// or, with no initiator, broadcast to every participant of To.
 	Starts []Start
-	// Initiates ask to initiate a snapshot at a participant that has not
-	// recorded it yet (sweeps).
-	Initiates []Initiate
-	// Over are the snapshots that ended, in the order they started: a
-	// complete one's Global is to be stored; then every live participant
-	// is told the snapshot is finished (Process.Forget).
-	Over []Outcome
-	// Drops name stopped participants that complete snapshots showed
-	// drained: each peer listed forgets it (Process.DropPeer) before its
-	// next record; after that, the name may be given again.
-	Drops []Drop
 }
 
 // Awaited is an aligned mode's awaited sets, from a snapshot on.
@@ -138,7 +139,8 @@ type Drop struct {
 }
 
 // ErrIDsExhausted is returned by Coordinator.Start when no snapshot id is
-// left (ids stop at 2^63-1, which every store accepts).
+// left (ids stop at 2^63-1, which every store accepts). Package
+// persistence returns the same error.
 var ErrIDsExhausted = errors.New("snapshot: snapshot ids exhausted")
 
 // maxSnapshotID is the last snapshot id a Coordinator gives.
@@ -175,7 +177,9 @@ func (c *Coordinator) Start(now time.Time, live []ProcessID, initiator ProcessID
 	id := c.last + 1
 	cfg := AssemblerConfig{Snapshot: id, Participants: live, Start: now, Numbering: c.numbering,
 		Departed: func(p ProcessID) (LocalRecord, bool) {
-			if s, ok := c.stopped[p]; ok {
+			// Only one that stopped before id began: one that stopped
+			// after is among its participants, settled by Stopped.
+			if s, ok := c.stopped[p]; ok && s.after < id {
 				return s.final, true
 			}
 			return LocalRecord{}, false
@@ -229,11 +233,14 @@ func (c *Coordinator) awaited(from SnapshotID) {
 	c.ready.Awaited = &Awaited{From: from, Sets: sets}
 }
 
-// Record adds a participant's local record to its snapshot's run, if the
-// snapshot is still in progress. The error says why the run refused it.
-func (c *Coordinator) Record(rec LocalRecord) error {
+// Record adds, at now, a participant's local record to its snapshot's
+// run, if the snapshot is still in progress. The error says why the run
+// refused it.
+func (c *Coordinator) Record(now time.Time, rec LocalRecord) error {
+	c.now = now
 	r := c.run(rec.Snapshot)
 	if r == nil {
+		c.check()
 		return nil
 	}
 	err := r.asm.AddRecord(rec)
@@ -241,11 +248,13 @@ func (c *Coordinator) Record(rec LocalRecord) error {
 	return err
 }
 
-// Channel adds a participant's recording of one of its incoming channels
-// to its snapshot's run, if the snapshot is still in progress.
-func (c *Coordinator) Channel(cr ChannelRecord) error {
+// Channel adds, at now, a participant's recording of one of its incoming
+// channels to its snapshot's run, if the snapshot is still in progress.
+func (c *Coordinator) Channel(now time.Time, cr ChannelRecord) error {
+	c.now = now
 	r := c.run(cr.Snapshot)
 	if r == nil {
+		c.check()
 		return nil
 	}
 	err := r.asm.AddChannel(cr)
@@ -260,13 +269,14 @@ func (c *Coordinator) run(id SnapshotID) *coordRun {
 	return c.runs[id]
 }
 
-// Stopped says that participant p stopped with the final counters final
+// Stopped says that participant p stopped, at now, with the final counters final
 // (Process.Counters after Process.Stop), having recorded the snapshots in
 // recorded (Process.Active before the stop): those hear it will report
 // nothing more, and the runs that await its record, and those that start
 // until it is dropped, take final instead. It returns the first error an
 // Assembler gave.
-func (c *Coordinator) Stopped(p ProcessID, final LocalRecord, recorded []SnapshotID) error {
+func (c *Coordinator) Stopped(now time.Time, p ProcessID, final LocalRecord, recorded []SnapshotID) error {
+	c.now = now
 	var first error
 	note := func(err error) {
 		if err != nil && first == nil {
@@ -316,8 +326,10 @@ func (c *Coordinator) Join(p ProcessID) []SnapshotID {
 	return ids
 }
 
-// Tick advances the coordinator's time to now: sweeps come due, and
-// snapshots past their deadline abort.
+// Tick advances the coordinator's time to now: sweeps come due (again
+// every SweepAfter while a snapshot misses records), and snapshots past
+// their deadline abort. Every input carries the time too, so a deadline
+// is judged at the time of the input that meets it.
 func (c *Coordinator) Tick(now time.Time) {
 	c.now = now
 	for _, id := range c.pending {
@@ -335,13 +347,20 @@ func (c *Coordinator) Tick(now time.Time) {
 	c.check()
 }
 
-// Abort aborts snapshot id, if in progress, for reason.
-func (c *Coordinator) Abort(id SnapshotID, reason error) {
+// Abort aborts snapshot id, if in progress, for reason, at now.
+func (c *Coordinator) Abort(now time.Time, id SnapshotID, reason error) {
+	c.now = now
 	if r := c.run(id); r != nil {
 		r.asm.Abort(reason)
 		c.check()
 	}
 }
+
+// DropsWaiting reports whether stopped participants shown drained wait to
+// be dropped until no snapshot runs. A caller that starts snapshots so
+// that they overlap may put the drops off for ever: it holds new starts
+// back while this is true, as package actors' guardian does.
+func (c *Coordinator) DropsWaiting() bool { return len(c.drops) > 0 }
 
 // Pending returns the snapshots in progress, in start order.
 func (c *Coordinator) Pending() []SnapshotID { return slices.Clone(c.pending) }

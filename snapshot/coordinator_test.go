@@ -61,15 +61,15 @@ func TestCoordinatorCompletes(t *testing.T) {
 	c := newCoordinator(t, snapshot.CoordinatorConfig{})
 	id, _ := c.Start(t0, ids("a", "b"), "")
 	c.Ready()
-	require.NoError(t, c.Record(rec(id, "a", one("b", 0), nil)))
+	require.NoError(t, c.Record(t0, rec(id, "a", one("b", 0), nil)))
 	assert.False(t, c.HasReady())
-	require.NoError(t, c.Record(rec(id, "b", nil, one("a", 0))))
+	require.NoError(t, c.Record(t0, rec(id, "b", nil, one("a", 0))))
 	rd := c.Ready()
 	require.Len(t, rd.Over, 1)
 	require.NoError(t, rd.Over[0].Err)
 	assert.Equal(t, id, rd.Over[0].Global.ID)
 	assert.Empty(t, c.Pending())
-	require.NoError(t, c.Record(rec(id, "a", nil, nil)), "a record of a snapshot over is ignored")
+	require.NoError(t, c.Record(t0, rec(id, "a", nil, nil)), "a record of a snapshot over is ignored")
 }
 
 // Rule: a snapshot not complete by its deadline aborts at the first tick
@@ -94,7 +94,7 @@ func TestCoordinatorSweeps(t *testing.T) {
 	c := newCoordinator(t, snapshot.CoordinatorConfig{SweepAfter: time.Second})
 	id, _ := c.Start(t0, ids("a", "b", "c"), "a")
 	c.Ready()
-	require.NoError(t, c.Record(rec(id, "a", nil, nil)))
+	require.NoError(t, c.Record(t0, rec(id, "a", nil, nil)))
 	c.Tick(t0.Add(time.Second))
 	assert.Equal(t, []snapshot.Initiate{{Snapshot: id, Process: "b"}, {Snapshot: id, Process: "c"}}, c.Ready().Initiates)
 	c.Tick(t0.Add(1500 * time.Millisecond))
@@ -111,8 +111,8 @@ func TestCoordinatorStopped(t *testing.T) {
 	c := newCoordinator(t, snapshot.CoordinatorConfig{})
 	id, _ := c.Start(t0, ids("a", "b"), "")
 	c.Ready()
-	require.NoError(t, c.Record(rec(id, "a", one("b", 2), nil)))
-	require.NoError(t, c.Stopped("b", rec(0, "b", nil, one("a", 2)), nil))
+	require.NoError(t, c.Record(t0, rec(id, "a", one("b", 2), nil)))
+	require.NoError(t, c.Stopped(t0, "b", rec(0, "b", nil, one("a", 2)), nil))
 	rd := c.Ready()
 	require.Len(t, rd.Over, 1)
 	require.NoError(t, rd.Over[0].Err)
@@ -123,9 +123,9 @@ func TestCoordinatorStopped(t *testing.T) {
 	// Recorded, then stopped with a message still on its way: lost.
 	c = newCoordinator(t, snapshot.CoordinatorConfig{})
 	id, _ = c.Start(t0, ids("a", "b"), "")
-	require.NoError(t, c.Record(rec(id, "a", one("b", 1), nil)))
-	require.NoError(t, c.Record(rec(id, "b", nil, one("a", 0))))
-	err := c.Stopped("b", rec(0, "b", nil, one("a", 0)), []snapshot.SnapshotID{id})
+	require.NoError(t, c.Record(t0, rec(id, "a", one("b", 1), nil)))
+	require.NoError(t, c.Record(t0, rec(id, "b", nil, one("a", 0))))
+	err := c.Stopped(t0, "b", rec(0, "b", nil, one("a", 0)), []snapshot.SnapshotID{id})
 	require.Error(t, err, "the run says the channel to b cannot balance")
 	rd = c.Ready()
 	require.Len(t, rd.Over, 1)
@@ -141,26 +141,26 @@ func TestCoordinatorStopped(t *testing.T) {
 // hold it.
 func TestCoordinatorDropsDrained(t *testing.T) {
 	c := newCoordinator(t, snapshot.CoordinatorConfig{})
-	require.NoError(t, c.Stopped("b", rec(0, "b", one("a", 1), nil), nil))
+	require.NoError(t, c.Stopped(t0, "b", rec(0, "b", one("a", 1), nil), nil))
 	c.SentTo("c", "b")
 	first, _ := c.Start(t0, ids("a", "c"), "")
 	second, _ := c.Start(t0, ids("a", "c"), "")
 	c.Ready()
-	require.NoError(t, c.Record(rec(first, "a", nil, one("b", 1))))
-	require.NoError(t, c.Record(rec(first, "c", nil, nil)))
+	require.NoError(t, c.Record(t0, rec(first, "a", nil, one("b", 1))))
+	require.NoError(t, c.Record(t0, rec(first, "c", nil, nil)))
 	rd := c.Ready()
 	require.Len(t, rd.Over, 1)
 	assert.Empty(t, rd.Drops, "not while a snapshot runs")
-	require.NoError(t, c.Record(rec(second, "a", nil, one("b", 1))))
-	require.NoError(t, c.Record(rec(second, "c", nil, nil)))
+	require.NoError(t, c.Record(t0, rec(second, "a", nil, one("b", 1))))
+	require.NoError(t, c.Record(t0, rec(second, "c", nil, nil)))
 	rd = c.Ready()
 	require.Len(t, rd.Over, 1)
 	assert.Equal(t, []snapshot.Drop{{Process: "b", Peers: ids("a", "c"), After: second}}, rd.Drops)
 
 	third, _ := c.Start(t0, ids("a", "c"), "")
 	c.Ready()
-	require.NoError(t, c.Record(rec(third, "a", nil, nil)))
-	require.NoError(t, c.Record(rec(third, "c", nil, nil)))
+	require.NoError(t, c.Record(t0, rec(third, "a", nil, nil)))
+	require.NoError(t, c.Record(t0, rec(third, "c", nil, nil)))
 	g := c.Ready().Over[0].Global
 	_, held := g.Participant("b")
 	assert.False(t, held, "a dropped participant is in no later snapshot")
@@ -172,9 +172,9 @@ func TestCoordinatorJoin(t *testing.T) {
 	id, _ := c.Start(t0, ids("a"), "")
 	c.Ready()
 	assert.Equal(t, []snapshot.SnapshotID{id}, c.Join("n"))
-	require.NoError(t, c.Record(rec(id, "a", nil, nil)))
+	require.NoError(t, c.Record(t0, rec(id, "a", nil, nil)))
 	assert.False(t, c.HasReady(), "the joined participant's record is awaited")
-	require.NoError(t, c.Record(rec(id, "n", nil, nil)))
+	require.NoError(t, c.Record(t0, rec(id, "n", nil, nil)))
 	assert.Len(t, c.Ready().Over, 1)
 }
 
@@ -184,8 +184,8 @@ func TestCoordinatorAwaited(t *testing.T) {
 	c := newCoordinator(t, snapshot.CoordinatorConfig{Learn: true})
 	id, _ := c.Start(t0, ids("a", "b"), "")
 	assert.Nil(t, c.Ready().Awaited, "nothing learned yet")
-	require.NoError(t, c.Record(rec(id, "a", one("b", 1), one("b", 1))))
-	require.NoError(t, c.Record(rec(id, "b", one("a", 1), one("a", 1))))
+	require.NoError(t, c.Record(t0, rec(id, "a", one("b", 1), one("b", 1))))
+	require.NoError(t, c.Record(t0, rec(id, "b", one("a", 1), one("a", 1))))
 	c.Ready()
 	next, _ := c.Start(t0, ids("a", "b"), "")
 	rd := c.Ready()
@@ -194,4 +194,33 @@ func TestCoordinatorAwaited(t *testing.T) {
 	assert.Len(t, rd.Awaited.Sets, 1, "one of the two channels of the cycle is a back edge")
 	_, _ = c.Start(t0, ids("a", "b"), "")
 	assert.Nil(t, c.Ready().Awaited, "handed out once until the graph changes")
+}
+
+// Rule: an input carries the time, and a deadline is judged at it: an
+// input past the deadline of a snapshot still pending aborts it, with no
+// Tick in between, so a later record cannot complete it.
+func TestCoordinatorDeadlineJudgedAtInput(t *testing.T) {
+	c := newCoordinator(t, snapshot.CoordinatorConfig{Timeout: time.Second})
+	id, _ := c.Start(t0, ids("a", "b"), "")
+	c.Ready()
+	require.NoError(t, c.Record(t0.Add(2*time.Second), rec(id, "a", nil, nil)))
+	rd := c.Ready()
+	require.Len(t, rd.Over, 1)
+	require.ErrorIs(t, rd.Over[0].Err, snapshot.ErrTimeout)
+	require.NoError(t, c.Record(t0.Add(2*time.Second), rec(id, "b", nil, nil)))
+	assert.False(t, c.HasReady(), "over already")
+}
+
+// Rule: drops wait for a moment no snapshot runs; DropsWaiting says so,
+// for a caller that holds starts back meanwhile.
+func TestCoordinatorDropsWaiting(t *testing.T) {
+	c := newCoordinator(t, snapshot.CoordinatorConfig{})
+	require.NoError(t, c.Stopped(t0, "b", rec(0, "b", one("a", 1), nil), nil))
+	first, _ := c.Start(t0, ids("a"), "")
+	second, _ := c.Start(t0, ids("a"), "")
+	require.NoError(t, c.Record(t0, rec(first, "a", nil, one("b", 1))))
+	assert.True(t, c.DropsWaiting(), "b is drained, but snapshot 2 runs")
+	require.NoError(t, c.Record(t0, rec(second, "a", nil, one("b", 1))))
+	assert.False(t, c.DropsWaiting())
+	assert.Len(t, c.Ready().Drops, 1)
 }

@@ -156,16 +156,15 @@ func (h *events) Pop() any {
 	return e
 }
 
-// run is one snapshot in progress or done.
 // Network is a deterministic discrete-time network of snapshot.Process
 // values on a directed graph, with FIFO links, a seeded random delay per
 // message, and a snapshot.Coordinator, whose actions it carries out: it
-// starts snapshots, assembles them and says when one is finished. It is not safe for concurrent
-// use. A failed protocol step stops it: see Err.
+// starts snapshots, assembles them and says when one is finished. It is
+// not safe for concurrent use. A failed protocol step stops it: see Err.
 type Network struct {
 	cfg    Config
 	rng    *rand.Rand
-	coord  *snapshot.Coordinator // the coordinator: package actors' guardian drives the same
+	coord  *snapshot.Coordinator
 	app    App
 	now    int64
 	procs  []*snapshot.Process
@@ -539,7 +538,7 @@ func (n *Network) Stop(i int) {
 	for _, pc := range final.Sent {
 		n.enqueue(i, n.index[pc.Peer], envelope{kind: departed})
 	}
-	if err := n.coord.Stopped(id, final, recorded); err != nil {
+	if err := n.coord.Stopped(tickTime(n.now), id, final, recorded); err != nil {
 		n.logf("%s: stopped: %v", id, err)
 	}
 	// What it held blocked comes due, to be lost.
@@ -584,7 +583,7 @@ func (n *Network) step(i int, input func(p *snapshot.Process) error) {
 		rec.State, rec.Kind = state, "process"
 		n.trace.Recorded(rec.Process, rec.Snapshot)
 		n.logf("%s: record %d (sent %s; received %s)", rec.Process, rec.Snapshot, counts(rec.Sent), counts(rec.Received))
-		if err := n.coord.Record(rec); err != nil {
+		if err := n.coord.Record(tickTime(n.now), rec); err != nil {
 			n.logf("snapshot %d: %v", rec.Snapshot, err)
 		}
 	}
@@ -599,7 +598,7 @@ func (n *Network) step(i int, input func(p *snapshot.Process) error) {
 	}
 	for _, cr := range rd.Channels {
 		n.logf("%s: channel %s closed for %d: %s", n.name(i), cr.Channel, cr.Snapshot, messages(cr.Messages))
-		if err := n.coord.Channel(cr); err != nil {
+		if err := n.coord.Channel(tickTime(n.now), cr); err != nil {
 			n.logf("snapshot %d: %v", cr.Snapshot, err)
 		}
 	}
@@ -625,23 +624,6 @@ func (n *Network) step(i int, input func(p *snapshot.Process) error) {
 func (n *Network) coordinate() {
 	for n.err == nil && n.coord.HasReady() {
 		rd := n.coord.Ready()
-		if a := rd.Awaited; a != nil {
-			for i, p := range n.procs {
-				n.logf("%s: await %v from snapshot %d", n.name(i), a.Sets[p.ID()], a.From)
-				p.SetAwaited(a.From, a.Sets[p.ID()])
-			}
-		}
-		for _, st := range rd.Starts {
-			if st.Initiator != "" {
-				n.logf("snapshot %d: initiated by %s", st.Snapshot, st.Initiator)
-				n.step(n.index[st.Initiator], func(p *snapshot.Process) error { return p.Initiate(st.Snapshot) })
-				continue
-			}
-			n.logf("snapshot %d: broadcast", st.Snapshot)
-			for _, to := range st.To {
-				n.enqueue(coordinator, n.index[to], envelope{kind: start, id: st.Snapshot})
-			}
-		}
 		for _, in := range rd.Initiates {
 			n.logf("snapshot %d: coordinator initiates at %s", in.Snapshot, in.Process)
 			n.enqueue(coordinator, n.index[in.Process], envelope{kind: initiate, id: in.Snapshot})
@@ -669,6 +651,23 @@ func (n *Network) coordinate() {
 				if !n.stopped[j] && slices.Contains(d.Peers, p.ID()) {
 					n.step(j, func(p *snapshot.Process) error { p.DropPeer(d.Process); return nil })
 				}
+			}
+		}
+		if a := rd.Awaited; a != nil {
+			for i, p := range n.procs {
+				n.logf("%s: await %v from snapshot %d", n.name(i), a.Sets[p.ID()], a.From)
+				p.SetAwaited(a.From, a.Sets[p.ID()])
+			}
+		}
+		for _, st := range rd.Starts {
+			if st.Initiator != "" {
+				n.logf("snapshot %d: initiated by %s", st.Snapshot, st.Initiator)
+				n.step(n.index[st.Initiator], func(p *snapshot.Process) error { return p.Initiate(st.Snapshot) })
+				continue
+			}
+			n.logf("snapshot %d: broadcast", st.Snapshot)
+			for _, to := range st.To {
+				n.enqueue(coordinator, n.index[to], envelope{kind: start, id: st.Snapshot})
 			}
 		}
 	}
