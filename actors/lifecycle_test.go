@@ -330,7 +330,7 @@ func TestSnapshotTimesOut(t *testing.T) {
 		defer release()
 		pending := startAsync(sys)
 		require.Equal(t, snapshot.ProcessID("p0"), waitFor(t, recorded))
-		waitMissing(t, sys, 1, "p1") // p0's record is in
+		waitMissing(t, sys, 1, "p1")  // p0's record is in
 		clk.waitArmed(t, time.Minute) // the snapshot's deadline
 		clk.Advance(time.Minute)
 		r := waitFor(t, pending)
