@@ -52,6 +52,11 @@ func (a *Account) Receive(ctx actor.Context) {
 		a.Next = m.Next
 	case *Transfer:
 		a.Balance += m.Amount
+		if a.Next == "" {
+			// Paid before it was told whom to pay (another account's
+			// transfer may overtake the Open sent from outside): keep it.
+			return
+		}
 		pay := a.Balance / 3
 		a.Balance -= pay
 		ctx.Send(actor.NewPID(ctx.ActorSystem().Address(), a.Next), &Transfer{Amount: pay})
