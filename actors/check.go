@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"math/big"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -292,36 +293,15 @@ func join(path, name string) string {
 // number returns x as an exact number, nil for NaN; ok is false when x is
 // not a number.
 func number(x any) (n *big.Float, ok bool) {
-	n = new(big.Float)
-	switch v := x.(type) {
-	case int8:
-		n.SetInt64(int64(v))
-	case int16:
-		n.SetInt64(int64(v))
-	case int32:
-		n.SetInt64(int64(v))
-	case int64:
-		n.SetInt64(v)
-	case int:
-		n.SetInt64(int64(v))
-	case uint8:
-		n.SetUint64(uint64(v))
-	case uint16:
-		n.SetUint64(uint64(v))
-	case uint32:
-		n.SetUint64(uint64(v))
-	case uint64:
-		n.SetUint64(v)
-	case uint:
-		n.SetUint64(uint64(v))
-	case float32:
-		return float(float64(v)), true
-	case float64:
-		return float(v), true
-	default:
-		return nil, false
+	switch v := reflect.ValueOf(x); v.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return new(big.Float).SetInt64(v.Int()), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return new(big.Float).SetUint64(v.Uint()), true
+	case reflect.Float32, reflect.Float64:
+		return float(v.Float()), true
 	}
-	return n, true
+	return nil, false
 }
 
 // show prints a number, a float32 with the digits it holds as a float64.
