@@ -109,11 +109,18 @@ func TestCommands(t *testing.T) {
 	assert.Contains(t, out, "0 inconsistent")
 }
 
+// runSmallBank runs the bank demo briefly into store, which takes a few
+// snapshots of 20 accounts.
+func runSmallBank(t *testing.T, store string) {
+	t.Helper()
+	_, _, err := actorsnap(t, "run", "bank", "--store", store, "--actors", "20", "--interval", "20ms", "--duration", "200ms")
+	require.NoError(t, err)
+}
+
 // Bad input gives one line on stderr and a non-zero exit.
 func TestCommandErrors(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "snaps")
-	_, _, err := actorsnap(t, "run", "bank", "--store", store, "--actors", "20", "--interval", "20ms", "--duration", "200ms")
-	require.NoError(t, err)
+	runSmallBank(t, store)
 	ids := storedIDs(t, store)
 
 	for _, tc := range []struct {
@@ -225,19 +232,13 @@ func TestCrashRecoveryAligned(t *testing.T) {
 
 // TestCrashRecoveryPostgres is TestCrashRecovery on the PostgreSQL store.
 func TestCrashRecoveryPostgres(t *testing.T) {
-	url := postgresURL(t)
+	postgresURL(t)
 	seed := *crashSeed
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
 	t.Logf("seed %d (replay: go test ./cmd/actorsnap -run TestCrashRecoveryPostgres -crash-seed %d)", seed, seed)
-	schema := fmt.Sprintf("crash_%d", seed%1_000_000_007)
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	store := url + sep + "schema=" + schema
-	t.Cleanup(func() { dropSchema(t, url, schema) })
+	_, store := postgresStore(t, fmt.Sprintf("crash_%d", seed%1_000_000_007))
 	crashTrials(t, store, seed, 10)
 }
 

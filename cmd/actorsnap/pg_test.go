@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -31,4 +32,17 @@ func postgresURL(t *testing.T) string {
 		t.Skip("set ACTORSNAP_TEST_POSTGRES to a PostgreSQL URL to run this test; `eval \"$(bash .ci/postgres.sh)\"` starts a server and sets it")
 	}
 	return url
+}
+
+// postgresStore returns the URL of a store in the schema named, on the
+// test server (or skips), dropped when the test ends.
+func postgresStore(t *testing.T, schema string) (url, store string) {
+	t.Helper()
+	url = postgresURL(t)
+	t.Cleanup(func() { dropSchema(t, url, schema) })
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return url, url + sep + "schema=" + schema
 }

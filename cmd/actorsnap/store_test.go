@@ -155,8 +155,7 @@ func TestWriterFenced(t *testing.T) {
 // restores and numbers after it, fsck sets it aside.
 func TestDamagedSnapshotBlocksNothing(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "snaps")
-	_, _, err := actorsnap(t, "run", "bank", "--store", store, "--actors", "20", "--interval", "20ms", "--duration", "200ms")
-	require.NoError(t, err)
+	runSmallBank(t, store)
 	ids := storedIDs(t, store)
 	newest := ids[len(ids)-1]
 	man := filepath.Join(store, fmt.Sprintf("snap-%020d", newest), "MANIFEST")
@@ -234,8 +233,7 @@ func TestRunStopsWhenSavesFail(t *testing.T) {
 func TestStateNoLongerDecodes(t *testing.T) {
 	ctx := context.Background()
 	store := filepath.Join(t.TempDir(), "snaps")
-	_, _, err := actorsnap(t, "run", "bank", "--store", store, "--actors", "20", "--interval", "20ms", "--duration", "200ms")
-	require.NoError(t, err)
+	runSmallBank(t, store)
 	s, err := persistence.Open(ctx, store)
 	require.NoError(t, err)
 	g, err := s.Latest(ctx)
@@ -263,8 +261,7 @@ func TestStateNoLongerDecodes(t *testing.T) {
 func TestStrictInput(t *testing.T) {
 	dir := t.TempDir()
 	store := filepath.Join(dir, "snaps")
-	_, _, err := actorsnap(t, "run", "bank", "--store", store, "--actors", "20", "--interval", "20ms", "--duration", "200ms")
-	require.NoError(t, err)
+	runSmallBank(t, store)
 
 	fails(t, []string{"no store at"}, "ls", "--store", "FILE://"+filepath.Join(dir, "x"))
 	fails(t, []string{"neither a path nor a URL"}, "ls", "--store", "://"+filepath.Join(dir, "y"))
@@ -317,14 +314,7 @@ func TestSilentPostgresServer(t *testing.T) {
 // Two systems into one PostgreSQL schema: the second is refused, naming
 // the owner, as with the file store.
 func TestSecondSystemRefusedPostgres(t *testing.T) {
-	url := postgresURL(t)
-	schema := fmt.Sprintf("owner_%d", time.Now().UnixNano())
-	t.Cleanup(func() { dropSchema(t, url, schema) })
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	store := url + sep + "schema=" + schema
+	_, store := postgresStore(t, fmt.Sprintf("owner_%d", time.Now().UnixNano()))
 	run := []string{"run", "bank", "--store", store, "--actors", "20", "--interval", "20ms", "--duration", "200ms"}
 	_, _, err := actorsnap(t, run...)
 	require.NoError(t, err)
@@ -338,17 +328,10 @@ func TestSecondSystemRefusedPostgres(t *testing.T) {
 // not the snapshot's (here a statement timeout while another session
 // locks a table): it says so and exits non-zero, and everything stays.
 func TestFsckSetsAsideOnlyDamage(t *testing.T) {
-	url := postgresURL(t)
 	ctx := context.Background()
 	schema := fmt.Sprintf("fsck_%d", time.Now().UnixNano())
-	t.Cleanup(func() { dropSchema(t, url, schema) })
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	store := url + sep + "schema=" + schema
-	_, _, err := actorsnap(t, "run", "bank", "--store", store, "--actors", "20", "--interval", "20ms", "--duration", "200ms")
-	require.NoError(t, err)
+	url, store := postgresStore(t, schema)
+	runSmallBank(t, store)
 	before, _, err := actorsnap(t, "ls", "--store", store)
 	require.NoError(t, err)
 

@@ -570,18 +570,34 @@ func TestOwnership(t *testing.T) {
 	})
 }
 
+// leased returns two Stores on a fresh schema, the first holding a lease
+// (system "bank") and snapshot 1.
+func leased(t *testing.T) (a, b *postgres.Store, la persistence.Lease) {
+	t.Helper()
+	ctx := context.Background()
+	schema := freshSchema(t)
+	a, b = open(t, schema), open(t, schema)
+	la, err := a.Claim(ctx, "bank", persistence.ClaimNew)
+	require.NoError(t, err)
+	require.NoError(t, a.Save(ctx, storetest.NewGlobal(1, storetest.Small)))
+	return a, b, la
+}
+
+// cutLeaseConnection ends the session that holds a lease's owner lock, as
+// a lost connection would: the lock goes with it.
+func cutLeaseConnection(t *testing.T) {
+	t.Helper()
+	exec(t, `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ExclusiveLock' AND pid <> pg_backend_pid()`)
+}
+
 // TestFencedByGeneration: a lease whose lock went with its connection
 // (as when the connection to the server is lost) is superseded by the
 // next claim, and its Saves fail with ErrFenced rather than interleave
 // with the new writer's.
 func TestFencedByGeneration(t *testing.T) {
 	ctx := context.Background()
-	schema := freshSchema(t)
-	a, b := open(t, schema), open(t, schema)
-	la, err := a.Claim(ctx, "bank", persistence.ClaimNew)
-	require.NoError(t, err)
-	require.NoError(t, a.Save(ctx, storetest.NewGlobal(1, storetest.Small)))
-	exec(t, `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ExclusiveLock' AND pid <> pg_backend_pid()`)
+	a, b, la := leased(t)
+	cutLeaseConnection(t)
 	lb, err := b.Claim(ctx, "bank", persistence.ClaimRestore)
 	require.NoError(t, err, "the lock went with the connection")
 	assert.Equal(t, uint64(2), lb.Owner().Generation)
@@ -630,11 +646,7 @@ func TestNamespacesAndMustExist(t *testing.T) {
 // next write is fenced.
 func TestClaimWaitsForTheWritesItTakesOver(t *testing.T) {
 	ctx := context.Background()
-	schema := freshSchema(t)
-	a, b := open(t, schema), open(t, schema)
-	la, err := a.Claim(ctx, "bank", persistence.ClaimNew)
-	require.NoError(t, err)
-	require.NoError(t, a.Save(ctx, storetest.NewGlobal(1, storetest.Small)))
+	a, b, la := leased(t)
 
 	inSave, proceed := make(chan struct{}), make(chan struct{})
 	var release sync.Once
@@ -651,7 +663,7 @@ func TestClaimWaitsForTheWritesItTakesOver(t *testing.T) {
 	go func() { saved <- a.Save(ctx, storetest.NewGlobal(2, storetest.Small)) }()
 	<-inSave
 	postgres.SetSaveHook(a, nil)
-	exec(t, `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ExclusiveLock' AND pid <> pg_backend_pid()`)
+	cutLeaseConnection(t)
 
 	claimed := make(chan persistence.Lease, 1)
 	go func() {
