@@ -8,67 +8,24 @@ import (
 	"github.com/actorsnap/actorsnap/snapshot"
 )
 
-// The guardian's part of the aligned mode: it learns the channel graph
-// from completed snapshots, finds the back edges, and tells every
-// participant whose barriers to wait for. Waiting only on channels it has
-// checked for cycles, no participant can wait for itself around a cycle,
-// whatever channels appear while a snapshot runs: those are logged, not
-// awaited, until a snapshot has shown them.
+// The guardian's part of the aligned mode: it hands every participant
+// the senders whose barriers it awaits, as the Coordinator computes them
+// from the channels complete snapshots showed, and names what an aligned
+// snapshot still waits for when it times out.
 
-// learn adds the channels of gl to the graph.
-func (g *guardian) learn(gl *snapshot.Global) {
-	if g.s.cfg.mode != snapshot.Aligned {
-		return
-	}
-	for _, c := range gl.Channels {
-		if !g.graph[c.Channel] {
-			g.graph[c.Channel] = true
-			g.changed = true
-		}
-	}
-}
-
-// tellAwaited computes, if the graph changed, whom each participant waits
-// for from snapshot id on, and tells those whose set changed. It runs
-// before id's start is posted: see participant.awaits.
-func (g *guardian) tellAwaited(id snapshot.SnapshotID, parts []*participant) {
-	if !g.changed {
-		return
-	}
-	g.changed = false
+// handAwaited hands each participant its set from a.From on, if it
+// changed since the last it was handed. It runs before a.From's start is
+// posted: see participant.awaits.
+func (g *guardian) handAwaited(a *snapshot.Awaited, parts []*participant) {
 	live := make(map[snapshot.ProcessID]bool, len(parts))
 	for _, p := range parts {
 		live[p.id] = true
-	}
-	skip := make(map[snapshot.Channel]bool)
-	for _, c := range g.s.cfg.backEdges {
-		skip[c] = true
-	}
-	chans := make([]snapshot.Channel, 0, len(g.graph))
-	for c := range g.graph {
-		if !skip[c] && live[c.From] && live[c.To] {
-			chans = append(chans, c)
-		}
-	}
-	if g.s.cfg.search != nil {
-		for _, c := range g.s.cfg.search(chans, nil) {
-			skip[c] = true
-		}
-	}
-	in := make(map[snapshot.ProcessID][]snapshot.ProcessID, len(parts))
-	for _, c := range chans {
-		if !skip[c] {
-			in[c.To] = append(in[c.To], c.From)
-		}
-	}
-	for _, p := range parts {
-		from := in[p.id]
-		slices.Sort(from)
+		from := a.Sets[p.id]
 		if old, ok := g.awaited[p.id]; ok && slices.Equal(old, from) {
 			continue
 		}
 		g.awaited[p.id] = from
-		p.handAwaited(awaitHandover{id: id, from: from})
+		p.handAwaited(awaitHandover{id: a.From, from: from})
 	}
 	for id := range g.awaited {
 		if !live[id] {
@@ -85,13 +42,12 @@ const maxStalled = 16
 // still wait for: from a participant that has not recorded either (a
 // cycle without a back edge, or a sender stuck in a handler). It returns
 // nil otherwise.
-func (g *guardian) stalled(r *run) error {
+func (g *guardian) stalled(id snapshot.SnapshotID) error {
 	if g.s.cfg.mode != snapshot.Aligned {
 		return nil
 	}
-	r.mu.Lock()
-	missing := r.asm.Missing().Participants
-	r.mu.Unlock()
+	m, _ := g.coord.Missing(id)
+	missing := m.Participants
 	held := g.held()
 	if len(missing) == 0 {
 		if held == "" {

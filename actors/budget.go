@@ -71,3 +71,7 @@ func (p *participant) overBudget(total int64) {
 		p.forget = append(p.forget, id)
 	}
 }
+
+// pastBudget reports whether total, the messages held for snapshots in
+// progress system-wide (System.recorded), is above WithMaxRecorded.
+func (s *System) pastBudget(total int64) bool { return total > int64(s.cfg.maxRecorded) }

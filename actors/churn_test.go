@@ -70,7 +70,7 @@ func (h *hub) Receive(ctx actor.Context) {
 
 // pass sends a token off through a new courier. Couriers take their names
 // from a small pool per hub, so that names of stopped ones are given
-// again once dropped; a name still taken or retired gives way to a new one.
+// again once dropped; a name still taken or not yet dropped gives way to a new one.
 func (h *hub) pass(ctx actor.Context, hop int) {
 	h.c.couriers.Add(1)
 	h.spawned++
@@ -79,7 +79,7 @@ func (h *hub) pass(ctx actor.Context, hop int) {
 	switch {
 	case err == nil && h.spawned > courierNames:
 		h.c.reused.Add(1)
-	case errors.Is(err, ErrNameRetired) || errors.Is(err, actor.ErrNameExists):
+	case errors.Is(err, ErrNameStopped) || errors.Is(err, actor.ErrNameExists):
 		pid, err = ctx.SpawnNamed(h.c.sys.Props("courier"), fmt.Sprintf("courier-once-%d", h.spawned))
 	}
 	if err != nil {
@@ -187,11 +187,11 @@ func TestStoppedParticipantsLeaveTheSnapshots(t *testing.T) {
 		}
 		assert.Len(t, g.Participants, hubs, "only the hubs are left")
 		// Nor is anything of them left in the registry: a dropped courier's
-		// ghost (its sender key) goes with its name.
+		// stopped entry (its sender key) goes with its name.
 		sys.reg.mu.RLock()
-		keys, live, retired := len(sys.reg.byKey), len(sys.reg.byID), len(sys.reg.retired)
+		keys, live, stopped := len(sys.reg.byKey), len(sys.reg.byID), len(sys.reg.stopped)
 		sys.reg.mu.RUnlock()
-		assert.Equal(t, live+retired, keys, "sender keys of %d live participants and %d stopped ones not yet dropped", live, retired)
+		assert.Equal(t, live+stopped, keys, "sender keys of %d live participants and %d stopped ones not yet dropped", live, stopped)
 		assert.Equal(t, hubs, live)
 		for _, ch := range g.Channels {
 			assert.True(t, strings.HasPrefix(string(ch.Channel.From), "hub-") && strings.HasPrefix(string(ch.Channel.To), "hub-"), "channel %s", ch.Channel)

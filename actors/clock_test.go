@@ -102,13 +102,11 @@ func waitMissing(t *testing.T, sys *System, id snapshot.SnapshotID, want ...snap
 	deadline := time.After(10 * time.Second)
 	var got []snapshot.ProcessID
 	for {
-		if r := sys.reg.run(id); r != nil {
-			r.mu.Lock()
-			got = r.asm.Missing().Participants
-			r.mu.Unlock()
-			if slices.Equal(got, want) {
-				return
-			}
+		reply := make(chan []snapshot.ProcessID, 1)
+		sys.root.Send(sys.guardian, &missingRequest{id: id, reply: reply})
+		got = <-reply
+		if slices.Equal(got, want) {
+			return
 		}
 		select {
 		case <-tick.C:

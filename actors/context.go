@@ -101,7 +101,7 @@ func (c *snapContext) Poison(pid *actor.PID) {
 		t.mb.PostFrom(c.p.key, &actor.PoisonPill{})
 		return
 	}
-	c.Context.Poison(pid) // a stopped one's ghost has no mailbox: a dead letter
+	c.Context.Poison(pid) // a stopped entry has no mailbox: a dead letter
 }
 
 // Spawn implements actor.Context: Props from System.Props spawn a child

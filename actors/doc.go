@@ -95,7 +95,7 @@
 //     forget their channels with it before their next record: snapshots
 //     follow the live system, not its history, however many participants
 //     come and go.
-//     Until then its name is refused (ErrNameRetired); afterwards a new
+//     Until then its name is refused (ErrNameStopped); afterwards a new
 //     participant may take it, and its channels start afresh (a late
 //     departure of the old one does not touch them).
 //   - A snapshot not complete within its timeout is aborted with

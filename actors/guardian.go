@@ -11,7 +11,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
 
@@ -39,19 +38,19 @@ type (
 		err    error
 	}
 	// reportMsg is a participant's part of one snapshot: its local record
-	// (nil in a report of channel recordings closed after the first report)
-	// and its channel recordings that hold messages. Recordings that closed
-	// empty are left out: an empty recording means every message sent before
-	// the sender recorded was received before the receiver did, which the
-	// counters already say.
+	// (none in a report of channel recordings closed after the first) and
+	// its channel recordings that hold messages. Recordings that closed
+	// empty are left out: an empty recording means every message sent
+	// before the sender recorded was received before the receiver did,
+	// which the counters already say. The messages it holds are counted in
+	// System.recorded from when it is sent.
 	reportMsg struct {
 		id       snapshot.SnapshotID
-		from     snapshot.ProcessID // set in a stopped report only
-		stopped  bool               // its sender stopped: it reported all it will
 		hasRec   bool
 		rec      snapshot.LocalRecord
 		children []snapshot.ProcessID // live children: born before the record
 		channels []snapshot.ChannelRecord
+		held     int // messages in channels
 	}
 	failMsg struct {
 		id   snapshot.SnapshotID
@@ -70,9 +69,10 @@ type (
 		after    snapshot.SnapshotID   // the last snapshot started when it left the registry
 	}
 	restartedMsg struct{ id snapshot.ProcessID }
-	overMsg      struct{ id snapshot.SnapshotID }
-	deadlineMsg  struct{ id snapshot.SnapshotID }
-	sweepMsg     struct{ id snapshot.SnapshotID }
+	timerMsg     struct {
+		id    snapshot.SnapshotID
+		sweep bool // a sweep is due; otherwise the deadline
+	}
 	postponedMsg struct{}                  // start the snapshots postponed for a drop
 	savedMsg     struct{}                  // a save is over: take its outcome (saver.done)
 	tickMsg      struct{ schedule uint64 } // a tick of that schedule
@@ -80,30 +80,30 @@ type (
 		interval time.Duration
 		reply    chan<- error
 	}
+	// missingRequest asks what snapshot id, in progress, waits for.
+	missingRequest struct {
+		id    snapshot.SnapshotID
+		reply chan<- []snapshot.ProcessID
+	}
 )
 
-// maxSnapshotID is the highest snapshot id a store accepts
-// (persistence.Store.Save refuses higher ones): the guardian starts no
-// snapshot past it.
-const maxSnapshotID snapshot.SnapshotID = 1<<63 - 1
-
-// guardian numbers snapshots, starts them, assembles the records the
-// participants send, stores complete snapshots and tells everyone when a
-// snapshot is over. It is an ordinary actor: its state is its own.
+// guardian drives the snapshot.Coordinator, which holds the rules: it
+// feeds it the participants' reports, stops and restarts, and the time
+// from its timers, and carries out what it answers (starts posted,
+// sweeps, drops handed over, aligned awaited sets handed over, complete
+// snapshots handed to the saver, outcomes published). It is an ordinary
+// actor: its state, the Coordinator's included, is its own.
 type guardian struct {
 	s         *System
+	coord     *snapshot.Coordinator
 	saver     *saver // started with the first complete snapshot
 	saving    int    // runs complete and being saved
 	self      *actor.PID
-	next      snapshot.SnapshotID
-	runs      map[snapshot.SnapshotID]*run
-	departed  departedBook
-	drops     []dropping      // departed to drop once no snapshot runs
-	postponed []chan<- result // starts asked for while drops wait (start)
+	runs      map[snapshot.SnapshotID]*run // in progress or being saved
+	postponed []chan<- result              // starts asked for while drops wait (start)
 	ticker    timer
-	interval  time.Duration       // between periodic starts; zero: none
-	schedule  uint64              // numbers the schedules: a tick of an older one is ignored
-	numbering *snapshot.Numbering // of the last completed snapshot, for the next
+	interval  time.Duration // between periodic starts; zero: none
+	schedule  uint64        // numbers the schedules: a tick of an older one is ignored
 	// The live participants sorted by id, as of registry version
 	// partsVersion; shared by the snapshots that start with them, never
 	// changed in place.
@@ -113,30 +113,42 @@ type guardian struct {
 	down         bool
 	rng          *rand.Rand
 
-	// Aligned mode: the channel graph seen in completed snapshots, and
-	// whose barriers each participant was last told to wait for.
-	graph   map[snapshot.Channel]bool
-	changed bool // graph changed since the awaited sets were computed
+	// Aligned mode: whose barriers each participant was last handed.
 	awaited map[snapshot.ProcessID][]snapshot.ProcessID
 }
 
 func newGuardian(s *System) *guardian {
-	return &guardian{
-		s:        s,
-		next:     s.lease.High(), // ids the store has held are never used again
-		runs:     make(map[snapshot.SnapshotID]*run),
-		departed: departedBook{m: make(map[snapshot.ProcessID]departure)},
-		rng:      rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0)),
-		graph:    make(map[snapshot.Channel]bool),
-		awaited:  make(map[snapshot.ProcessID][]snapshot.ProcessID),
+	g := &guardian{
+		s:       s,
+		runs:    make(map[snapshot.SnapshotID]*run),
+		rng:     rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0)),
+		awaited: make(map[snapshot.ProcessID][]snapshot.ProcessID),
 	}
+	// Ids the store has held are never used again.
+	g.coord = g.newCoordinator(s.lease.High(), nil)
+	return g
 }
 
-// dropping is a departed participant that a complete snapshot showed
-// drained, and the participants whose records named it there.
-type dropping struct {
-	id    snapshot.ProcessID
-	peers []snapshot.ProcessID
+// newCoordinator returns the system's Coordinator, numbering after after,
+// restored from restored if set.
+func (g *guardian) newCoordinator(after snapshot.SnapshotID, restored *snapshot.Global) *snapshot.Coordinator {
+	cfg := g.s.cfg
+	search := cfg.search
+	if search == nil {
+		search = func([]snapshot.Channel, []snapshot.ProcessID) []snapshot.Channel { return nil }
+	}
+	ccfg := snapshot.CoordinatorConfig{
+		After: after, Mode: cfg.mode, Restored: restored, Timeout: cfg.timeout,
+		Learn: cfg.mode == snapshot.Aligned, BackEdges: cfg.backEdges, Search: search,
+	}
+	if cfg.initiation == Flooding {
+		ccfg.SweepAfter = cfg.timeout / 4
+	}
+	c, err := snapshot.NewCoordinator(ccfg)
+	if err != nil {
+		panic(fmt.Errorf("actors: %w", err)) // newConfig checked the timeout
+	}
+	return c
 }
 
 // later sends msg to the guardian after d, from a timer.
@@ -146,12 +158,32 @@ func (g *guardian) later(d time.Duration, msg interface{}) timer {
 }
 
 func (g *guardian) Receive(ctx actor.Context) {
+	now := g.s.cfg.clock.Now
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		g.self = ctx.Self()
 		g.every(g.s.cfg.interval)
 	case *actor.Stopped:
 		close(g.s.guardSTW)
+	case *reportMsg:
+		g.report(m)
+	case *failMsg:
+		g.coord.Abort(now(), m.id, fmt.Errorf("%s: %w", m.from, m.err))
+	case *registered:
+		for _, id := range g.coord.Pending() {
+			if m.horizon < id && !slices.Contains(m.finished, id) {
+				g.coord.Require(id, m.id)
+			}
+		}
+	case *stoppedMsg:
+		// Kept even if it sent nothing: participants that sent to it name
+		// it in their records, and a snapshot must know it is gone rather
+		// than wait for its record.
+		_ = g.coord.Stopped(now(), m.id, m.final, m.recorded, m.after)
+	case *restartedMsg:
+		g.coord.Fail(now(), m.id, fmt.Errorf("%w: %s", ErrParticipantRestarted, m.id))
+	case *timerMsg:
+		g.timer(m)
 	case *tickMsg:
 		if !g.down && m.schedule == g.schedule {
 			g.start(nil, false)
@@ -167,65 +199,12 @@ func (g *guardian) Receive(ctx actor.Context) {
 	case *startRequest:
 		g.start(m.reply, false)
 	case *restoreRequest:
-		g.next = m.base
-		for _, p := range m.from.Participants {
-			if !p.Departed {
-				continue
-			}
-			final := snapshot.LocalRecord{Process: p.ID}
-			for _, c := range m.from.Channels {
-				if c.Channel.From == p.ID {
-					final.Sent = append(final.Sent, snapshot.PeerCount{Peer: c.Channel.To, N: c.Sent})
-				}
-			}
-			g.departed.add(p.ID, final, m.base)
-		}
-		g.learn(m.from)
+		g.coord = g.newCoordinator(m.base, m.from)
 		g.start(m.reply, true)
 		close(m.started)
-	case *overMsg:
-		if r := g.runs[m.id]; r != nil {
-			g.check(r)
-		}
-	case *failMsg:
-		if r := g.runs[m.id]; r != nil {
-			g.abort(r, fmt.Errorf("%s: %w", m.from, m.err))
-		}
-	case *registered:
-		for _, r := range g.runs {
-			r.mu.Lock()
-			if m.horizon < r.id && !slices.Contains(m.finished, r.id) {
-				r.asm.Require(m.id)
-			}
-			r.mu.Unlock()
-		}
-	case *stoppedMsg:
-		// Kept even if it sent nothing: participants that sent to it name
-		// it in their records, and a snapshot must know it is gone rather
-		// than wait for its record.
-		g.departed.add(m.id, m.final, m.after)
-		g.stopped(m)
-	case *restartedMsg:
-		g.lost(m.id, ErrParticipantRestarted)
-	case *deadlineMsg:
-		if r := g.runs[m.id]; r != nil {
-			if reason := g.stalled(r); reason != nil {
-				g.abort(r, reason)
-			} else {
-				g.check(r)
-			}
-		}
-	case *sweepMsg:
-		if r := g.runs[m.id]; r != nil {
-			r.mu.Lock()
-			missing := r.asm.Missing()
-			r.mu.Unlock()
-			for _, id := range missing.Participants {
-				if p := g.s.reg.lookup(id); p != nil {
-					p.mb.PostFrom(controlKey, &initiateMsg{id: r.id})
-				}
-			}
-		}
+	case *missingRequest:
+		missing, _ := g.coord.Missing(m.id)
+		m.reply <- missing.Participants
 	case *savedMsg:
 		for _, out := range g.saver.outcomes() {
 			g.saved(out)
@@ -237,32 +216,35 @@ func (g *guardian) Receive(ctx actor.Context) {
 			g.start(reply, false)
 		}
 	case *shutdownRequest:
-		g.down = true
-		if g.ticker != nil {
-			g.ticker.Stop()
-		}
-		for _, reply := range g.postponed {
-			reply <- result{err: ErrShutdown}
-		}
-		g.postponed = nil
-		n := 0
-		for _, r := range g.runs {
-			if r.saving == nil {
-				g.abort(r, ErrShutdown)
-				if r.saving == nil {
-					n++ // aborted, not found complete
-				}
-			}
-		}
-		// The saves under way end before the system does, and before it
-		// gives up its store.
-		if g.saver != nil {
-			for _, out := range g.saver.close() {
-				g.saved(out)
-			}
-		}
-		m.reply <- n
+		m.reply <- g.shutdown()
 	}
+	g.carry()
+}
+
+// shutdown refuses further starts, aborts the snapshots in progress and
+// waits for the saves under way. It returns how many it aborted.
+func (g *guardian) shutdown() int {
+	g.down = true
+	if g.ticker != nil {
+		g.ticker.Stop()
+	}
+	for _, reply := range g.postponed {
+		reply <- result{err: ErrShutdown}
+	}
+	g.postponed = nil
+	pending := g.coord.Pending()
+	for _, id := range pending {
+		g.coord.Abort(g.s.cfg.clock.Now(), id, ErrShutdown)
+	}
+	g.carry()
+	// The saves under way end before the system does, and before it gives
+	// up its store.
+	if g.saver != nil {
+		for _, out := range g.saver.close() {
+			g.saved(out)
+		}
+	}
+	return len(pending)
 }
 
 // every replaces the periodic schedule: a start every d from now on, none
@@ -276,6 +258,26 @@ func (g *guardian) every(d time.Duration) {
 	g.interval = d
 	if d > 0 {
 		g.ticker = g.later(d, &tickMsg{schedule: g.schedule})
+	}
+}
+
+// timer takes a run's deadline or sweep: the Coordinator judges both by
+// the time. At an aligned snapshot's deadline the reason names the
+// barriers still awaited, when some are.
+func (g *guardian) timer(m *timerMsg) {
+	r := g.runs[m.id]
+	if r == nil || r.saving != nil {
+		return
+	}
+	now := g.s.cfg.clock.Now()
+	if !m.sweep {
+		if reason := g.stalled(m.id); reason != nil {
+			g.coord.Abort(now, m.id, reason)
+		}
+	}
+	g.coord.Tick(now)
+	if m.sweep && slices.Contains(g.coord.Pending(), m.id) {
+		r.timers = append(r.timers, g.later(g.s.cfg.timeout/4, &timerMsg{id: m.id, sweep: true}))
 	}
 }
 
@@ -296,27 +298,24 @@ func (g *guardian) start(reply chan<- result, direct bool) {
 		return
 	case len(g.runs)-g.saving >= g.s.cfg.concurrent:
 		fail(fmt.Errorf("%w: %d of %d", ErrBusy, len(g.runs)-g.saving, g.s.cfg.concurrent))
+		return
 	case len(g.runs) >= 2*g.s.cfg.concurrent:
 		// The store is slow: as many complete snapshots wait for it as
 		// may run at once. Refusing here bounds what they hold in memory.
 		fail(fmt.Errorf("%w: %d snapshots wait for the store", ErrBusy, g.saving))
 		return
-	case len(g.drops) > 0 && len(g.runs) > 0 && !direct:
-		// Departed participants wait to be dropped until no snapshot runs
-		// (dropDeparted): postpone new starts until then, so that
-		// snapshots that overlap cannot put the drop off for ever. A
-		// periodic start is skipped, as when too many run.
+	case g.coord.DropsWaiting() && !direct:
+		// Stopped participants wait to be dropped until no snapshot runs:
+		// postpone new starts until then, so that snapshots that overlap
+		// cannot put the drop off for ever. A periodic start is skipped,
+		// as when too many run.
 		if reply != nil {
 			g.postponed = append(g.postponed, reply)
 		}
 		return
-	case g.next >= maxSnapshotID:
-		fail(fmt.Errorf("%w: snapshot %d was the last", persistence.ErrIDsExhausted, g.next))
-		return
 	}
-	g.next++
-	id := g.next
 	now := g.s.cfg.clock.Now()
+	var initiator snapshot.ProcessID
 
 	// Read the participants and publish the snapshot as pending at once: a
 	// spawn from outside any actor is then either among them or joins it
@@ -335,31 +334,28 @@ func (g *guardian) start(reply chan<- result, direct bool) {
 		g.partsVersion = reg.version
 	}
 	parts := g.parts
-	if g.s.cfg.mode == snapshot.Aligned && !direct {
+	if g.s.cfg.initiation == Flooding && g.s.cfg.mode == snapshot.Unaligned && len(parts) > 0 && !direct {
+		initiator = parts[g.rng.IntN(len(parts))].id
+	}
+	id, err := g.coord.Start(now, g.partIDs, initiator)
+	if err != nil {
+		reg.mu.Unlock()
+		fail(err)
+		return
+	}
+	rd := g.coord.Ready()
+	if rd.Awaited != nil {
 		// Before id is pending: a participant spawned from then on joins
 		// it at birth and may send a barrier of id at once, and no one may
 		// begin id with the sets of an older graph (two acyclic sets of
 		// waits from different graphs may form a cycle together).
-		g.tellAwaited(id, parts)
+		g.handAwaited(rd.Awaited, parts)
 	}
-	r := &run{id: id, start: now}
-	// Locked until its Assembler is in place: a participant spawned from
-	// now on joins the run at birth and may report before that.
-	r.mu.Lock()
 	reg.pending = append(reg.pending, id)
 	reg.started = id
-	reg.runs[id] = r
 	reg.mu.Unlock()
 
-	r.asm, _ = snapshot.NewAssembler(snapshot.AssemblerConfig{
-		Snapshot: id, Mode: g.s.cfg.mode, Participants: g.partIDs, Start: now, Deadline: now.Add(g.s.cfg.timeout),
-		Numbering: g.numbering,
-		Departed:  func(p snapshot.ProcessID) (snapshot.LocalRecord, bool) { return g.departed.before(id, p) },
-	})
-	for _, p := range g.departed.undrained() {
-		r.asm.Require(p) // stands in with its final record (Departed above)
-	}
-	r.mu.Unlock()
+	r := &run{id: id, start: now}
 	if reply != nil {
 		r.waiters = append(r.waiters, reply)
 	}
@@ -367,7 +363,7 @@ func (g *guardian) start(reply chan<- result, direct bool) {
 	g.s.metrics.started.Add(context.Background(), 1)
 	g.s.log.Debug("snapshot started", slog.Uint64("id", uint64(id)), slog.Int("participants", len(parts)))
 
-	r.timers = append(r.timers, g.later(g.s.cfg.timeout, &deadlineMsg{id: id}))
+	r.timers = append(r.timers, g.later(g.s.cfg.timeout, &timerMsg{id: id}))
 	switch {
 	case len(parts) == 0:
 	case direct:
@@ -377,97 +373,58 @@ func (g *guardian) start(reply chan<- result, direct bool) {
 		}
 	case g.s.cfg.initiation == Flooding:
 		msg := &initiateMsg{id: id}
-		if g.s.cfg.mode == snapshot.Aligned {
-			// As Flink injects barriers at the sources: every participant
-			// that waits for no one starts; one started at random would
-			// wait for barriers that only its waiting peers can send.
+		if initiator != "" {
+			parts[slices.IndexFunc(parts, func(p *participant) bool { return p.id == initiator })].mb.PostFrom(controlKey, msg)
+		} else {
+			// Aligned: as Flink injects barriers at the sources, every
+			// participant that waits for no one starts; one started at
+			// random would wait for barriers that only its waiting peers
+			// can send.
 			for _, p := range parts {
 				if len(g.awaited[p.id]) == 0 {
 					p.mb.PostFrom(controlKey, msg)
 				}
 			}
-		} else {
-			parts[g.rng.IntN(len(parts))].mb.PostFrom(controlKey, msg)
 		}
-		r.timers = append(r.timers, g.later(g.s.cfg.timeout/4, &sweepMsg{id: id}))
+		r.timers = append(r.timers, g.later(g.s.cfg.timeout/4, &timerMsg{id: id, sweep: true}))
 	default:
 		broadcast(id, parts)
 	}
-	r.mu.Lock()
-	r.signalLocked(g.s)
-	r.mu.Unlock()
+}
+
+// carry carries out what the Coordinator asks, in the order of its
+// Ready's fields. Starts and awaited sets come from Start only, which
+// carries them out itself.
+func (g *guardian) carry() {
+	for g.coord.HasReady() {
+		rd := g.coord.Ready()
+		for _, in := range rd.Initiates {
+			if p := g.s.reg.lookup(in.Process); p != nil {
+				p.mb.PostFrom(controlKey, &initiateMsg{id: in.Snapshot})
+			}
+		}
+		for _, o := range rd.Over {
+			r := g.runs[o.Snapshot]
+			if o.Global != nil {
+				g.complete(r, o.Global)
+			} else {
+				g.finish(r, nil, g.explain(o.Err), o.Unrecorded)
+			}
+		}
+		if len(rd.Drops) > 0 {
+			g.drop(rd.Drops)
+		}
+	}
 }
 
 // broadcast starts snapshot id at every participant: the guardian posts
-// the start to each, from its own goroutine (about 0.1 µs a post). It
-// used to post to one participant of each group of sqrt(n), which told
-// the rest of its group; that costs a pass over the busy mailboxes more
-// (measured at 10,000 busy actors: p50 113-128 ms in two hops, 99-102 ms
-// in one, same runs).
+// the start to each, from its own goroutine (about 0.1 µs a post), one
+// hop rather than a relay through a few participants, which would cost
+// a pass over the busy mailboxes more (docs/benchmarks.md).
 func broadcast(id snapshot.SnapshotID, parts []*participant) {
 	msg := &initiateMsg{id: id, start: true}
 	for _, p := range parts {
 		p.mb.PostFrom(controlKey, msg)
-	}
-}
-
-// stopped settles the snapshots in progress with a participant that
-// stopped: those it recorded keep its record (it closed its recordings:
-// the counters say if a message in flight to it was lost); in those it had
-// not recorded, it takes no state and stands as departed, with its final
-// counters: it never had a marker of them, so all it received was sent
-// before its senders' records, and the cut can pass after its stop.
-func (g *guardian) stopped(m *stoppedMsg) {
-	for _, r := range g.runs {
-		if slices.Contains(m.recorded, r.id) {
-			continue
-		}
-		r.mu.Lock()
-		awaited := r.asm.AwaitsRecord(m.id)
-		if awaited {
-			final := m.final
-			final.Snapshot = r.id
-			_ = r.asm.AddDeparted(final)
-		}
-		r.mu.Unlock()
-		if awaited {
-			g.check(r)
-		}
-	}
-}
-
-// lost aborts every snapshot in progress that p takes part in.
-func (g *guardian) lost(p snapshot.ProcessID, reason error) {
-	for _, r := range g.runs {
-		r.mu.Lock()
-		member := r.asm.Involves(p)
-		r.mu.Unlock()
-		if member {
-			g.abort(r, fmt.Errorf("%w: %s", reason, p))
-		}
-	}
-}
-
-// check finishes r if it is complete or past its deadline.
-func (g *guardian) check(r *run) {
-	if r.saving != nil {
-		return // complete: its outcome waits for the store
-	}
-	r.mu.Lock()
-	st := r.asm.Status(g.s.cfg.clock.Now())
-	var gl *snapshot.Global
-	if st.State == snapshot.Complete {
-		// Only then: for a pending snapshot, Global builds an error
-		// listing everything missing, a pass over every participant.
-		gl, _ = r.asm.Global()
-	}
-	r.signaled = st.State != snapshot.Pending
-	r.mu.Unlock()
-	switch st.State {
-	case snapshot.Complete:
-		g.complete(r, gl)
-	case snapshot.Aborted:
-		g.finish(r, nil, g.explain(st.Err))
 	}
 }
 
@@ -476,26 +433,16 @@ func (g *guardian) check(r *run) {
 // cut were lost when it stopped.
 func (g *guardian) explain(err error) error {
 	var be *snapshot.BalanceError
-	if errors.As(err, &be) && be.Received+be.Recorded < be.Sent && g.s.reg.isRetired(be.Channel.To) {
+	if errors.As(err, &be) && be.Received+be.Recorded < be.Sent && g.s.reg.isStopped(be.Channel.To) {
 		return fmt.Errorf("%w: %s, with messages from %s still on their way to it: %w", ErrParticipantStopped, be.Channel.To, be.Channel.From, err)
 	}
 	return err
 }
 
-func (g *guardian) abort(r *run, reason error) {
-	if r.saving != nil {
-		return // complete already: nothing can abort it now
-	}
-	r.mu.Lock()
-	r.asm.Abort(reason)
-	r.mu.Unlock()
-	g.check(r)
-}
-
 // complete hands a complete snapshot to the saver, off the guardian's
 // goroutine: a slow store holds up neither starts nor deadlines. The run
-// stays in progress (not counted against WithMaxConcurrent) until the
-// save is over (saved).
+// stays (not counted against WithMaxConcurrent) until the save is over
+// (saved).
 func (g *guardian) complete(r *run, gl *snapshot.Global) {
 	r.saving = gl
 	g.saving++
@@ -509,10 +456,7 @@ func (g *guardian) complete(r *run, gl *snapshot.Global) {
 }
 
 // saved takes the outcome of a save: a failed one aborts its snapshot
-// (finish logs it, at Warn, and publishes it), and later snapshots go on;
-// only a saved one moves what the next snapshots start from (the
-// numbering, the channel graph) and may drop the stopped participants it
-// shows drained.
+// (finish logs it, at Warn, and publishes it), and later snapshots go on.
 func (g *guardian) saved(out saveOutcome) {
 	r := g.runs[out.id]
 	if r == nil || r.saving == nil {
@@ -525,83 +469,53 @@ func (g *guardian) saved(out saveOutcome) {
 		g.s.log.Warn("retention failed", slog.Any("error", out.retainErr))
 	}
 	if out.err != nil {
-		g.finish(r, nil, &snapshot.AbortError{Snapshot: r.id, Reason: fmt.Errorf("%w: %w", ErrSave, out.err)})
+		g.finish(r, nil, &snapshot.AbortError{Snapshot: r.id, Reason: fmt.Errorf("%w: %w", ErrSave, out.err)}, nil)
 		return
 	}
-	r.mu.Lock()
-	g.numbering = r.asm.Numbering()
-	r.mu.Unlock()
-	g.learn(gl)
-	if drained := g.departed.drained(gl); len(drained) > 0 {
-		r.mu.Lock()
-		for _, id := range drained {
-			g.drops = append(g.drops, dropping{id: id, peers: r.asm.Peers(id)})
-		}
-		r.mu.Unlock()
-	}
-	g.finish(r, gl, nil)
+	g.finish(r, gl, nil, nil)
 }
 
-// dropDeparted forgets the departed participants that complete snapshots
-// showed drained, while no snapshot runs: no record of a snapshot in
-// progress can name them then, and every participant that may name one in
-// a later record (a participant cannot open a channel with a stopped one)
-// named it in that snapshot and is told to drop it before its next record
-// (the handover, as for the aligned waits). Snapshots then stop carrying
-// participants long gone: their size and cost follow the live system, not
-// its history.
-func (g *guardian) dropDeparted() {
-	gone := make(map[snapshot.ProcessID]bool, len(g.drops))
-	for _, d := range g.drops {
-		gone[d.id] = true
-		for _, id := range d.peers {
+// drop carries out the Coordinator's drops of stopped participants that
+// complete snapshots showed drained, at a moment no snapshot runs: each
+// peer named is handed the word to forget it before its next record, and
+// the name is given again (registry.free) after that. Snapshots then stop
+// carrying participants long gone: their size and cost follow the live
+// system, not its history.
+func (g *guardian) drop(drops []snapshot.Drop) {
+	gone := make(map[snapshot.ProcessID]bool, len(drops))
+	for _, d := range drops {
+		gone[d.Process] = true
+		for _, id := range d.Peers {
 			if p := g.s.reg.lookup(id); p != nil {
-				p.handDrop(d.id)
+				p.handDrop(d.Process)
 			}
 		}
 	}
-	g.drops = g.drops[:0]
-	g.departed.remove(gone)
-	g.s.reg.free(gone) // after the handovers: a new one under the name finds them
-	for c := range g.graph {
-		if gone[c.From] || gone[c.To] {
-			delete(g.graph, c)
-			g.changed = true
-		}
+	g.s.reg.drop(gone) // after the handovers: a new one under the name finds them
+	if len(g.postponed) > 0 {
+		g.s.root.Send(g.self, &postponedMsg{})
 	}
 }
 
 // finish ends r: waiters get the outcome, and the event stream and the
-// metrics hear of it.
-func (g *guardian) finish(r *run, gl *snapshot.Global, err error) {
+// metrics hear of it. In the aligned mode, the participants that had not
+// recorded an aborted snapshot (unrecorded) are told at once: they may
+// hold senders paused for it.
+func (g *guardian) finish(r *run, gl *snapshot.Global, err error, unrecorded []snapshot.ProcessID) {
 	delete(g.runs, r.id)
-	r.mu.Lock()
-	r.ended = true
 	g.s.recorded.Add(-r.held)
 	r.held = 0
-	r.mu.Unlock()
-	if len(g.runs) == 0 && len(g.drops) > 0 {
-		g.dropDeparted()
-		if len(g.postponed) > 0 {
-			g.s.root.Send(g.self, &postponedMsg{})
-		}
-	}
 	for _, t := range r.timers {
 		t.Stop()
 	}
 	reg := &g.s.reg
 	reg.mu.Lock()
 	reg.pending = slices.DeleteFunc(reg.pending, func(id snapshot.SnapshotID) bool { return id == r.id })
-	delete(reg.runs, r.id)
 	reg.mu.Unlock()
 
 	if err != nil && g.s.cfg.mode == snapshot.Aligned {
-		// Those that had not recorded may hold senders blocked for it.
-		r.mu.Lock()
-		missing := r.asm.Missing().Participants
-		r.mu.Unlock()
 		msg := &abortMsg{id: r.id}
-		for _, id := range missing {
+		for _, id := range unrecorded {
 			if p := g.s.reg.lookup(id); p != nil {
 				p.mb.PostFrom(controlKey, msg)
 			}
@@ -618,22 +532,7 @@ func (g *guardian) finish(r *run, gl *snapshot.Global, err error) {
 			slog.Int("in_flight", gl.TotalInFlight()), slog.Duration("duration", d))
 		g.s.actors.EventStream.Publish(&SnapshotCompleted{Global: gl, Duration: d})
 	} else {
-		reason := "other"
-		switch {
-		case errors.Is(err, snapshot.ErrTimeout):
-			reason = "timeout"
-		case errors.Is(err, ErrParticipantStopped):
-			reason = "stopped"
-		case errors.Is(err, ErrParticipantRestarted):
-			reason = "restarted"
-		case errors.Is(err, ErrCapture):
-			reason = "capture"
-		case errors.Is(err, ErrSave):
-			reason = "save"
-		case errors.Is(err, ErrShutdown):
-			reason = "shutdown"
-		}
-		g.s.metrics.abort(reason)
+		g.s.metrics.abort(abortReason(err))
 		g.s.log.Warn("snapshot aborted", slog.Uint64("id", uint64(r.id)), slog.Any("error", err))
 		g.s.actors.EventStream.Publish(&SnapshotAborted{ID: r.id, Err: err})
 	}
@@ -642,4 +541,23 @@ func (g *guardian) finish(r *run, gl *snapshot.Global, err error) {
 	}
 	// Participants let go of r themselves, when they next record or report
 	// (participant.forgetFinished): no message per participant.
+}
+
+// abortReason is the metrics' label for an abort's reason.
+func abortReason(err error) string {
+	switch {
+	case errors.Is(err, snapshot.ErrTimeout):
+		return "timeout"
+	case errors.Is(err, ErrParticipantStopped):
+		return "stopped"
+	case errors.Is(err, ErrParticipantRestarted):
+		return "restarted"
+	case errors.Is(err, ErrCapture):
+		return "capture"
+	case errors.Is(err, ErrSave):
+		return "save"
+	case errors.Is(err, ErrShutdown):
+		return "shutdown"
+	}
+	return "other"
 }

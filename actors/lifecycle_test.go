@@ -685,7 +685,7 @@ func TestNameOfStoppedParticipantIsGivenAgain(t *testing.T) {
 		deliverNote(t, sys, events, pids[1], pids[0], "b")
 		require.NoError(t, sys.Root().StopFuture(pids[0]).Wait())
 		_, err := sys.Spawn("probe", "p0")
-		require.ErrorIs(t, err, ErrNameRetired)
+		require.ErrorIs(t, err, ErrNameStopped)
 		assert.Contains(t, err.Error(), "spawning p0")
 
 		g, err := sys.Snapshot(context.Background()) // shows p0 drained
@@ -805,24 +805,33 @@ func TestMaxRecordedBoundsSnapshotsSystemWide(t *testing.T) {
 // WithMaxRecorded until the snapshot ends: the report that takes the count
 // over the bound aborts the snapshot, with a reason naming both.
 func TestReportedChannelStateCountsAgainstBudget(t *testing.T) {
-	s := &System{cfg: config{maxRecorded: 2}}
-	asm, err := snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: 1, Participants: []snapshot.ProcessID{"a", "b"}})
+	s := &System{cfg: config{maxRecorded: 2, clock: realClock{}}}
+	coord, err := snapshot.NewCoordinator(snapshot.CoordinatorConfig{})
 	require.NoError(t, err)
-	r := &run{id: 1, asm: asm}
+	g := &guardian{s: s, coord: coord, runs: map[snapshot.SnapshotID]*run{}}
+	id, err := coord.Start(time.Now(), []snapshot.ProcessID{"a", "b"}, "")
+	require.NoError(t, err)
+	coord.Ready()
+	g.runs[id] = &run{id: id}
 	channel := func(from, to snapshot.ProcessID, n int) snapshot.ChannelRecord {
-		c := snapshot.ChannelRecord{Snapshot: 1, Channel: snapshot.Channel{From: from, To: to}}
+		c := snapshot.ChannelRecord{Snapshot: id, Channel: snapshot.Channel{From: from, To: to}}
 		for i := range n {
 			c.Messages = append(c.Messages, snapshot.Message{Seq: uint64(i + 1)})
 		}
 		return c
 	}
-	r.applyLocked(s, &reportMsg{id: 1, channels: []snapshot.ChannelRecord{channel("a", "b", 2)}})
-	assert.Equal(t, snapshot.Pending, asm.Status(time.Now()).State, "2 messages: at the bound")
-	r.applyLocked(s, &reportMsg{id: 1, channels: []snapshot.ChannelRecord{channel("b", "a", 1)}})
-	st := asm.Status(time.Now())
-	require.Equal(t, snapshot.Aborted, st.State)
-	require.ErrorIs(t, st.Err, ErrOverBudget)
-	assert.Contains(t, st.Err.Error(), "snapshot 1 has 3 recorded messages, 3 system-wide, above 2 (WithMaxRecorded)")
+	// As participant.report sends them: counted from the send.
+	report := func(c snapshot.ChannelRecord) {
+		s.recorded.Add(int64(len(c.Messages)))
+		g.report(&reportMsg{id: id, channels: []snapshot.ChannelRecord{c}, held: len(c.Messages)})
+	}
+	report(channel("a", "b", 2))
+	assert.False(t, coord.HasReady(), "2 messages: at the bound")
+	report(channel("b", "a", 1))
+	rd := coord.Ready()
+	require.Len(t, rd.Over, 1)
+	require.ErrorIs(t, rd.Over[0].Err, ErrOverBudget)
+	assert.Contains(t, rd.Over[0].Err.Error(), "snapshot 1 has 3 recorded messages, 3 system-wide, above 2 (WithMaxRecorded)")
 	assert.EqualValues(t, 3, s.recorded.Load(), "counted until the snapshot ends")
 }
 

@@ -286,10 +286,10 @@ func TestWithSystemName(t *testing.T) {
 func TestSnapshotIDsExhausted(t *testing.T) {
 	ctx := context.Background()
 	store := persistence.NewMemory()
-	require.NoError(t, store.Save(ctx, &snapshot.Global{ID: maxSnapshotID - 1}))
+	require.NoError(t, store.Save(ctx, &snapshot.Global{ID: snapshot.MaxSnapshotID - 1}))
 	sys, err := Restore(ctx, store, 0, WithTimeout(testTimeout))
 	require.NoError(t, err)
-	_, err = store.Load(ctx, maxSnapshotID)
+	_, err = store.Load(ctx, snapshot.MaxSnapshotID)
 	require.NoError(t, err, "the restored system's first snapshot takes the last id")
 	_, err = sys.Snapshot(ctx)
 	require.ErrorIs(t, err, persistence.ErrIDsExhausted)

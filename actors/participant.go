@@ -300,7 +300,7 @@ func (p *participant) target(pid *actor.PID) *participant {
 			return nil
 		}
 		p.takeDrops()
-		if t = p.sys.reg.lookupOrGhost(snapshot.ProcessID(pid.Id), p); t == nil {
+		if t = p.sys.reg.lookupOrStopped(snapshot.ProcessID(pid.Id), p); t == nil {
 			return nil
 		}
 		if len(p.targets) >= maxTargets {
@@ -473,7 +473,7 @@ func (p *participant) actOnce() (held bool) {
 // the actions in hand are carried out (act).
 func (p *participant) forgetFinished() {
 	for _, id := range p.proc.Active() {
-		if p.sys.reg.run(id) == nil {
+		if !p.sys.reg.isPending(id) {
 			p.forget = append(p.forget, id)
 		}
 	}
@@ -488,35 +488,38 @@ func (p *participant) dropReports(id snapshot.SnapshotID) {
 	delete(p.reports, id)
 }
 
-// report adds a report to its snapshot's assembly. A snapshot already over
-// (or unknown here) is forgotten once the actions in hand are carried out.
+// report sends a report to the guardian, for its snapshot's assembly;
+// the messages it holds count in System.recorded from now until the
+// snapshot ends. A snapshot already over is forgotten once the actions in
+// hand are carried out.
 func (p *participant) report(rep *reportMsg) {
-	if r := p.sys.reg.run(rep.id); r != nil {
-		r.add(p.sys, rep)
+	if !p.sys.reg.isPending(rep.id) {
+		p.forget = append(p.forget, rep.id)
 		return
 	}
-	p.forget = append(p.forget, rep.id)
+	for _, c := range rep.channels {
+		rep.held += len(c.Messages)
+	}
+	if rep.held > 0 {
+		p.sys.recorded.Add(int64(rep.held))
+	}
+	p.sys.root.Send(p.sys.guardian, rep)
 }
 
 // depart runs when the actor has stopped: receivers of its channels are
 // told nothing more will come, and the guardian gets its final counters.
 func (p *participant) depart() {
 	p.stopped.Store(true)
-	after := p.sys.retire(p)
+	after := p.sys.reg.stop(p)
 	p.takeAwaited() // its final counters do not name participants dropped
 	// What it recorded stands: its open recordings close with what came,
-	// and each snapshot it recorded hears, after those, that nothing more
-	// will come from it, so that the counters tell at once whether a
-	// message on its way to it at the cut was lost with it. The snapshots
-	// it had not recorded take it as departed.
+	// reported before the stop, and each snapshot it recorded hears with
+	// the stop that nothing more will come from it, so that the counters
+	// tell at once whether a message on its way to it at the cut was lost
+	// with it. The snapshots it had not recorded take it as departed.
 	p.proc.Stop()
 	p.act()
 	recorded := p.proc.Active()
-	for _, id := range recorded {
-		if r := p.sys.reg.run(id); r != nil {
-			r.add(p.sys, &reportMsg{id: id, from: p.id, stopped: true})
-		}
-	}
 	final := p.proc.Counters()
 	for _, pc := range final.Sent {
 		if t := p.targetByID(pc.Peer); t != nil {

@@ -112,7 +112,7 @@ func restoreOn(ctx context.Context, store persistence.Store, id snapshot.Snapsho
 		return nil, nil, fmt.Errorf("%w: snapshot %d: snapshot taken in %s mode, system in %s mode", ErrRestore, g.ID, g.Mode, cfg.mode)
 	case g.Mode != snapshot.Unaligned && g.Mode != snapshot.Aligned:
 		return nil, nil, fmt.Errorf("%w: snapshot %d: %w: mode %s not supported", ErrRestore, g.ID, ErrConfig, g.Mode)
-	case max(g.ID, lease.High()) >= maxSnapshotID:
+	case max(g.ID, lease.High()) >= snapshot.MaxSnapshotID:
 		return nil, nil, fmt.Errorf("%w: snapshot %d: %w: the store has held snapshot %d", ErrRestore, g.ID, persistence.ErrIDsExhausted, max(g.ID, lease.High()))
 	}
 	cfg.mode = g.Mode
@@ -150,7 +150,7 @@ func (s *System) restore(ctx context.Context, g *snapshot.Global, base snapshot.
 		if pt.Departed {
 			// Its sender key names it, as a stopped participant's does.
 			gone := &participant{id: pt.ID, key: mailbox.SenderKey(s.nextKey.Add(1))}
-			s.retire(gone)
+			s.reg.stop(gone)
 			keys[pt.ID] = gone.key
 			continue
 		}

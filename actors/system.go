@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,13 +31,13 @@ var (
 	ErrBusy = errors.New("actors: too many snapshots in progress")
 	// ErrUnknownKind is returned by Spawn for a kind never registered.
 	ErrUnknownKind = errors.New("actors: unknown kind")
-	// ErrNameRetired is returned by Spawn for the name of a participant
+	// ErrNameStopped is returned by Spawn for the name of a participant
 	// that stopped and is not dropped yet: its peers still count their
 	// channels with it, so a new participant under the same name would be
 	// taken for it. The name is given again once a complete snapshot has
 	// shown everything it sent received and the guardian has dropped it
 	// (usually after the next snapshot).
-	ErrNameRetired = errors.New("actors: name of a stopped participant")
+	ErrNameStopped = errors.New("actors: name of a stopped participant not yet dropped")
 	// ErrParticipantStopped is the reason of a snapshot aborted because a
 	// participant stopped after it recorded, while messages sent to it
 	// before the cut were still on their way: they were lost with it. (A
@@ -135,122 +134,6 @@ type tracer interface {
 	Recorded(p snapshot.ProcessID, id snapshot.SnapshotID)
 }
 
-// registry holds the live participants. Its lock also orders snapshot
-// starts against spawns from outside any actor, so that such a spawn is
-// either a participant a snapshot starts with (it gets the start) or
-// joins it at birth (it records its state at birth).
-type registry struct {
-	mu      sync.RWMutex
-	byID    map[snapshot.ProcessID]*participant
-	byKey   map[mailbox.SenderKey]*participant
-	version uint64                                   // changes whenever byID does
-	pending []snapshot.SnapshotID                    // snapshots in progress
-	started snapshot.SnapshotID                      // the last snapshot started
-	retired map[snapshot.ProcessID]mailbox.SenderKey // participants that stopped, not yet dropped: their ghosts' keys
-	runs    map[snapshot.SnapshotID]*run
-	// senders holds, per retired participant, the participants that sent
-	// to it since it stopped: their channels to it count (lookupOrGhost),
-	// so they drop it too, though no snapshot may show them as its peers.
-	senders map[snapshot.ProcessID]map[*participant]struct{}
-}
-
-func (r *registry) run(id snapshot.SnapshotID) *run {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.runs[id]
-}
-
-// free gives the names of dropped participants again: no participant
-// counts a channel with them any more once it has taken the guardian's
-// word (guardian.dropDeparted), which those that sent to them since they
-// stopped get here, before the name is free. Their ghosts go too:
-// everything they sent has been received, so no queue holds a message
-// under their keys that its receiver has not already named.
-func (r *registry) free(ids map[snapshot.ProcessID]bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for id := range ids {
-		for q := range r.senders[id] {
-			q.handDrop(id)
-		}
-		delete(r.senders, id)
-		if k, ok := r.retired[id]; ok {
-			if g := r.byKey[k]; g != nil && g.stopped.Load() {
-				delete(r.byKey, k)
-			}
-			delete(r.retired, id)
-		}
-	}
-}
-
-// lookupOrGhost returns the live participant id or, if id stopped and is
-// not yet dropped, its ghost: sends to it from from still count on their
-// channel, and from is noted to drop it with the others (free).
-func (r *registry) lookupOrGhost(id snapshot.ProcessID, from *participant) *participant {
-	r.mu.RLock()
-	p := r.byID[id]
-	k, retired := r.retired[id]
-	_, noted := r.senders[id][from]
-	if retired && noted {
-		p = r.byKey[k]
-	}
-	r.mu.RUnlock()
-	if p != nil || !retired {
-		return p
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if k, retired = r.retired[id]; !retired {
-		return r.byID[id] // dropped meanwhile
-	}
-	if r.senders[id] == nil {
-		r.senders[id] = make(map[*participant]struct{})
-	}
-	r.senders[id][from] = struct{}{}
-	return r.byKey[k]
-}
-
-// pastBudget reports whether total, the messages held for snapshots in
-// progress system-wide (System.recorded), is above WithMaxRecorded.
-func (s *System) pastBudget(total int64) bool { return total > int64(s.cfg.maxRecorded) }
-
-// isRetired reports whether participant id has stopped.
-func (r *registry) isRetired(id snapshot.ProcessID) bool {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	_, ok := r.retired[id]
-	return ok
-}
-
-func (r *registry) lookup(id snapshot.ProcessID) *participant {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.byID[id]
-}
-
-func (r *registry) lookupKey(k mailbox.SenderKey) *participant {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.byKey[k]
-}
-
-// live returns the participants in id order.
-func (r *registry) live() []*participant {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.liveLocked()
-}
-
-// liveLocked is live for a caller that holds r.mu.
-func (r *registry) liveLocked() []*participant {
-	ps := make([]*participant, 0, len(r.byID))
-	for _, p := range r.byID {
-		ps = append(ps, p)
-	}
-	slices.SortFunc(ps, func(a, b *participant) int { return strings.Compare(string(a.id), string(b.id)) })
-	return ps
-}
-
 // NewSystem starts an actor system and its snapshot guardian.
 //
 // Before anything starts, it claims its store for a new system named as
@@ -307,13 +190,7 @@ func newSystem(cfg config, lease persistence.Lease) (*System, error) {
 		props:    make(map[*actor.Props]string),
 		guardSTW: make(chan struct{}),
 		pool:     workpool.New(participantThroughput, workerIdle),
-		reg: registry{
-			byID:    make(map[snapshot.ProcessID]*participant),
-			byKey:   make(map[mailbox.SenderKey]*participant),
-			runs:    make(map[snapshot.SnapshotID]*run),
-			retired: make(map[snapshot.ProcessID]mailbox.SenderKey),
-			senders: make(map[snapshot.ProcessID]map[*participant]struct{}),
-		},
+		reg:      newRegistry(),
 	}
 	// fail stops what has started: the pool's watchdog and the actor
 	// system.
@@ -480,8 +357,8 @@ func (s *System) newParticipant(k *kind, id snapshot.ProcessID, state []byte, co
 	if _, dup := s.reg.byID[id]; dup {
 		return nil, fmt.Errorf("actors: spawning %s: %w", id, actor.ErrNameExists)
 	}
-	if _, ok := s.reg.retired[id]; ok {
-		return nil, fmt.Errorf("actors: spawning %s: %w", id, ErrNameRetired)
+	if _, ok := s.reg.stopped[id]; ok {
+		return nil, fmt.Errorf("actors: spawning %s: %w", id, ErrNameStopped)
 	}
 	var err error
 	if p.proc, err = snapshot.NewProcess(config(s.reg.pending)); err != nil {
@@ -506,42 +383,11 @@ func (s *System) start(spawner actor.SpawnerContext, p *participant, k *kind, na
 	pid, err := spawner.SpawnNamed(props, name)
 	if err != nil {
 		s.stopped.Done()
-		s.unregister(p)
+		s.reg.remove(p)
 		return nil, fmt.Errorf("actors: spawning %s: %w", p.id, err)
 	}
 	p.pid = pid
 	return pid, nil
-}
-
-// retire unregisters a participant that stopped. Its sender key keeps
-// naming it, through a ghost that holds nothing else: messages it sent may
-// still wait in receivers' queues, and they must count on its channels.
-// Its name is refused (ErrNameRetired) until it is dropped (free).
-//
-// It returns the last snapshot started before: those after do not have p
-// among their participants.
-func (s *System) retire(p *participant) (after snapshot.SnapshotID) {
-	ghost := &participant{id: p.id, key: p.key}
-	ghost.stopped.Store(true)
-	s.reg.mu.Lock()
-	defer s.reg.mu.Unlock()
-	if s.reg.byID[p.id] == p {
-		delete(s.reg.byID, p.id)
-		s.reg.version++
-	}
-	s.reg.byKey[p.key] = ghost
-	s.reg.retired[p.id] = p.key
-	return s.reg.started
-}
-
-func (s *System) unregister(p *participant) {
-	s.reg.mu.Lock()
-	defer s.reg.mu.Unlock()
-	if s.reg.byID[p.id] == p {
-		delete(s.reg.byID, p.id)
-		s.reg.version++
-	}
-	delete(s.reg.byKey, p.key)
 }
 
 // Participants returns the ids of the live participants, sorted.

@@ -333,7 +333,7 @@ func idInName(name string) (snapshot.SnapshotID, bool) {
 		return 0, false
 	}
 	n, err := strconv.ParseUint(rest[:idDigits], 10, 64)
-	if err != nil || n == 0 || n > maxID {
+	if err != nil || n == 0 || n > uint64(maxID) {
 		return 0, false
 	}
 	return snapshot.SnapshotID(n), true

@@ -187,7 +187,7 @@ func DecideClaim(store string, mode ClaimMode, system string, o Ownership) error
 		return refuse(ErrLocked)
 	case mode == ClaimNew && o.High > 0:
 		return refuse(ErrOwned)
-	case o.High >= snapshot.SnapshotID(maxID):
+	case o.High >= snapshot.MaxSnapshotID:
 		return refuse(ErrIDsExhausted)
 	}
 	return nil
@@ -195,7 +195,7 @@ func DecideClaim(store string, mode ClaimMode, system string, o Ownership) error
 
 // maxID is the highest snapshot id a store accepts: a system's ids never
 // wrap around.
-const maxID = 1<<63 - 1
+const maxID = snapshot.MaxSnapshotID
 
 // Entry is one entry of a store, as Entries lists them: a complete
 // snapshot, or something in the store's place for snapshots that is not

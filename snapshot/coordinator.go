@@ -15,6 +15,13 @@ type CoordinatorConfig struct {
 	// the snapshot a system was restored from): the first snapshot is
 	// numbered After+1.
 	After SnapshotID
+	// Mode is the snapshots' mode, written in every Global.
+	Mode Mode
+	// Restored, if set, is the snapshot the participants were restored
+	// from: its stopped participants stand in, with the counts of their
+	// channels, until a snapshot started after After shows them drained,
+	// and with Learn its channels are learned.
+	Restored *Global
 	// Timeout, if positive, aborts a snapshot not complete that long
 	// after it started.
 	Timeout time.Duration
@@ -25,10 +32,13 @@ type CoordinatorConfig struct {
 	SweepAfter time.Duration
 	// Learn makes the coordinator hand every participant the senders
 	// whose barriers it awaits in the aligned mode, computed from the
-	// channels that complete snapshots showed, less back edges (Search).
+	// channels between live participants that complete snapshots showed,
+	// less the declared back edges (BackEdges) and those Search finds.
 	Learn bool
-	// Search returns the back edges among the channels learned, breaking
-	// every cycle; nil means ShallowBackEdges with no roots.
+	// BackEdges are channels declared back edges: never awaited.
+	BackEdges []Channel
+	// Search returns back edges among the channels learned, breaking
+	// every cycle the declared ones leave; nil means ShallowBackEdges.
 	Search func(chans []Channel, roots []ProcessID) []Channel
 }
 
@@ -82,8 +92,9 @@ type CoordinatorReady struct {
 	// recorded it yet (sweeps).
 	Initiates []Initiate
 	// Over are the snapshots that ended, in the order they ended: a
-	// complete one's Global is to be stored; then every live participant
-	// is told the snapshot is over (Process.Forget).
+	// complete one's Global is to be stored; every live participant
+	// forgets the snapshot (Process.Forget), at the latest before it
+	// next records one.
 	Over []Outcome
 	// Drops name stopped participants that complete snapshots showed
 	// drained: each peer listed forgets it (Process.DropPeer) before any
@@ -127,6 +138,10 @@ type Outcome struct {
 	Snapshot SnapshotID
 	Global   *Global
 	Err      error
+	// Unrecorded, for an aborted snapshot, are the live participants
+	// that had not recorded it: in the aligned mode each may hold
+	// senders paused for it, and is to forget it at once.
+	Unrecorded []ProcessID
 }
 
 // Drop is a stopped participant drained and dropped. Peers are the
@@ -143,8 +158,9 @@ type Drop struct {
 // persistence returns the same error.
 var ErrIDsExhausted = errors.New("snapshot: snapshot ids exhausted")
 
-// maxSnapshotID is the last snapshot id a Coordinator gives.
-const maxSnapshotID SnapshotID = 1<<63 - 1
+// MaxSnapshotID is the last snapshot id a Coordinator gives, and the
+// highest a store accepts.
+const MaxSnapshotID SnapshotID = 1<<63 - 1
 
 // NewCoordinator returns a coordinator with no snapshot in progress.
 func NewCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
@@ -157,25 +173,54 @@ func NewCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 	if cfg.Search == nil {
 		cfg.Search = ShallowBackEdges
 	}
-	return &Coordinator{
+	c := &Coordinator{
 		cfg:     cfg,
 		last:    cfg.After,
 		runs:    make(map[SnapshotID]*coordRun),
 		stopped: make(map[ProcessID]*stoppedProcess),
 		learned: make(map[Channel]bool),
-	}, nil
+	}
+	if g := cfg.Restored; g != nil {
+		for _, p := range g.Participants {
+			if !p.Departed {
+				continue
+			}
+			final := LocalRecord{Process: p.ID}
+			for _, ch := range g.Channels {
+				if ch.Channel.From == p.ID {
+					final.Sent = append(final.Sent, PeerCount{Peer: ch.Channel.To, N: ch.Sent})
+				}
+			}
+			c.stopped[p.ID] = &stoppedProcess{final: final, after: cfg.After}
+		}
+		c.learn(g)
+	}
+	return c, nil
+}
+
+// learn adds the channels g shows to those learned, with Learn.
+func (c *Coordinator) learn(g *Global) {
+	if !c.cfg.Learn {
+		return
+	}
+	for _, ch := range g.Channels {
+		if !c.learned[ch.Channel] {
+			c.learned[ch.Channel] = true
+			c.changed = true
+		}
+	}
 }
 
 // Start starts a snapshot at now with live, the participants live now
 // (in the caller's order), initiated at initiator if it is set and live,
 // else broadcast. It returns the snapshot's id.
 func (c *Coordinator) Start(now time.Time, live []ProcessID, initiator ProcessID) (SnapshotID, error) {
-	if c.last >= maxSnapshotID {
+	if c.last >= MaxSnapshotID {
 		return 0, fmt.Errorf("%w: snapshot %d was the last", ErrIDsExhausted, c.last)
 	}
 	c.now = now
 	id := c.last + 1
-	cfg := AssemblerConfig{Snapshot: id, Participants: live, Start: now, Numbering: c.numbering,
+	cfg := AssemblerConfig{Snapshot: id, Mode: c.cfg.Mode, Participants: live, Start: now, Numbering: c.numbering,
 		Departed: func(p ProcessID) (LocalRecord, bool) {
 			// Only one that stopped before id began: one that stopped
 			// after is among its participants, settled by Stopped.
@@ -199,7 +244,7 @@ func (c *Coordinator) Start(now time.Time, live []ProcessID, initiator ProcessID
 		asm.Require(p)
 	}
 	if c.cfg.Learn && c.changed {
-		c.awaited(id)
+		c.awaited(id, live)
 	}
 	r := &coordRun{asm: asm}
 	if c.cfg.SweepAfter > 0 {
@@ -216,11 +261,27 @@ func (c *Coordinator) Start(now time.Time, live []ProcessID, initiator ProcessID
 }
 
 // awaited hands out, from snapshot from on, the senders of the learned
-// channels that are not back edges.
-func (c *Coordinator) awaited(from SnapshotID) {
+// channels between live participants that are not back edges, declared
+// or found: waiting only along channels checked for cycles, no
+// participant waits for itself around one, whatever channels appear
+// while a snapshot runs.
+func (c *Coordinator) awaited(from SnapshotID, live []ProcessID) {
 	c.changed = false
-	chans := slices.SortedFunc(maps.Keys(c.learned), func(a, b Channel) int { return strings.Compare(a.String(), b.String()) })
-	back := make(map[Channel]bool)
+	alive := make(map[ProcessID]bool, len(live))
+	for _, p := range live {
+		alive[p] = true
+	}
+	back := make(map[Channel]bool, len(c.cfg.BackEdges))
+	for _, ch := range c.cfg.BackEdges {
+		back[ch] = true
+	}
+	chans := make([]Channel, 0, len(c.learned))
+	for ch := range c.learned {
+		if alive[ch.From] && alive[ch.To] && !back[ch] {
+			chans = append(chans, ch)
+		}
+	}
+	slices.SortFunc(chans, func(a, b Channel) int { return strings.Compare(a.String(), b.String()) })
 	for _, ch := range c.cfg.Search(chans, nil) {
 		back[ch] = true
 	}
@@ -229,6 +290,9 @@ func (c *Coordinator) awaited(from SnapshotID) {
 		if !back[ch] {
 			sets[ch.To] = append(sets[ch.To], ch.From)
 		}
+	}
+	for _, s := range sets {
+		slices.Sort(s)
 	}
 	c.ready.Awaited = &Awaited{From: from, Sets: sets}
 }
@@ -269,13 +333,15 @@ func (c *Coordinator) run(id SnapshotID) *coordRun {
 	return c.runs[id]
 }
 
-// Stopped says that participant p stopped, at now, with the final counters final
-// (Process.Counters after Process.Stop), having recorded the snapshots in
-// recorded (Process.Active before the stop): those hear it will report
-// nothing more, and the runs that await its record, and those that start
-// until it is dropped, take final instead. It returns the first error an
-// Assembler gave.
-func (c *Coordinator) Stopped(now time.Time, p ProcessID, final LocalRecord, recorded []SnapshotID) error {
+// Stopped says that participant p stopped, at now, with the final
+// counters final (Process.Counters after Process.Stop), having recorded
+// the snapshots in recorded (Process.Active before the stop), when after
+// was the last snapshot started with p among its participants. The
+// snapshots p recorded hear it will report nothing more; those that
+// await its record, and those that start until it is dropped, take final
+// instead. It is to come after every report of p's. It returns the first
+// error an Assembler gave.
+func (c *Coordinator) Stopped(now time.Time, p ProcessID, final LocalRecord, recorded []SnapshotID, after SnapshotID) error {
 	c.now = now
 	var first error
 	note := func(err error) {
@@ -288,7 +354,7 @@ func (c *Coordinator) Stopped(now time.Time, p ProcessID, final LocalRecord, rec
 			note(r.asm.Stopped(p))
 		}
 	}
-	c.stopped[p] = &stoppedProcess{final: final, after: c.last}
+	c.stopped[p] = &stoppedProcess{final: final, after: after}
 	for _, s := range c.pending {
 		if r := c.runs[s]; r.asm.AwaitsRecord(p) {
 			rec := final
@@ -326,6 +392,16 @@ func (c *Coordinator) Join(p ProcessID) []SnapshotID {
 	return ids
 }
 
+// Require says that participant p takes part in snapshot id, if in
+// progress: p was born before a participant's record of id (a child
+// spawned by a participant that had not recorded it), so a message from
+// p may be counted in that record.
+func (c *Coordinator) Require(id SnapshotID, p ProcessID) {
+	if r := c.run(id); r != nil {
+		r.asm.Require(p)
+	}
+}
+
 // Tick advances the coordinator's time to now: sweeps come due (again
 // every SweepAfter while a snapshot misses records), and snapshots past
 // their deadline abort. Every input carries the time too, so a deadline
@@ -354,6 +430,19 @@ func (c *Coordinator) Abort(now time.Time, id SnapshotID, reason error) {
 		r.asm.Abort(reason)
 		c.check()
 	}
+}
+
+// Fail aborts, at now, every snapshot in progress that participant p
+// takes part in, for reason: p can no longer give what they need of it
+// (a crash discarded the state they count).
+func (c *Coordinator) Fail(now time.Time, p ProcessID, reason error) {
+	c.now = now
+	for _, id := range c.pending {
+		if r := c.runs[id]; r.asm.Involves(p) {
+			r.asm.Abort(reason)
+		}
+	}
+	c.check()
 }
 
 // DropsWaiting reports whether stopped participants shown drained wait to
@@ -392,15 +481,16 @@ func (c *Coordinator) check() {
 			g, _ := r.asm.Global()
 			c.numbering = r.asm.Numbering()
 			c.drained(g, r.asm)
-			for _, ch := range g.Channels {
-				if !c.learned[ch.Channel] {
-					c.learned[ch.Channel] = true
-					c.changed = true
-				}
-			}
+			c.learn(g)
 			c.ready.Over = append(c.ready.Over, Outcome{Snapshot: id, Global: g})
 		case Aborted:
-			c.ready.Over = append(c.ready.Over, Outcome{Snapshot: id, Err: st.Err})
+			var unrecorded []ProcessID
+			for _, p := range r.asm.Missing().Participants {
+				if _, stopped := c.stopped[p]; !stopped {
+					unrecorded = append(unrecorded, p)
+				}
+			}
+			c.ready.Over = append(c.ready.Over, Outcome{Snapshot: id, Err: st.Err, Unrecorded: unrecorded})
 		}
 		delete(c.runs, id)
 	}

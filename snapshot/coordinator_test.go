@@ -112,7 +112,7 @@ func TestCoordinatorStopped(t *testing.T) {
 	id, _ := c.Start(t0, ids("a", "b"), "")
 	c.Ready()
 	require.NoError(t, c.Record(t0, rec(id, "a", one("b", 2), nil)))
-	require.NoError(t, c.Stopped(t0, "b", rec(0, "b", nil, one("a", 2)), nil))
+	require.NoError(t, c.Stopped(t0, "b", rec(0, "b", nil, one("a", 2)), nil, c.Last()))
 	rd := c.Ready()
 	require.Len(t, rd.Over, 1)
 	require.NoError(t, rd.Over[0].Err)
@@ -125,7 +125,7 @@ func TestCoordinatorStopped(t *testing.T) {
 	id, _ = c.Start(t0, ids("a", "b"), "")
 	require.NoError(t, c.Record(t0, rec(id, "a", one("b", 1), nil)))
 	require.NoError(t, c.Record(t0, rec(id, "b", nil, one("a", 0))))
-	err := c.Stopped(t0, "b", rec(0, "b", nil, one("a", 0)), []snapshot.SnapshotID{id})
+	err := c.Stopped(t0, "b", rec(0, "b", nil, one("a", 0)), []snapshot.SnapshotID{id}, c.Last())
 	require.Error(t, err, "the run says the channel to b cannot balance")
 	rd = c.Ready()
 	require.Len(t, rd.Over, 1)
@@ -141,7 +141,7 @@ func TestCoordinatorStopped(t *testing.T) {
 // hold it.
 func TestCoordinatorDropsDrained(t *testing.T) {
 	c := newCoordinator(t, snapshot.CoordinatorConfig{})
-	require.NoError(t, c.Stopped(t0, "b", rec(0, "b", one("a", 1), nil), nil))
+	require.NoError(t, c.Stopped(t0, "b", rec(0, "b", one("a", 1), nil), nil, c.Last()))
 	c.SentTo("c", "b")
 	first, _ := c.Start(t0, ids("a", "c"), "")
 	second, _ := c.Start(t0, ids("a", "c"), "")
@@ -215,7 +215,7 @@ func TestCoordinatorDeadlineJudgedAtInput(t *testing.T) {
 // for a caller that holds starts back meanwhile.
 func TestCoordinatorDropsWaiting(t *testing.T) {
 	c := newCoordinator(t, snapshot.CoordinatorConfig{})
-	require.NoError(t, c.Stopped(t0, "b", rec(0, "b", one("a", 1), nil), nil))
+	require.NoError(t, c.Stopped(t0, "b", rec(0, "b", one("a", 1), nil), nil, c.Last()))
 	first, _ := c.Start(t0, ids("a"), "")
 	second, _ := c.Start(t0, ids("a"), "")
 	require.NoError(t, c.Record(t0, rec(first, "a", nil, one("b", 1))))

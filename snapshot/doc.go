@@ -87,17 +87,18 @@
 // A Coordinator is that allocator, and the rest of the coordination, as a
 // pure state machine in the same style: its caller feeds it the starts it
 // wants (Start), what the processes produce (Record, Channel), what the
-// membership does (Stopped, SentTo, Join) and the time (Tick), and carries
-// out CoordinatorReady in the order of its fields: hand out the aligned
-// mode's awaited sets, start snapshots (broadcast or at an initiator),
-// initiate sweeps, store each complete Global and tell every process a
-// snapshot is over (Forget), and have the peers of a drained stopped
-// process drop it (DropPeer). It keeps the Assemblers of the runs in
-// progress and their deadlines, and which participants each requires:
-// those live at its start, those that join while it runs, and the
-// stopped ones, which stand in with their final counters until a complete
-// snapshot started after their stop shows them drained. The simulator in
-// snapshottest drives it.
+// membership does (Stopped, SentTo, Join, Require, Fail), aborts (Abort)
+// and the time (Tick), and carries out CoordinatorReady in the order of
+// its fields: initiate sweeps, store each complete Global and have every
+// process forget a snapshot that is over (Forget), have the peers of a
+// drained stopped process drop it (DropPeer), hand out the aligned mode's
+// awaited sets, and start snapshots (broadcast or at an initiator). It
+// keeps the Assemblers of the runs in progress and their deadlines, and
+// which participants each requires: those live at its start, those born
+// or joining while it runs, and the stopped ones, which stand in with
+// their final counters until a complete snapshot started after their stop
+// shows them drained. The simulator in snapshottest and the guardian in
+// package actors both drive it.
 //
 // # Glossary
 //

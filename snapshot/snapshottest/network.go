@@ -273,6 +273,7 @@ func NewNetwork(cfg Config, app App) (*Network, error) {
 		trace: NewTrace(),
 	}
 	coord, err := snapshot.NewCoordinator(snapshot.CoordinatorConfig{
+		Mode:       cfg.Mode,
 		Timeout:    time.Duration(cfg.Timeout) * tick,
 		SweepAfter: time.Duration(cfg.SweepAfter) * tick,
 		Learn:      cfg.Learn,
@@ -538,7 +539,7 @@ func (n *Network) Stop(i int) {
 	for _, pc := range final.Sent {
 		n.enqueue(i, n.index[pc.Peer], envelope{kind: departed})
 	}
-	if err := n.coord.Stopped(tickTime(n.now), id, final, recorded); err != nil {
+	if err := n.coord.Stopped(tickTime(n.now), id, final, recorded, n.coord.Last()); err != nil {
 		n.logf("%s: stopped: %v", id, err)
 	}
 	// What it held blocked comes due, to be lost.

@@ -1,0 +1,171 @@
+package actors
+
+import (
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/actorsnap/actorsnap/mailbox"
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+// registry is the system's membership: the live participants by name and
+// by sender key, the stopped ones not yet dropped, and the snapshots in
+// progress. Its lock also orders snapshot starts against spawns from
+// outside any actor, so that such a spawn is either a participant a
+// snapshot starts with (it gets the start) or joins it at birth (it
+// records its state at birth).
+type registry struct {
+	mu      sync.RWMutex
+	byID    map[snapshot.ProcessID]*participant
+	byKey   map[mailbox.SenderKey]*participant
+	version uint64                // changes whenever byID does
+	pending []snapshot.SnapshotID // snapshots in progress, or being saved, in start order
+	started snapshot.SnapshotID   // the last snapshot started
+	// stopped holds the sender keys of the participants that stopped and
+	// are not dropped yet. byKey keeps each such key naming a stopped
+	// entry (a participant value with nothing but its name and key):
+	// messages it sent may still wait in receivers' queues, and they must
+	// count on its channels.
+	stopped map[snapshot.ProcessID]mailbox.SenderKey
+	// senders holds, per stopped participant, the participants that sent
+	// to it since it stopped: their channels to it count (lookupOrStopped),
+	// so they drop it too, though no snapshot may show them as its peers.
+	senders map[snapshot.ProcessID]map[*participant]struct{}
+}
+
+func newRegistry() registry {
+	return registry{
+		byID:    make(map[snapshot.ProcessID]*participant),
+		byKey:   make(map[mailbox.SenderKey]*participant),
+		stopped: make(map[snapshot.ProcessID]mailbox.SenderKey),
+		senders: make(map[snapshot.ProcessID]map[*participant]struct{}),
+	}
+}
+
+// isPending reports whether snapshot id is in progress (or being saved).
+func (r *registry) isPending(id snapshot.SnapshotID) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return slices.Contains(r.pending, id)
+}
+
+// stop moves a participant that stopped from the live ones to the
+// stopped ones: its sender key keeps naming it, through a stopped entry,
+// and its name is refused (ErrNameStopped) until it is dropped (drop).
+//
+// It returns the last snapshot started before: those after do not have p
+// among their participants.
+func (r *registry) stop(p *participant) (after snapshot.SnapshotID) {
+	entry := &participant{id: p.id, key: p.key}
+	entry.stopped.Store(true)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byID[p.id] == p {
+		delete(r.byID, p.id)
+		r.version++
+	}
+	r.byKey[p.key] = entry
+	r.stopped[p.id] = p.key
+	return r.started
+}
+
+// remove unregisters a participant that never ran.
+func (r *registry) remove(p *participant) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byID[p.id] == p {
+		delete(r.byID, p.id)
+		r.version++
+	}
+	delete(r.byKey, p.key)
+}
+
+// drop gives the names of dropped participants again: no participant
+// counts a channel with them any more once it has taken the guardian's
+// word (guardian.drop), which those that sent to them since they stopped
+// get here, before the name is free. Their stopped entries go too:
+// everything they sent has been received, so no queue holds a message
+// under their keys that its receiver has not already named.
+func (r *registry) drop(ids map[snapshot.ProcessID]bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id := range ids {
+		for q := range r.senders[id] {
+			q.handDrop(id)
+		}
+		delete(r.senders, id)
+		if k, ok := r.stopped[id]; ok {
+			if e := r.byKey[k]; e != nil && e.stopped.Load() {
+				delete(r.byKey, k)
+			}
+			delete(r.stopped, id)
+		}
+	}
+}
+
+// lookupOrStopped returns the live participant id or, if id stopped and
+// is not yet dropped, its stopped entry: sends to it from from still
+// count on their channel, and from is noted to drop it with the others
+// (drop).
+func (r *registry) lookupOrStopped(id snapshot.ProcessID, from *participant) *participant {
+	r.mu.RLock()
+	p := r.byID[id]
+	k, stopped := r.stopped[id]
+	_, noted := r.senders[id][from]
+	if stopped && noted {
+		p = r.byKey[k]
+	}
+	r.mu.RUnlock()
+	if p != nil || !stopped {
+		return p
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if k, stopped = r.stopped[id]; !stopped {
+		return r.byID[id] // dropped meanwhile
+	}
+	if r.senders[id] == nil {
+		r.senders[id] = make(map[*participant]struct{})
+	}
+	r.senders[id][from] = struct{}{}
+	return r.byKey[k]
+}
+
+// isStopped reports whether participant id has stopped and is not
+// dropped yet.
+func (r *registry) isStopped(id snapshot.ProcessID) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, ok := r.stopped[id]
+	return ok
+}
+
+func (r *registry) lookup(id snapshot.ProcessID) *participant {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.byID[id]
+}
+
+func (r *registry) lookupKey(k mailbox.SenderKey) *participant {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.byKey[k]
+}
+
+// live returns the participants in id order.
+func (r *registry) live() []*participant {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.liveLocked()
+}
+
+// liveLocked is live for a caller that holds r.mu.
+func (r *registry) liveLocked() []*participant {
+	ps := make([]*participant, 0, len(r.byID))
+	for _, p := range r.byID {
+		ps = append(ps, p)
+	}
+	slices.SortFunc(ps, func(a, b *participant) int { return strings.Compare(string(a.id), string(b.id)) })
+	return ps
+}
