@@ -152,8 +152,10 @@ func TestStoppedAlignedParticipantLeavesNothingCounted(t *testing.T) {
 // makes its participants wait for each other: the snapshot times out with
 // a reason naming the channels; declaring the back edge mends it.
 func TestAlignedMissingBackEdgeTimesOut(t *testing.T) {
-	ring := func(t *testing.T, opts ...Option) *System {
-		sys, pids, events := probes(t, 3, append([]Option{WithMode(snapshot.Aligned), WithBackEdgeSearch(nil), WithTimeout(2 * time.Second)}, opts...)...)
+	// A clock that moves only when told: no deadline cuts the snapshots
+	// short but the one the test runs out.
+	ring := func(t *testing.T, clk *manualClock, opts ...Option) *System {
+		sys, pids, events := probes(t, 3, append([]Option{WithMode(snapshot.Aligned), WithBackEdgeSearch(nil), WithTimeout(time.Minute), withClock(clk)}, opts...)...)
 		for i := range 3 {
 			sys.Root().Send(pids[i], &sendTo{to: pids[(i+1)%3], msg: &note{Text: "hi"}})
 		}
@@ -165,15 +167,18 @@ func TestAlignedMissingBackEdgeTimesOut(t *testing.T) {
 		return sys
 	}
 	t.Run("missing", func(t *testing.T) {
-		sys := ring(t)
+		clk := newManualClock()
+		sys := ring(t, clk)
 		defer shutdown(t, sys)
-		_, err := sys.Snapshot(context.Background())
+		pending := startAsync(sys)
+		clk.waitArmed(t, time.Minute) // its deadline
+		clk.Advance(time.Minute)
+		err := waitFor(t, pending).err
 		require.ErrorIs(t, err, snapshot.ErrTimeout)
 		assert.Contains(t, err.Error(), "aligned barriers still awaited on p0->p1, p1->p2, p2->p0")
 	})
 	t.Run("declared", func(t *testing.T) {
-		// A clock that does not move: no deadline cuts these short.
-		sys := ring(t, WithBackEdges(snapshot.Channel{From: "p2", To: "p0"}), withClock(newManualClock()))
+		sys := ring(t, newManualClock(), WithBackEdges(snapshot.Channel{From: "p2", To: "p0"}))
 		defer shutdown(t, sys)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

@@ -866,7 +866,7 @@ func TestSendToStoppedBeforeRecordAborts(t *testing.T) {
 // neither wait for it nor hold it.
 func TestSenderToStoppedDropsItToo(t *testing.T) {
 	forModes(t, func(t *testing.T, mode Option) {
-		sys, pids, events, recorded := probesTraced(t, 3, mode, WithTimeout(5*time.Second))
+		sys, pids, events, recorded := probesTraced(t, 3, mode, WithTimeout(testTimeout))
 		defer shutdown(t, sys)
 		require.NoError(t, sys.Root().StopFuture(pids[1]).Wait())
 		release := block(t, sys, pids[2]) // holds A open
@@ -912,7 +912,7 @@ func TestPoisonStoppedParticipant(t *testing.T) {
 // timed out).
 func TestSpawnedDuringSnapshotJoinsIt(t *testing.T) {
 	forModes(t, func(t *testing.T, mode Option) {
-		sys, pids, events, recorded := probesTraced(t, 2, mode, WithTimeout(30*time.Second))
+		sys, pids, events, recorded := probesTraced(t, 2, mode, WithTimeout(testTimeout))
 		defer shutdown(t, sys)
 		release := block(t, sys, pids[0])
 		defer release()
