@@ -191,9 +191,9 @@ func TestAlignedMissingBackEdgeTimesOut(t *testing.T) {
 }
 
 func TestAlignedOptions(t *testing.T) {
-	_, err := NewSystem(WithBackEdges(snapshot.Channel{From: "a"}))
+	_, err := NewSystem(testMessages, WithBackEdges(snapshot.Channel{From: "a"}))
 	require.ErrorIs(t, err, ErrConfig)
-	_, err = NewSystem(WithMode(snapshot.Mode(9)))
+	_, err = NewSystem(testMessages, WithMode(snapshot.Mode(9)))
 	require.ErrorIs(t, err, ErrConfig)
 }
 

@@ -35,9 +35,9 @@ type addPeer struct{ pid *actor.PID }
 // peer, so that the number of transfers in flight stays constant.
 type account struct {
 	Balance int64
-	peers   []*actor.PID
-	rng     *rand.Rand
-	paused  *atomic.Bool
+	peers   []*actor.PID `msgpack:"-"` // wiring, given at the start
+	rng     *rand.Rand   `msgpack:"-"`
+	paused  *atomic.Bool `msgpack:"-"`
 }
 
 func (a *account) Receive(ctx actor.Context) {
@@ -70,7 +70,6 @@ func (a *account) pay(ctx actor.Context) {
 	ctx.Send(a.peers[a.rng.IntN(len(a.peers))], &transfer{Amount: amount})
 }
 
-func init() { RegisterMessage[*transfer]("test.transfer") }
 
 // bank is a running bank of participants.
 type bank struct {
@@ -90,7 +89,7 @@ const testTimeout = 2 * time.Minute
 // cycles (a ring plus random chords), and kicks traffic off.
 func newBank(t testing.TB, n int, initial int64, seed uint64, opts ...Option) *bank {
 	t.Helper()
-	sys, err := NewSystem(append([]Option{WithTimeout(testTimeout)}, opts...)...)
+	sys, err := NewSystem(append([]Option{testMessages, WithTimeout(testTimeout)}, opts...)...)
 	require.NoError(t, err)
 	b := &bank{sys: sys, total: int64(n) * initial, trace: snapshottest.NewTrace()}
 	sys.trace = b.trace
@@ -132,7 +131,7 @@ func balanceOf(state []byte) (int64, error) {
 }
 
 func amountOf(payload any) (int64, error) {
-	v, err := DecodeMessage(payload.(RecordedMessage))
+	v, err := DecodeMessage(payload.(RecordedMessage), testMessages)
 	if err != nil {
 		return 0, err
 	}

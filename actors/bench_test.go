@@ -37,9 +37,14 @@ import (
 // benchDeadline bounds every wait: a failure bound, not a timing assumption.
 const benchDeadline = 2 * time.Minute
 
-func init() {
-	actors.RegisterMessage[*benchPing]("bench.ping")
-	actors.RegisterMessage[*benchTransfer]("bench.transfer")
+// benchMessages registers the benchmarks' message types.
+var benchMessages = []actors.Option{
+	actors.WithMessage[*benchPing]("bench.ping"),
+	actors.WithMessage[*benchTransfer]("bench.transfer"),
+	actors.WithMessage[*pipeData]("bench.pipe.data"),
+	actors.WithMessage[*pipeAck]("bench.pipe.ack"),
+	actors.WithMessage[*slowTick]("bench.pipe.tick"),
+	actors.WithMessage[*bump]("bench.bump"),
 }
 
 // variant is one kind of plumbing.
@@ -88,7 +93,7 @@ func newRig(b *testing.B, v variant) *rig {
 		// Retain 1: back-to-back snapshots must not fill the memory store.
 		// The timeout is raised so that a slow run (-race, 10000 actors)
 		// measures a slow snapshot rather than aborting it.
-		s, err := actors.NewSystem(actors.WithRetain(1), actors.WithTimeout(benchDeadline))
+		s, err := actors.NewSystem(append([]actors.Option{actors.WithRetain(1), actors.WithTimeout(benchDeadline)}, benchMessages...)...)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -110,6 +110,10 @@ func CheckDecodes(g *snapshot.Global, opts ...Option) error {
 		}
 		kinds[k.name] = k
 	}
+	types, err := c.messageTypes()
+	if err != nil {
+		return err
+	}
 	live := make(map[snapshot.ProcessID]bool, len(g.Participants))
 	for _, pt := range g.Participants {
 		if pt.Departed {
@@ -135,7 +139,7 @@ func CheckDecodes(g *snapshot.Global, opts ...Option) error {
 				return &DecodeError{Snapshot: g.ID, Channel: ch.Channel, Position: i + 1, Seq: m.Seq, Type: fmt.Sprintf("%T", m.Payload),
 					Err: fmt.Errorf("payload %T is not a RecordedMessage", m.Payload)}
 			}
-			if err := checkMessage(rm); err != nil {
+			if err := checkRecorded(types, rm); err != nil {
 				return &DecodeError{Snapshot: g.ID, Channel: ch.Channel, Position: i + 1, Seq: m.Seq, Type: rm.Type, Err: err}
 			}
 		}
@@ -165,7 +169,7 @@ func checkState(k *kind, state []byte) (se *stateError) {
 	}
 	err := restoreState(a, state)
 	if _, custom := a.(StateUnmarshaler); err == nil && !custom {
-		err = lossless(state, a)
+		err = numbersSurvive(state, a)
 	}
 	if err != nil {
 		return &stateError{typ: fmt.Sprintf("%T", a), err: err}
@@ -173,20 +177,20 @@ func checkState(k *kind, state []byte) (se *stateError) {
 	return nil
 }
 
-// checkMessage decodes a recorded message as a restore does.
-func checkMessage(m RecordedMessage) error {
-	t, err := messageType(m.Type)
+// checkRecorded decodes a recorded message as a restore does.
+func checkRecorded(types *messageTypes, m RecordedMessage) error {
+	t, err := types.typeOf(m.Type)
 	if err != nil {
 		return err
 	}
 	v, err := decodeMessage(t, m.Data)
 	if err == nil {
-		err = lossless(m.Data, v)
+		err = numbersSurvive(m.Data, v)
 	}
 	return err
 }
 
-// lossless checks that the numbers in the msgpack data survived decoding
+// numbersSurvive checks that the numbers in the msgpack data survived decoding
 // into v: msgpack converts an integer to a narrower or unsigned field, or
 // to a float that cannot hold it exactly, without a word, so a changed
 // type could turn a balance of 300 into 44. v, encoded again, is compared with data field
@@ -195,7 +199,7 @@ func checkMessage(m RecordedMessage) error {
 // either side cannot be read generically, it judges nothing. A state
 // encoded again to the same bytes, the common case, is compared no
 // further.
-func lossless(data []byte, v any) error {
+func numbersSurvive(data []byte, v any) error {
 	again, err := msgpack.Marshal(v)
 	if err != nil || bytes.Equal(again, data) {
 		return nil // the type did not change, or nothing to compare

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -37,50 +38,123 @@ type StateUnmarshaler interface {
 type RecordedMessage = persistence.RecordedMessage
 
 // ErrUnregistered is wrapped by the error of a snapshot that recorded a
-// message whose type was never registered with RegisterMessage.
+// message whose type was never registered (WithMessage, RegisterMessage).
 var ErrUnregistered = errors.New("actors: message type not registered")
 
-// messageTypes maps message types to names and back. It is global, like
-// encoding/gob's, because message types are a property of the program.
-var messageTypes = struct {
-	sync.RWMutex
+// messageTypes is a system's registry of message types: names to types
+// and back. A type T and *T are one registration: the form registered is
+// stored under its name, the other form under otherForm + name, so that a
+// restore delivers what was sent.
+type messageTypes struct {
+	mu     sync.RWMutex
 	byType map[reflect.Type]string
 	byName map[string]reflect.Type
-}{byType: map[reflect.Type]string{}, byName: map[string]reflect.Type{}}
-
-// RegisterMessage registers the message type T under name, so that messages
-// of type T in flight can be recorded in a snapshot and rebuilt by a
-// restore. Register the type the application sends: T for values, *T for
-// pointers. Registering one name for two types, or one type under two
-// names, panics, since it is a programming error.
-func RegisterMessage[T any](name string) {
-	t := reflect.TypeFor[T]()
-	messageTypes.Lock()
-	defer messageTypes.Unlock()
-	if old, ok := messageTypes.byName[name]; ok && old != t {
-		panic(fmt.Sprintf("actors: message name %q registered for %v and %v", name, old, t))
-	}
-	if old, ok := messageTypes.byType[t]; ok && old != name {
-		panic(fmt.Sprintf("actors: message type %v registered as %q and %q", t, old, name))
-	}
-	messageTypes.byType[t] = name
-	messageTypes.byName[name] = t
 }
 
-// messageName returns the registered name of payload's type.
-func messageName(payload any) (string, error) {
-	messageTypes.RLock()
-	name, ok := messageTypes.byType[reflect.TypeOf(payload)]
-	messageTypes.RUnlock()
+// otherForm prefixes the stored name of a registered type's other form:
+// *T when T was registered, T when *T was.
+const otherForm = "~"
+
+func newMessageTypes() *messageTypes {
+	return &messageTypes{byType: map[reflect.Type]string{}, byName: map[string]reflect.Type{}}
+}
+
+// register registers t, and its pointer or value form, under name. The
+// same registration twice is no error; a name or a type taken otherwise
+// is, and so is a type whose encoding would lose data (ErrLossy).
+func (m *messageTypes) register(t reflect.Type, name string) error {
+	if name == "" || strings.HasPrefix(name, otherForm) {
+		return fmt.Errorf("%w: message type %v: a name must be given, and not start with %q", ErrConfig, t, otherForm)
+	}
+	if err := checkMessage(t); err != nil {
+		return err
+	}
+	other := reflect.PointerTo(t)
+	if t.Kind() == reflect.Pointer {
+		other = t.Elem()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old, ok := m.byType[t]; ok && strings.TrimPrefix(old, otherForm) == name {
+		return nil // registered already, in this form or the other
+	}
+	if old, ok := m.byName[name]; ok && old != t {
+		return fmt.Errorf("%w: message name %q registered for %v and %v", ErrConfig, name, old, t)
+	}
+	for _, u := range []reflect.Type{t, other} {
+		if old, ok := m.byType[u]; ok && old != name && old != otherForm+name {
+			return fmt.Errorf("%w: message type %v registered as %q and %q", ErrConfig, t, strings.TrimPrefix(old, otherForm), name)
+		}
+	}
+	m.byType[t], m.byName[name] = name, t
+	m.byType[other], m.byName[otherForm+name] = otherForm+name, other
+	return nil
+}
+
+// name returns the name payload's type is stored under.
+func (m *messageTypes) name(payload any) (string, error) {
+	m.mu.RLock()
+	name, ok := m.byType[reflect.TypeOf(payload)]
+	m.mu.RUnlock()
 	if !ok {
-		return "", fmt.Errorf("%w: %T (register it with actors.RegisterMessage)", ErrUnregistered, payload)
+		return "", fmt.Errorf("%w: %T (register it: actors.WithMessage)", ErrUnregistered, payload)
 	}
 	return name, nil
+}
+
+// typeOf returns the type stored under name.
+func (m *messageTypes) typeOf(name string) (reflect.Type, error) {
+	m.mu.RLock()
+	t, ok := m.byName[name]
+	m.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnregistered, name)
+	}
+	return t, nil
+}
+
+// decode rebuilds a recorded message as a value of the type it was sent
+// as.
+func (m *messageTypes) decode(rm RecordedMessage) (any, error) {
+	t, err := m.typeOf(rm.Type)
+	if err != nil {
+		return nil, err
+	}
+	v, err := decodeMessage(t, rm.Data)
+	if err != nil {
+		return nil, fmt.Errorf("actors: decoding %s: %w", strings.TrimPrefix(rm.Type, otherForm), err)
+	}
+	return v, nil
+}
+
+// WithMessage registers the message type T under name as the system is
+// built, so that messages of type T (or *T: a type and its pointer are
+// one registration) in flight can be recorded in a snapshot and rebuilt
+// by a restore; CheckDecodes and DecodeMessage read recorded messages by
+// the same options. A name or type registered twice otherwise, or a type
+// whose encoding would lose data (ErrLossy: an unexported field, say),
+// fails NewSystem with an error that says how to fix it.
+func WithMessage[T any](name string) Option {
+	t := reflect.TypeFor[T]()
+	return func(c *config) { c.messages = append(c.messages, messageReg{t: t, name: name}) }
+}
+
+// messageReg is a WithMessage registration.
+type messageReg struct {
+	t    reflect.Type
+	name string
+}
+
+// RegisterMessage registers the message type T under name in a running
+// system, as WithMessage does when it is built.
+func RegisterMessage[T any](s *System, name string) error {
+	return s.types.register(reflect.TypeFor[T](), name)
 }
 
 // encoder encodes recorded messages and states with one reused msgpack
 // encoder and buffer. Each participant owns one, used on its goroutine.
 type encoder struct {
+	types *messageTypes
 	buf   bytes.Buffer
 	enc   *msgpack.Encoder
 	ends  []int
@@ -98,7 +172,7 @@ func (e *encoder) name(payload any) (string, error) {
 	if t == e.lastType && t != nil {
 		return e.lastName, nil
 	}
-	name, err := messageName(payload)
+	name, err := e.types.name(payload)
 	if err == nil {
 		e.lastType, e.lastName = t, name
 	}
@@ -152,29 +226,48 @@ func (e *encoder) state(a actor.Actor) ([]byte, error) {
 	return bytes.Clone(e.buf.Bytes()), nil
 }
 
-// DecodeMessage rebuilds a recorded message as a value of its registered
-// type. Only registered types are built.
-func DecodeMessage(m RecordedMessage) (any, error) {
-	t, err := messageType(m.Type)
+// DecodeMessage rebuilds a recorded message as a value of the type it
+// was sent as, registered through opts (WithMessage). Only registered
+// types are built.
+func DecodeMessage(m RecordedMessage, opts ...Option) (any, error) {
+	types, err := messageTypesOf(opts)
 	if err != nil {
 		return nil, err
 	}
-	v, err := decodeMessage(t, m.Data)
-	if err != nil {
-		return nil, fmt.Errorf("actors: decoding %s: %w", m.Type, err)
-	}
-	return v, nil
+	return types.decode(m)
 }
 
-// messageType returns the type registered under name.
-func messageType(name string) (reflect.Type, error) {
-	messageTypes.RLock()
-	t, ok := messageTypes.byName[name]
-	messageTypes.RUnlock()
-	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrUnregistered, name)
+// messageTypesOf returns the registry the WithMessage options in opts
+// build.
+func messageTypesOf(opts []Option) (*messageTypes, error) {
+	var c config
+	for _, o := range opts {
+		o(&c)
 	}
-	return t, nil
+	return c.messageTypes()
+}
+
+// messageTypes builds the registry of c's WithMessage options.
+func (c *config) messageTypes() (*messageTypes, error) {
+	types := newMessageTypes()
+	for _, r := range c.messages {
+		if err := types.register(r.t, r.name); err != nil {
+			return nil, err
+		}
+	}
+	return types, nil
+}
+
+// DecodeAs decodes a recorded message as a T: a typed read of a message
+// in flight (snapshot.ChannelState.Messages hold RecordedMessage
+// payloads), with no registration needed. It fails if m was not stored
+// as a T: its type name is the caller's to check (m.Type).
+func DecodeAs[T any](m RecordedMessage) (T, error) {
+	var v T
+	if err := msgpack.Unmarshal(m.Data, &v); err != nil {
+		return v, fmt.Errorf("actors: decoding %s as %T: %w", strings.TrimPrefix(m.Type, otherForm), v, err)
+	}
+	return v, nil
 }
 
 // decodeMessage decodes data as a value of type t.
@@ -192,4 +285,36 @@ func restoreState(a actor.Actor, state []byte) error {
 		return u.UnmarshalState(state)
 	}
 	return msgpack.Unmarshal(state, a)
+}
+
+// DecodeState decodes the state participant id recorded in g as a T, the
+// actor's type (a pointer, as in DecodeState[*Account], or the struct):
+// through its StateUnmarshaler if it has one, with msgpack otherwise. A
+// participant absent from g, or departed (it holds no state), is an error.
+func DecodeState[T any](g *snapshot.Global, id snapshot.ProcessID) (T, error) {
+	var zero T
+	pt, ok := g.Participant(id)
+	switch {
+	case !ok:
+		return zero, fmt.Errorf("actors: snapshot %d has no participant %s", g.ID, id)
+	case pt.Departed:
+		return zero, fmt.Errorf("actors: participant %s had stopped before snapshot %d: no state", id, g.ID)
+	}
+	t := reflect.TypeFor[T]()
+	ptr := reflect.New(t) // *T
+	target := ptr.Interface()
+	if t.Kind() == reflect.Pointer {
+		ptr.Elem().Set(reflect.New(t.Elem()))
+		target = ptr.Elem().Interface()
+	}
+	var err error
+	if u, ok := target.(StateUnmarshaler); ok {
+		err = u.UnmarshalState(pt.State)
+	} else {
+		err = msgpack.Unmarshal(pt.State, target)
+	}
+	if err != nil {
+		return zero, fmt.Errorf("actors: decoding the state of %s as %v: %w", id, t, err)
+	}
+	return ptr.Elem().Interface().(T), nil
 }

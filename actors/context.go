@@ -104,38 +104,5 @@ func (c *snapContext) Poison(pid *actor.PID) {
 	c.Context.Poison(pid) // a stopped entry has no mailbox: a dead letter
 }
 
-// Spawn implements actor.Context: Props from System.Props spawn a child
-// participant.
-func (c *snapContext) Spawn(props *actor.Props) *actor.PID {
-	if k, ok := c.p.sys.kindOfProps(props); ok {
-		pid, err := c.p.sys.spawn(c.Context, c.p, k, c.ActorSystem().ProcessRegistry.NextId(), nil)
-		if err != nil {
-			c.Logger().Error("actorsnap: spawn failed", "kind", k, "error", err)
-		}
-		return pid
-	}
-	return c.Context.Spawn(props)
-}
-
-// SpawnPrefix implements actor.Context.
-func (c *snapContext) SpawnPrefix(props *actor.Props, prefix string) *actor.PID {
-	if k, ok := c.p.sys.kindOfProps(props); ok {
-		pid, err := c.p.sys.spawn(c.Context, c.p, k, prefix+c.ActorSystem().ProcessRegistry.NextId(), nil)
-		if err != nil {
-			c.Logger().Error("actorsnap: spawn failed", "kind", k, "error", err)
-		}
-		return pid
-	}
-	return c.Context.SpawnPrefix(props, prefix)
-}
-
-// SpawnNamed implements actor.Context.
-func (c *snapContext) SpawnNamed(props *actor.Props, name string) (*actor.PID, error) {
-	if k, ok := c.p.sys.kindOfProps(props); ok {
-		return c.p.sys.spawn(c.Context, c.p, k, name, nil)
-	}
-	return c.Context.SpawnNamed(props, name)
-}
-
 // Actor implements actor.Context: the application's actor, not the shell.
 func (c *snapContext) Actor() actor.Actor { return c.p.inner }

@@ -142,7 +142,6 @@ type coinV1 struct{ Amount int64 }
 
 type coin struct{ Amount string }
 
-func init() { RegisterMessage[*coin]("test.decode.coin") }
 
 // stateOf encodes a as a snapshot stores it.
 func stateOf(t *testing.T, a actor.Actor) []byte {
@@ -176,7 +175,7 @@ func restoreFrom(t *testing.T, g *snapshot.Global, opts ...Option) (*System, err
 	t.Helper()
 	store := persistence.NewMemory()
 	require.NoError(t, store.Save(context.Background(), g))
-	sys, err := Restore(context.Background(), store, g.ID, append([]Option{WithTimeout(testTimeout)}, opts...)...)
+	sys, err := Restore(context.Background(), store, g.ID, append([]Option{testMessages, WithTimeout(testTimeout)}, opts...)...)
 	if err == nil {
 		t.Cleanup(func() { shutdown(t, sys) })
 	}
@@ -230,7 +229,7 @@ func TestCheckDecodesUnknownKind(t *testing.T) {
 }
 
 func TestCheckDecodesMessages(t *testing.T) {
-	kind := WithKind("wallet", func() actor.Actor { return &walletV1{} })
+	kind := withOptions(testMessages, WithKind("wallet", func() actor.Actor { return &walletV1{} }))
 	good, err := msgpack.Marshal(&coin{Amount: "5"})
 	require.NoError(t, err)
 	old, err := msgpack.Marshal(&coinV1{Amount: 5})
@@ -276,7 +275,7 @@ func TestCheckDecodesPasses(t *testing.T) {
 	data, err := msgpack.Marshal(&note{Text: "hello"})
 	require.NoError(t, err)
 	g := walletSnapshot(t, &walletV1{Balance: 7}, RecordedMessage{Type: "test.note", Data: data})
-	kind := WithKind("wallet", func() actor.Actor { return &walletV1{} })
+	kind := withOptions(testMessages, WithKind("wallet", func() actor.Actor { return &walletV1{} }))
 	require.NoError(t, CheckDecodes(g, kind))
 
 	sys, err := restoreFrom(t, g, kind)
@@ -307,7 +306,7 @@ func TestCheckDecodesPanic(t *testing.T) {
 }
 
 func TestRestoreLatestFromEmptyStore(t *testing.T) {
-	_, err := Restore(context.Background(), persistence.NewMemory(), 0)
+	_, err := Restore(context.Background(), persistence.NewMemory(), 0, testMessages)
 	require.ErrorIs(t, err, ErrRestore)
 	assert.Contains(t, err.Error(), "loading the latest snapshot")
 	assert.NotContains(t, err.Error(), "snapshot 0")
@@ -393,7 +392,7 @@ func TestLossless(t *testing.T) {
 		data, err := msgpack.Marshal(old)
 		require.NoError(t, err)
 		require.NoError(t, msgpack.Unmarshal(data, into))
-		return lossless(data, into)
+		return numbersSurvive(data, into)
 	}
 	assert.NoError(t, check(&outer{Items: []inner{{1}, {255}}, Ratio: 0.5}, &outerSmall{}))
 	assert.EqualError(t, check(&outer{Items: []inner{{1}, {-1}}}, &outerSmall{}), "Items[1].N: stored -1 decodes as 255 (the type no longer holds it)")

@@ -50,26 +50,31 @@ func (a *Account) Receive(ctx actor.Context) {
 	}
 }
 
-func quickstart(ctx context.Context, dir string) error {
-	actors.RegisterMessage[*Transfer]("bank.transfer") // a type that may be recorded in flight
-	account := actors.WithKind("account", func() actor.Actor { return &Account{Balance: 100} })
+func newAccount() actor.Actor { return &Account{Balance: 100} }
 
+func quickstart(ctx context.Context, dir string) error {
 	store, err := persistence.Open(ctx, dir) // the file store; keep dir to keep the snapshots
 	if err != nil {
 		return err
 	}
-	sys, err := actors.NewSystem(account,
-		actors.WithStore(store),       // default: in memory, gone on exit
+	types := []actors.Option{
+		actors.WithMessage[*Transfer]("bank.transfer"), // a type that may be recorded in flight
+		actors.WithKind("account", newAccount),         // what a restore rebuilds "account"s from
+	}
+	sys, err := actors.NewSystem(append(types,
+		actors.WithStore(store),       // default: in memory
 		actors.WithSystemName("bank"), // the store's owner: another system is refused
-	)
+	)...)
 	if err != nil {
 		return err
 	}
-	alice, err := sys.Spawn("account", "alice") // a participant: kind and name
+	// Proto.Actor's own Props and spawn calls; one option makes a participant.
+	props := actor.PropsFromProducer(newAccount, sys.Snapshotted("account"))
+	alice, err := sys.Root().SpawnNamed(props, "alice")
 	if err != nil {
 		return err
 	}
-	bob, err := sys.Spawn("account", "bob")
+	bob, err := sys.Root().SpawnNamed(props, "bob")
 	if err != nil {
 		return err
 	}
@@ -85,8 +90,8 @@ func quickstart(ctx context.Context, dir string) error {
 	}
 
 	// After a crash, in a new process: Restore continues the system from a
-	// stored snapshot (0: the latest), with the same kinds.
-	restored, err := actors.Restore(ctx, store, g.ID, account)
+	// stored snapshot (0: the latest), with the same types.
+	restored, err := actors.Restore(ctx, store, g.ID, types...)
 	if err != nil {
 		return err
 	}

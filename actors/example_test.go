@@ -13,8 +13,8 @@ import (
 // Counter counts the pings it gets and passes each on to its peer, so that
 // one ping circulates between the two counters forever.
 type Counter struct {
-	Count int // exported: recorded in snapshots
-	peer  *actor.PID
+	Count int        // exported: recorded in snapshots
+	peer  *actor.PID `msgpack:"-"` // wiring: given again after a restore
 }
 
 type Ping struct{}
@@ -31,9 +31,15 @@ func (c *Counter) Receive(ctx actor.Context) {
 
 // play starts two counters, a and b, passing a ping back and forth.
 func play(sys *actors.System) {
-	_ = sys.RegisterKind("counter", func() actor.Actor { return &Counter{} })
-	a, _ := sys.Spawn("counter", "a")
-	b, _ := sys.Spawn("counter", "b")
+	props := actor.PropsFromProducer(func() actor.Actor { return &Counter{} }, sys.Snapshotted("counter"))
+	a, err := sys.Root().SpawnNamed(props, "a")
+	if err != nil {
+		panic(err)
+	}
+	b, err := sys.Root().SpawnNamed(props, "b")
+	if err != nil {
+		panic(err)
+	}
 	sys.Root().Send(a, b)
 	sys.Root().Send(b, a)
 	sys.Root().Send(a, &Ping{}) // from outside: starts the game
@@ -42,8 +48,7 @@ func play(sys *actors.System) {
 // Two participants pass a ping back and forth while a snapshot is taken:
 // the ping is either in one counter's state (already counted) or in flight.
 func Example() {
-	actors.RegisterMessage[*Ping]("example.ping")
-	sys, err := actors.NewSystem()
+	sys, err := actors.NewSystem(actors.WithMessage[*Ping]("example.ping"))
 	if err != nil {
 		panic(err)
 	}
@@ -67,8 +72,8 @@ func Example() {
 // of the two channels is a back edge (declared here; the guardian would
 // find one): the other is aligned and never holds the ping.
 func ExampleWithMode() {
-	actors.RegisterMessage[*Ping]("example.ping")
 	sys, err := actors.NewSystem(
+		actors.WithMessage[*Ping]("example.ping"),
 		actors.WithMode(snapshot.Aligned),
 		actors.WithBackEdges(snapshot.Channel{From: "b", To: "a"}),
 	)

@@ -48,17 +48,31 @@ type (
 	}
 )
 
-func init() {
-	RegisterMessage[*note]("test.note")
-	RegisterMessage[*ping]("test.ping")
-	RegisterMessage[*pong]("test.pong")
+// testMessages registers the message types of the package's tests, in
+// every system they build.
+var testMessages = withOptions(
+	WithMessage[*note]("test.note"),
+	WithMessage[*ping]("test.ping"),
+	WithMessage[*pong]("test.pong"),
+	WithMessage[*transfer]("test.transfer"),
+	WithMessage[*churnToken]("test.churn.token"),
+	WithMessage[*coin]("test.decode.coin"),
+)
+
+// withOptions is one Option that applies opts.
+func withOptions(opts ...Option) Option {
+	return func(c *config) {
+		for _, o := range opts {
+			o(c)
+		}
+	}
 }
 
 // probe does what it is told; its state is what it saw.
 type probe struct {
 	Seen      []string
 	Forwarder *actor.PID `msgpack:"-"`
-	events    chan<- string
+	events    chan<- string `msgpack:"-"`
 }
 
 func (p *probe) Receive(ctx actor.Context) {
@@ -114,7 +128,7 @@ func probes(t *testing.T, n int, opts ...Option) (*System, []*actor.PID, chan st
 
 func probesTraced(t *testing.T, n int, opts ...Option) (*System, []*actor.PID, chan string, <-chan snapshot.ProcessID) {
 	t.Helper()
-	sys, err := NewSystem(opts...)
+	sys, err := NewSystem(append([]Option{testMessages}, opts...)...)
 	require.NoError(t, err)
 	recorded := make(chan snapshot.ProcessID, 100)
 	sys.trace = &signalTrace{recorded: recorded}
@@ -458,7 +472,10 @@ func TestRequestRespondForwardReceiveTimeoutPoison(t *testing.T) {
 	assert.NotContains(t, sys.Participants(), snapshot.ProcessID("p2"))
 }
 
-type timeoutActor struct{ events chan<- string }
+type timeoutActor struct {
+	Stateless
+	events chan<- string
+}
 
 func (a *timeoutActor) Receive(ctx actor.Context) {
 	switch ctx.Message().(type) {
@@ -493,10 +510,10 @@ func TestChildrenAreParticipants(t *testing.T) {
 
 func TestInvalidOptions(t *testing.T) {
 	for _, o := range []Option{WithTimeout(0), WithMaxConcurrent(0), WithMaxConcurrent(65), WithInterval(time.Microsecond), WithRetain(-1), WithMode(7)} {
-		_, err := NewSystem(o)
+		_, err := NewSystem(testMessages, o)
 		require.ErrorIs(t, err, ErrConfig)
 	}
-	_, err := NewSystem(WithMaxConcurrent(65))
+	_, err := NewSystem(testMessages, WithMaxConcurrent(65))
 	assert.Contains(t, err.Error(), "outside 1..64")
 }
 
@@ -797,7 +814,7 @@ func TestMaxRecordedBoundsSnapshotsSystemWide(t *testing.T) {
 	}
 	require.NoError(t, err, "a snapshot of the quiet bank completes")
 	shutdown(t, b.sys)
-	_, err = NewSystem(WithMaxRecorded(-1))
+	_, err = NewSystem(testMessages, WithMaxRecorded(-1))
 	require.ErrorIs(t, err, ErrConfig)
 }
 
@@ -932,7 +949,7 @@ func TestSpawnedDuringSnapshotJoinsIt(t *testing.T) {
 		c, ok := g.Channel(snapshot.Channel{From: "p0", To: "n"})
 		require.True(t, ok)
 		require.Len(t, c.Messages, 1, "in flight at the cut")
-		v, err := DecodeMessage(c.Messages[0].Payload.(RecordedMessage))
+		v, err := DecodeMessage(c.Messages[0].Payload.(RecordedMessage), testMessages)
 		require.NoError(t, err)
 		assert.Equal(t, "to n", v.(*note).Text)
 	})

@@ -51,6 +51,8 @@ type config struct {
 	clock       clock
 	actorConfig []actor.ConfigOption
 	kinds       []*kind
+	messages    []messageReg
+	types       *messageTypes // built from messages
 }
 
 // Defaults and bounds of the options.
@@ -224,6 +226,10 @@ func newConfig(opts []Option) (config, error) {
 		if e.From == "" || e.To == "" {
 			return c, fmt.Errorf("%w: back edge %s names no participant", ErrConfig, e)
 		}
+	}
+	var err error
+	if c.types, err = c.messageTypes(); err != nil {
+		return c, err
 	}
 	if c.store == nil {
 		c.store = persistence.NewMemory()

@@ -63,7 +63,7 @@ func TestNewSystemRefusesAnOwnedStore(t *testing.T) {
 	assert.False(t, o.Live, "released by Shutdown")
 
 	for _, s := range []persistence.Store{store, openStore(t, dir)} {
-		second, err := NewSystem(WithStore(s), WithSystemName("bank-b"))
+		second, err := NewSystem(testMessages, WithStore(s), WithSystemName("bank-b"))
 		require.ErrorIs(t, err, persistence.ErrOwned)
 		assert.Nil(t, second)
 		var oe *persistence.OwnerError
@@ -92,12 +92,12 @@ func TestRunningSystemLocksItsStore(t *testing.T) {
 			// Before any snapshot (nothing owned yet, but held) and after.
 			for i := range 2 {
 				for _, s := range stores {
-					_, err := NewSystem(WithStore(s))
+					_, err := NewSystem(testMessages, WithStore(s))
 					require.ErrorIs(t, err, persistence.ErrLocked)
 					assert.Contains(t, err.Error(), `system "first"`)
 					oneLine(t, err)
 
-					_, err = Restore(ctx, s, 0, probeKind)
+					_, err = Restore(ctx, s, 0, testMessages, probeKind)
 					require.ErrorIs(t, err, persistence.ErrLocked)
 					require.ErrorIs(t, err, ErrRestore)
 					assert.NotErrorIs(t, err, persistence.ErrNotFound, "refused before it loads")
@@ -125,7 +125,7 @@ func TestRestoreNumbersAfterEveryIDHeld(t *testing.T) {
 
 	// The newest deleted: the store still remembers 3.
 	require.NoError(t, store.Delete(ctx, 3))
-	restored, err := Restore(ctx, store, 0, probeKind, WithTimeout(testTimeout))
+	restored, err := Restore(ctx, store, 0, testMessages, probeKind, WithTimeout(testTimeout))
 	require.NoError(t, err)
 	assert.Equal(t, "bank-a", restored.cfg.name, "named as the store's owner")
 	o := ownership(t, store)
@@ -141,7 +141,7 @@ func TestRestoreNumbersAfterEveryIDHeld(t *testing.T) {
 	damaged := filepath.Join(dir, fmt.Sprintf("snap-%020d", 9))
 	require.NoError(t, os.Mkdir(damaged, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(damaged, "MANIFEST"), []byte("not a manifest"), 0o644))
-	restored, err = Restore(ctx, openStore(t, dir), 0, probeKind, WithTimeout(testTimeout), WithSystemName("bank-a2"))
+	restored, err = Restore(ctx, openStore(t, dir), 0, testMessages, probeKind, WithTimeout(testTimeout), WithSystemName("bank-a2"))
 	require.NoError(t, err)
 	defer shutdown(t, restored)
 	assert.Equal(t, "bank-a2", restored.cfg.name, "WithSystemName names a restored system")
@@ -156,17 +156,17 @@ func TestRestoreNumbersAfterEveryIDHeld(t *testing.T) {
 func TestFailedStartReleasesTheStore(t *testing.T) {
 	store := persistence.NewMemory()
 	dup := func() actor.Actor { return &probe{} }
-	_, err := NewSystem(WithStore(store), WithKind("probe", dup), WithKind("probe", dup))
+	_, err := NewSystem(testMessages, WithStore(store), WithKind("probe", dup), WithKind("probe", dup))
 	require.ErrorIs(t, err, ErrConfig)
 	assert.False(t, ownership(t, store).Live)
 
 	sys, _, _ := probes(t, 1, WithStore(store), WithTimeout(testTimeout))
 	snapshots(t, sys, 1)
 	shutdown(t, sys)
-	_, err = Restore(context.Background(), store, 0) // no kinds given
+	_, err = Restore(context.Background(), store, 0, testMessages) // no kinds given
 	require.ErrorIs(t, err, ErrUnknownKind)
 	assert.False(t, ownership(t, store).Live)
-	_, err = Restore(context.Background(), store, 0, probeKind, WithMode(snapshot.Aligned))
+	_, err = Restore(context.Background(), store, 0, testMessages, probeKind, WithMode(snapshot.Aligned))
 	require.ErrorIs(t, err, ErrRestore)
 	assert.Contains(t, err.Error(), "snapshot taken in unaligned mode, system in aligned mode")
 	assert.False(t, ownership(t, store).Live)
@@ -262,7 +262,7 @@ func TestWithSystemName(t *testing.T) {
 		{"a\nb", "control character"},
 		{"\xff", "not valid UTF-8"},
 	} {
-		_, err := NewSystem(WithSystemName(tc.name))
+		_, err := NewSystem(testMessages, WithSystemName(tc.name))
 		require.ErrorIs(t, err, ErrConfig, "%q", tc.name)
 		assert.Contains(t, err.Error(), "WithSystemName")
 		assert.Contains(t, err.Error(), tc.want)
@@ -270,13 +270,13 @@ func TestWithSystemName(t *testing.T) {
 	}
 	for _, name := range []string{strings.Repeat("n", persistence.MaxSystemName), "käse", "bank east/1"} {
 		store := persistence.NewMemory()
-		sys, err := NewSystem(WithSystemName(name), WithStore(store))
+		sys, err := NewSystem(testMessages, WithSystemName(name), WithStore(store))
 		require.NoError(t, err, "%q", name)
 		assert.Equal(t, name, ownership(t, store).Owner.System)
 		shutdown(t, sys)
 	}
 	store := persistence.NewMemory()
-	sys, err := NewSystem(WithStore(store))
+	sys, err := NewSystem(testMessages, WithStore(store))
 	require.NoError(t, err)
 	assert.Equal(t, DefaultSystemName, ownership(t, store).Owner.System)
 	shutdown(t, sys)
@@ -287,7 +287,7 @@ func TestSnapshotIDsExhausted(t *testing.T) {
 	ctx := context.Background()
 	store := persistence.NewMemory()
 	require.NoError(t, store.Save(ctx, &snapshot.Global{ID: snapshot.MaxSnapshotID - 1}))
-	sys, err := Restore(ctx, store, 0, WithTimeout(testTimeout))
+	sys, err := Restore(ctx, store, 0, testMessages, WithTimeout(testTimeout))
 	require.NoError(t, err)
 	_, err = store.Load(ctx, snapshot.MaxSnapshotID)
 	require.NoError(t, err, "the restored system's first snapshot takes the last id")
@@ -295,7 +295,7 @@ func TestSnapshotIDsExhausted(t *testing.T) {
 	require.ErrorIs(t, err, persistence.ErrIDsExhausted)
 	shutdown(t, sys)
 
-	_, err = Restore(ctx, store, 0)
+	_, err = Restore(ctx, store, 0, testMessages)
 	require.ErrorIs(t, err, persistence.ErrIDsExhausted)
 	require.ErrorIs(t, err, ErrRestore)
 	assert.False(t, ownership(t, store).Live)

@@ -41,12 +41,6 @@ type (
 	}
 )
 
-func init() {
-	actors.RegisterMessage[*pipeData]("bench.pipe.data")
-	actors.RegisterMessage[*pipeAck]("bench.pipe.ack")
-	actors.RegisterMessage[*slowTick]("bench.pipe.tick")
-}
-
 type fastSource struct {
 	Sent   int64
 	merger *actor.PID
@@ -137,7 +131,7 @@ func BenchmarkPipelineSlowInput(b *testing.B) {
 }
 
 func benchPipeline(b *testing.B, mode string) {
-	opts := []actors.Option{actors.WithBackEdges(snapshot.Channel{From: "merger", To: "fast"})}
+	opts := append([]actors.Option{actors.WithBackEdges(snapshot.Channel{From: "merger", To: "fast"})}, benchMessages...)
 	if mode == "aligned" {
 		opts = append(opts, actors.WithMode(snapshot.Aligned))
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/actorsnap/actorsnap/mailbox"
 	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/snapshot"
@@ -158,7 +160,7 @@ func (s *System) restore(ctx context.Context, g *snapshot.Global, base snapshot.
 		if err != nil {
 			return fmt.Errorf("participant %s: %w (give it with WithKind)", pt.ID, err)
 		}
-		p, err := s.newParticipant(k, pt.ID, pt.State, func([]snapshot.SnapshotID) snapshot.Config {
+		p, err := s.newParticipant(k.name, pt.ID, pt.State, func([]snapshot.SnapshotID) snapshot.Config {
 			return snapshot.Config{ID: pt.ID, Mode: g.Mode, Horizon: base, Sent: sent[pt.ID], Received: received[pt.ID]}
 		})
 		if err != nil {
@@ -195,7 +197,7 @@ func (s *System) restore(ctx context.Context, g *snapshot.Global, base snapshot.
 			if !ok {
 				return fmt.Errorf("channel %s seq %d: payload %T is not a RecordedMessage", c.Channel, m.Seq, m.Payload)
 			}
-			msg, err := DecodeMessage(rm)
+			msg, err := s.types.decode(rm)
 			if err != nil {
 				return fmt.Errorf("channel %s seq %d: %w", c.Channel, m.Seq, err)
 			}
@@ -208,7 +210,7 @@ func (s *System) restore(ctx context.Context, g *snapshot.Global, base snapshot.
 
 	for _, pt := range g.Participants {
 		if r, ok := live[pt.ID]; ok {
-			if _, err := s.start(s.root, r.p, r.k, string(pt.ID)); err != nil {
+			if _, err := s.start(actor.PropsFromProducer(r.k.producer, r.k.opts...), s.root, r.p, r.k.producer); err != nil {
 				return err
 			}
 		}

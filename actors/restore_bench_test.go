@@ -24,8 +24,6 @@ func (t *tally) Receive(ctx actor.Context) {
 	}
 }
 
-func init() { actors.RegisterMessage[*bump]("bench.bump") }
-
 // ringSnapshot is a stored snapshot of n tallies on a ring, with one
 // message in flight on every tenth channel.
 func ringSnapshot(b *testing.B, n int) *snapshot.Global {
@@ -65,7 +63,7 @@ func BenchmarkRestore(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				sys, err := actors.Restore(ctx, store, g.ID, actors.WithKind("tally", func() actor.Actor { return &tally{} }))
+				sys, err := actors.Restore(ctx, store, g.ID, append([]actors.Option{actors.WithKind("tally", func() actor.Actor { return &tally{} })}, benchMessages...)...)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -48,7 +48,7 @@ func TestRestoreTakesTheSameSnapshotFirst(t *testing.T) {
 		require.Positive(t, g.TotalInFlight())
 		shutdown(t, b.sys)
 
-		sys, err := Restore(ctx, store, g.ID, WithTimeout(testTimeout), WithKind("account", func() actor.Actor {
+		sys, err := Restore(ctx, store, g.ID, testMessages, WithTimeout(testTimeout), WithKind("account", func() actor.Actor {
 			return &account{rng: rand.New(rand.NewPCG(1, 2)), paused: &b.paused}
 		}))
 		require.NoError(t, err)
@@ -92,10 +92,10 @@ func TestRestoreNeedsKinds(t *testing.T) {
 	g, err := b.sys.Snapshot(context.Background())
 	require.NoError(t, err)
 	shutdown(t, b.sys)
-	_, err = Restore(context.Background(), store, g.ID)
+	_, err = Restore(context.Background(), store, g.ID, testMessages)
 	require.ErrorIs(t, err, ErrRestore)
 	require.ErrorIs(t, err, ErrUnknownKind)
-	_, err = Restore(context.Background(), store, 999)
+	_, err = Restore(context.Background(), store, 999, testMessages)
 	require.ErrorIs(t, err, persistence.ErrNotFound)
 }
 
@@ -115,7 +115,7 @@ func TestRestoreOlderSnapshot(t *testing.T) {
 	old, err := store.Load(ctx, ids[0])
 	require.NoError(t, err)
 
-	sys, err := Restore(ctx, store, ids[0], WithTimeout(testTimeout), WithKind("account", func() actor.Actor {
+	sys, err := Restore(ctx, store, ids[0], testMessages, WithTimeout(testTimeout), WithKind("account", func() actor.Actor {
 		return &account{rng: rand.New(rand.NewPCG(1, 2)), paused: &b.paused}
 	}))
 	require.NoError(t, err)
@@ -144,7 +144,7 @@ func TestRestoreDropsDeparted(t *testing.T) {
 	require.True(t, p0.Departed)
 	shutdown(t, sys)
 
-	restored, err := Restore(ctx, store, g.ID, WithTimeout(testTimeout), WithKind("probe", func() actor.Actor { return &probe{} }))
+	restored, err := Restore(ctx, store, g.ID, testMessages, WithTimeout(testTimeout), WithKind("probe", func() actor.Actor { return &probe{} }))
 	require.NoError(t, err)
 	defer shutdown(t, restored)
 	// The restored system's first snapshot, taken by Restore, is the

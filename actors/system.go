@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -86,7 +85,6 @@ type kind struct {
 	name     string
 	producer func() actor.Actor
 	opts     []actor.PropsOption
-	props    *actor.Props // the placeholder returned by System.Props
 }
 
 // System is a Proto.Actor actor system whose participants take consistent
@@ -109,7 +107,7 @@ type System struct {
 
 	kindsMu sync.RWMutex
 	kinds   map[string]*kind
-	props   map[*actor.Props]string // Props(kind) results, for spawning inside actors
+	types   *messageTypes
 
 	reg       registry
 	pool      *workpool.Pool
@@ -187,7 +185,7 @@ func newSystem(cfg config, lease persistence.Lease) (*System, error) {
 		log:      cfg.logger,
 		lease:    lease,
 		kinds:    make(map[string]*kind),
-		props:    make(map[*actor.Props]string),
+		types:    cfg.types,
 		guardSTW: make(chan struct{}),
 		pool:     workpool.New(participantThroughput, workerIdle),
 		reg:      newRegistry(),
@@ -233,162 +231,6 @@ func (s *System) ActorSystem() *actor.ActorSystem { return s.actors }
 // Root returns the system's root context, for messages from outside any
 // actor (they are outside every snapshot: see Ingress).
 func (s *System) Root() *actor.RootContext { return s.root }
-
-// RegisterKind registers an actor kind: a name and how to make a fresh
-// instance, with optional Props options (a supervisor, say; a mailbox or
-// middleware option is overridden). A restore spawns participants by kind.
-func (s *System) RegisterKind(name string, producer func() actor.Actor, opts ...actor.PropsOption) error {
-	if name == "" || producer == nil {
-		return fmt.Errorf("%w: a kind needs a name and a producer", ErrConfig)
-	}
-	s.kindsMu.Lock()
-	defer s.kindsMu.Unlock()
-	if _, ok := s.kinds[name]; ok {
-		return fmt.Errorf("%w: kind %q registered twice", ErrConfig, name)
-	}
-	// A placeholder Props that an actor passes to ctx.Spawn*: the snapshot
-	// context recognises it and spawns a participant of this kind.
-	k := &kind{name: name, producer: producer, opts: opts, props: actor.PropsFromProducer(func() actor.Actor { return producer() }, opts...)}
-	s.kinds[name] = k
-	s.props[k.props] = name
-	return nil
-}
-
-// Props returns Props for spawning a participant of a registered kind from
-// inside a participant: ctx.SpawnNamed(sys.Props("account"), "a1"). Spawn
-// through any other context, and the child is an ordinary actor.
-func (s *System) Props(kindName string) *actor.Props {
-	s.kindsMu.RLock()
-	defer s.kindsMu.RUnlock()
-	if k, ok := s.kinds[kindName]; ok {
-		return k.props
-	}
-	return nil
-}
-
-func (s *System) kind(name string) (*kind, error) {
-	s.kindsMu.RLock()
-	defer s.kindsMu.RUnlock()
-	k, ok := s.kinds[name]
-	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownKind, name)
-	}
-	return k, nil
-}
-
-func (s *System) kindOfProps(p *actor.Props) (string, bool) {
-	s.kindsMu.RLock()
-	defer s.kindsMu.RUnlock()
-	k, ok := s.props[p]
-	return k, ok
-}
-
-// Spawn starts a participant of a registered kind under name, from outside
-// any actor. It is born outside the cut of any snapshot in progress, so it
-// takes part only in later ones.
-func (s *System) Spawn(kindName, name string) (*actor.PID, error) {
-	return s.spawn(s.root, nil, kindName, name, nil)
-}
-
-// spawn starts a participant. parent is nil for spawns from outside any
-// actor. state, when set, is restored before the first message.
-func (s *System) spawn(spawner actor.SpawnerContext, parent *participant, kindName, name string, state []byte) (*actor.PID, error) {
-	if s.down.Load() {
-		return nil, ErrShutdown
-	}
-	k, err := s.kind(kindName)
-	if err != nil {
-		return nil, err
-	}
-	id := snapshot.ProcessID(name)
-	if parent != nil {
-		id = snapshot.ProcessID(parent.pid.Id + "/" + name)
-	}
-	var pcfg snapshot.Config
-	var joins []snapshot.SnapshotID
-	p, err := s.newParticipant(k, id, state, func(pending []snapshot.SnapshotID) snapshot.Config {
-		if parent != nil {
-			pcfg = parent.proc.ChildConfig(id)
-		} else {
-			// Born while these run, from outside any actor: it takes part
-			// in them with its state at birth (a participant that has not
-			// recorded one may send to it before its record).
-			pcfg = snapshot.Config{ID: id, Mode: s.cfg.mode}
-			joins = slices.Clone(pending)
-		}
-		return pcfg
-	})
-	if err != nil {
-		return nil, err
-	}
-	p.joins = joins
-	pid, err := s.start(spawner, p, k, name)
-	if err != nil {
-		return nil, err
-	}
-	if parent != nil {
-		parent.takeDrops() // id may be the name of a child dropped
-		parent.proc.DeclareOutgoing(id)
-		parent.children[id] = true
-		s.root.Send(s.guardian, &registered{id: id, finished: pcfg.Finished, horizon: pcfg.Horizon})
-	} else if len(joins) > 0 {
-		s.root.Send(s.guardian, &registered{id: id})
-	}
-	return pid, nil
-}
-
-// newParticipant registers a participant that is not running yet. config
-// gives its Process's Config, under the registry lock, from the snapshots
-// in progress.
-func (s *System) newParticipant(k *kind, id snapshot.ProcessID, state []byte, config func(pending []snapshot.SnapshotID) snapshot.Config) (*participant, error) {
-	p := &participant{
-		sys: s, id: id, kind: k.name, key: mailbox.SenderKey(s.nextKey.Add(1)), state: state,
-		targets:  make(map[*actor.PID]*participant),
-		byID:     make(map[snapshot.ProcessID]*participant),
-		peers:    make(map[mailbox.SenderKey]snapshot.ProcessID),
-		keys:     make(map[snapshot.ProcessID]mailbox.SenderKey),
-		held:     make(map[snapshot.ProcessID]heldMsg),
-		children: make(map[snapshot.ProcessID]bool),
-		reports:  make(map[snapshot.SnapshotID][]snapshot.ChannelRecord),
-	}
-	p.mb = mailbox.New(mailbox.WithHeldLimit(0, p.overHeld))
-	s.reg.mu.Lock()
-	defer s.reg.mu.Unlock()
-	if _, dup := s.reg.byID[id]; dup {
-		return nil, fmt.Errorf("actors: spawning %s: %w", id, actor.ErrNameExists)
-	}
-	if _, ok := s.reg.stopped[id]; ok {
-		return nil, fmt.Errorf("actors: spawning %s: %w", id, ErrNameStopped)
-	}
-	var err error
-	if p.proc, err = snapshot.NewProcess(config(s.reg.pending)); err != nil {
-		return nil, err
-	}
-	if p.aligned = p.proc.Mode() == snapshot.Aligned; p.aligned {
-		// Wait for no one until the guardian, which knows the channel
-		// graph and its cycles, says whom (WithMode).
-		p.proc.SetAwaited(0, nil)
-	}
-	s.reg.byID[id] = p
-	s.reg.version++
-	s.reg.byKey[p.key] = p
-	return p, nil
-}
-
-// start spawns a registered participant's actor.
-func (s *System) start(spawner actor.SpawnerContext, p *participant, k *kind, name string) (*actor.PID, error) {
-	opts := append(slices.Clone(k.opts), actor.WithMailbox(func() actor.Mailbox { return p.mb }), actor.WithDispatcher(s.pool))
-	props := actor.PropsFromProducer(func() actor.Actor { return &shell{p: p, inner: k.producer()} }, opts...)
-	s.stopped.Add(1)
-	pid, err := spawner.SpawnNamed(props, name)
-	if err != nil {
-		s.stopped.Done()
-		s.reg.remove(p)
-		return nil, fmt.Errorf("actors: spawning %s: %w", p.id, err)
-	}
-	p.pid = pid
-	return pid, nil
-}
 
 // Participants returns the ids of the live participants, sorted.
 func (s *System) Participants() []snapshot.ProcessID {

@@ -69,11 +69,10 @@ const (
 	system  = "example-bank"
 )
 
-func init() {
-	// Transfers may be caught in flight: their type must be registered
-	// so that a snapshot can store them and a restore rebuild them.
-	actors.RegisterMessage[*Transfer]("example.bank.transfer")
-}
+// transfers registers the message type: transfers may be caught in
+// flight, so a snapshot must be able to store them and a restore rebuild
+// them.
+var transfers = actors.WithMessage[*Transfer]("example.bank.transfer")
 
 // config is what one run does.
 type config struct {
@@ -163,6 +162,7 @@ func start(ctx context.Context, store persistence.Store, c config) (*actors.Syst
 	opts := []actors.Option{
 		// Accounts are spawned by kind; a restore builds a fresh instance
 		// the same way and fills in its exported fields from the snapshot.
+		transfers,
 		actors.WithKind(kind, func() actor.Actor { return &Account{Balance: initial} }),
 		actors.WithStore(store),
 		actors.WithSystemName(system),
@@ -205,7 +205,7 @@ func count(g *snapshot.Global) (money int64, inFlight int, err error) {
 	}
 	for _, c := range g.Channels {
 		for _, m := range c.Messages {
-			v, err := actors.DecodeMessage(m.Payload.(actors.RecordedMessage))
+			v, err := actors.DecodeMessage(m.Payload.(actors.RecordedMessage), transfers)
 			if err != nil {
 				return 0, 0, err
 			}

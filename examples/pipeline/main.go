@@ -28,6 +28,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -117,7 +118,7 @@ func run(ctx context.Context, w io.Writer, c config) (Output, error) {
 // options configures a pipeline system of c.Workers workers that hands its
 // output to out. A restore overwrites the state the producers set.
 func options(c config, store persistence.Store, out chan<- Output) []actors.Option {
-	opts := []actors.Option{
+	opts := append(slices.Clone(messages),
 		actors.WithMode(snapshot.Aligned),
 		actors.WithStore(store),
 		// A barrier waits behind a round in progress; on a loaded machine
@@ -126,7 +127,7 @@ func options(c config, store persistence.Store, out chan<- Output) []actors.Opti
 		actors.WithKind("source", func() actor.Actor { return &source{Items: c.Items, Workers: c.Workers, Seed: c.Seed} }),
 		actors.WithKind("worker", func() actor.Actor { return &worker{Steps: c.Work} }),
 		actors.WithKind("agg", func() actor.Actor { return &aggregator{Items: c.Items, Workers: c.Workers, out: out} }),
-	}
+	)
 	for i := range c.Workers {
 		opts = append(opts, actors.WithBackEdges(snapshot.Channel{From: aggName, To: snapshot.ProcessID(workerName(i))}))
 	}

@@ -75,12 +75,13 @@ type (
 	}
 )
 
-func init() {
-	actors.RegisterMessage[*Items]("pipeline.Items")
-	actors.RegisterMessage[*Step]("pipeline.Step")
-	actors.RegisterMessage[*Delta]("pipeline.Delta")
-	actors.RegisterMessage[*Collect]("pipeline.Collect")
-	actors.RegisterMessage[*Values]("pipeline.Values")
+// messages registers the pipeline's message types.
+var messages = []actors.Option{
+	actors.WithMessage[*Items]("pipeline.Items"),
+	actors.WithMessage[*Step]("pipeline.Step"),
+	actors.WithMessage[*Delta]("pipeline.Delta"),
+	actors.WithMessage[*Collect]("pipeline.Collect"),
+	actors.WithMessage[*Values]("pipeline.Values"),
 }
 
 // Participant names.
@@ -121,7 +122,7 @@ type worker struct {
 	Index []int
 	A, X  []float64
 
-	agg *actor.PID
+	agg *actor.PID `msgpack:"-"` // looked up by name
 }
 
 func (w *worker) Receive(ctx actor.Context) {
@@ -157,8 +158,8 @@ type aggregator struct {
 	Values         []float64
 	Done           bool
 
-	out     chan<- Output // buffered, of 1
-	workers []*actor.PID
+	out     chan<- Output `msgpack:"-"` // buffered, of 1
+	workers []*actor.PID  `msgpack:"-"` // looked up by name
 }
 
 func (a *aggregator) Receive(ctx actor.Context) {

@@ -25,7 +25,9 @@ import (
 // Transfer is money moving from one account to another.
 type Transfer struct{ Amount int64 }
 
-func init() { actors.RegisterMessage[*Transfer]("bank.transfer") }
+// Messages registers the bank's message types, for NewSystem, Restore
+// and reading a stored snapshot.
+var Messages = actors.WithMessage[*Transfer]("bank.transfer")
 
 // Peers tells an account whom it pays, by name. The names are part of the
 // account's state, so a restored account pays the same peers.
@@ -38,8 +40,8 @@ type Kick struct{ N int }
 type Account struct {
 	Balance int64
 	Peers   []string
-	pids    []*actor.PID
-	rng     *rand.Rand
+	pids    []*actor.PID `msgpack:"-"` // looked up again from Peers
+	rng     *rand.Rand   `msgpack:"-"` // seeded afresh: transfers are random
 }
 
 // Receive implements actor.Actor.
@@ -170,7 +172,7 @@ func Money(g *snapshot.Global) (int64, error) {
 			if !ok {
 				return 0, fmt.Errorf("channel %s: payload %T", c.Channel, m.Payload)
 			}
-			v, err := actors.DecodeMessage(rm)
+			v, err := actors.DecodeMessage(rm, Messages)
 			if err != nil {
 				return 0, err
 			}
@@ -190,11 +192,10 @@ func Kind(initial int64) actors.Option {
 	return actors.WithKind("account", func() actor.Actor { return &Account{Balance: initial} })
 }
 
-// Kinds returns the options giving every kind of the bank's participants,
-// for actors.CheckDecodes of a stored snapshot of the bank, as `actorsnap
-// verify` runs it. The bank's message types are registered when this
-// package is imported.
-func Kinds() []actors.Option { return []actors.Option{Kind(0)} }
+// Kinds returns the options giving every kind of the bank's participants
+// and its message types, for actors.CheckDecodes of a stored snapshot of
+// the bank, as `actorsnap verify` runs it.
+func Kinds() []actors.Option { return []actors.Option{Kind(0), Messages} }
 
 // RunConfig is what Run and Resume do.
 type RunConfig struct {
@@ -218,7 +219,7 @@ const DefaultMaxFailures = 3
 // each, and writes a line per snapshot to w. It returns an error if any
 // snapshot is inconsistent.
 func Run(ctx context.Context, w io.Writer, cfg RunConfig) error {
-	sys, err := actors.NewSystem(append([]actors.Option{Kind(cfg.Initial)}, cfg.Options...)...)
+	sys, err := actors.NewSystem(append([]actors.Option{Kind(cfg.Initial), Messages}, cfg.Options...)...)
 	if err != nil {
 		return err
 	}
@@ -243,7 +244,7 @@ func Resume(ctx context.Context, w io.Writer, store persistence.Store, id snapsh
 		}
 		id = g.ID
 	}
-	sys, err := actors.Restore(ctx, store, id, append([]actors.Option{Kind(0)}, cfg.Options...)...)
+	sys, err := actors.Restore(ctx, store, id, append([]actors.Option{Kind(0), Messages}, cfg.Options...)...)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,111 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/actorsnap/actorsnap/internal/lossless"
+)
+
+// ErrLossy is wrapped by the error of a spawn, or of a message type's
+// registration, whose type would not survive a snapshot: msgpack would
+// leave out a field (an unexported one, say) or fail on it (a channel).
+// The error names the type, the field and the fixes.
+var ErrLossy = errors.New("actors: type would not survive a snapshot")
+
+// Stateless is embedded in an actor that keeps no state of its own, to
+// say so: its snapshots hold an empty state, and a restore gives it
+// nothing. Its unexported fields (the PIDs it talks to, say) are left as
+// the producer makes them; an exported field beside it is refused, since
+// it would be left out of every snapshot.
+type Stateless struct{}
+
+// MarshalState implements StateMarshaler: no state.
+func (Stateless) MarshalState() ([]byte, error) { return nil, nil }
+
+// UnmarshalState implements StateUnmarshaler: no state.
+func (Stateless) UnmarshalState([]byte) error { return nil }
+
+var (
+	statelessType = reflect.TypeFor[Stateless]()
+	marshalerType = reflect.TypeFor[StateMarshaler]()
+	// trusted are the types msgpack encodes without loss though lossless
+	// cannot see it: a PID's unexported fields are protobuf's bookkeeping
+	// and its process cache, rebuilt on use.
+	trusted = []lossless.Option{lossless.Trust(reflect.TypeFor[actor.PID]())}
+)
+
+// lossChecks remembers the answer for each actor type: a type is checked
+// once, at its first spawn.
+var lossChecks sync.Map // reflect.Type -> error
+
+// checkLossless reports why the state of actor a would not survive a
+// snapshot, or nil.
+func checkLossless(a actor.Actor) error {
+	t := reflect.TypeOf(a)
+	if v, ok := lossChecks.Load(t); ok {
+		err, _ := v.(error)
+		return err
+	}
+	err := stateLoss(t)
+	if err != nil {
+		err = fmt.Errorf("%w: %w", ErrLossy, err)
+	}
+	lossChecks.Store(t, err)
+	return err
+}
+
+func stateLoss(t reflect.Type) error {
+	if t.Implements(marshalerType) {
+		if _, ok := reflect.Zero(t).Interface().(StateUnmarshaler); !ok {
+			return fmt.Errorf("%v implements MarshalState but not UnmarshalState: a restore could not read its state back", t)
+		}
+		if f, ok := exportedBeside(t); ok {
+			return fmt.Errorf("%v embeds actors.Stateless but has the exported field %s, which no snapshot would hold: tag it msgpack:\"-\", unexport it, or drop Stateless", t, f)
+		}
+		return nil
+	}
+	if lossless.IsEmpty(t) {
+		return fmt.Errorf("%v has no fields: embed actors.Stateless to say it keeps no state, or implement actors.StateMarshaler", t)
+	}
+	return lossless.Check(t, append(trusted, lossless.WithMarshalerHint("actors.StateMarshaler+StateUnmarshaler (or embed actors.Stateless for no state)"))...)
+}
+
+// exportedBeside returns an exported field of t's struct, beside an
+// embedded Stateless, that msgpack would otherwise encode.
+func exportedBeside(t reflect.Type) (string, bool) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return "", false
+	}
+	embeds := false
+	for i := range t.NumField() {
+		if f := t.Field(i); f.Anonymous && f.Type == statelessType {
+			embeds = true
+		}
+	}
+	if !embeds {
+		return "", false
+	}
+	for i := range t.NumField() {
+		if f := t.Field(i); f.IsExported() && f.Type != statelessType && f.Tag.Get("msgpack") != "-" {
+			return f.Name, true
+		}
+	}
+	return "", false
+}
+
+// checkMessage reports why messages of type t would not survive a
+// snapshot, or nil.
+func checkMessage(t reflect.Type) error {
+	if err := lossless.Check(t, append(trusted, lossless.WithMarshalerHint("msgpack.CustomEncoder+CustomDecoder"))...); err != nil {
+		return fmt.Errorf("%w: message %w", ErrLossy, err)
+	}
+	return nil
+}
