@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -181,21 +182,38 @@ func checkRetain(n int) error {
 }
 
 // Memory is an in-memory Store, for tests and for systems that only need
-// their snapshots while they run. It keeps the Globals it is given; Load
-// returns a copy whose slices are the caller's but whose byte slices are
-// shared. The zero value is ready to use.
+// their snapshots while they run. It keeps the Globals it is given, the
+// DefaultMemoryKeep newest unless made with NewMemoryKeep; Load returns a
+// copy whose slices are the caller's but whose byte slices are shared.
+// The zero value is ready to use.
 type Memory struct {
 	mu    sync.Mutex
 	snaps map[snapshot.SnapshotID]*snapshot.Global
 	high  snapshot.SnapshotID // the highest id saved
 	owner Owner
 	lease *memLease // the lease held, if any
+	keep  int       // snapshots kept: 0 for DefaultMemoryKeep, -1 for all
 }
 
 var _ Store = (*Memory)(nil)
 
-// NewMemory returns an empty in-memory store.
+// DefaultMemoryKeep is how many snapshots a Memory keeps, the newest:
+// each save past it drops the oldest, so that a system taking periodic
+// snapshots into memory does not grow without bound.
+const DefaultMemoryKeep = 16
+
+// NewMemory returns an empty in-memory store that keeps the
+// DefaultMemoryKeep newest snapshots.
 func NewMemory() *Memory { return &Memory{} }
+
+// NewMemoryKeep returns an empty in-memory store that keeps the n newest
+// snapshots, or every one if n is 0 or less.
+func NewMemoryKeep(n int) *Memory {
+	if n <= 0 {
+		n = -1
+	}
+	return &Memory{keep: n}
+}
 
 // Save implements Store.
 func (m *Memory) Save(ctx context.Context, g *snapshot.Global) error {
@@ -215,6 +233,16 @@ func (m *Memory) Save(ctx context.Context, g *snapshot.Global) error {
 	}
 	m.snaps[g.ID] = g
 	m.high = max(m.high, g.ID)
+	keep := m.keep
+	if keep == 0 {
+		keep = DefaultMemoryKeep
+	}
+	if keep > 0 && len(m.snaps) > keep {
+		ids := slices.Sorted(maps.Keys(m.snaps))
+		for _, id := range ids[:len(ids)-keep] {
+			delete(m.snaps, id)
+		}
+	}
 	return nil
 }
 
