@@ -70,7 +70,6 @@ func (a *account) pay(ctx actor.Context) {
 	ctx.Send(a.peers[a.rng.IntN(len(a.peers))], &transfer{Amount: amount})
 }
 
-
 // bank is a running bank of participants.
 type bank struct {
 	sys    *System

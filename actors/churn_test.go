@@ -28,7 +28,6 @@ type churnToken struct{ Hop int }
 // churnStart makes a hub send off the tokens it holds.
 type churnStart struct{}
 
-
 // churn is the shared wiring of a churn workload.
 type churn struct {
 	sys      *System

@@ -142,7 +142,6 @@ type coinV1 struct{ Amount int64 }
 
 type coin struct{ Amount string }
 
-
 // stateOf encodes a as a snapshot stores it.
 func stateOf(t *testing.T, a actor.Actor) []byte {
 	t.Helper()

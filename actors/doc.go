@@ -4,22 +4,39 @@
 //
 // # Use
 //
-//	sys, _ := actors.NewSystem(actors.WithTimeout(5 * time.Second))
-//	defer sys.Shutdown(context.Background())
-//	actors.RegisterMessage[*Transfer]("bank.transfer")
-//	sys.RegisterKind("account", func() actor.Actor { return &Account{} })
-//	pid, _ := sys.Spawn("account", "a1")
+// A Proto.Actor program takes snapshots by building its actor system
+// through NewSystem, registering the message types that may be in flight,
+// and adding one option to the Props of the actors that take part:
+//
+//	sys, err := actors.NewSystem(
+//		actors.WithMessage[*Transfer]("bank.transfer"), // may be recorded in flight
+//		actors.WithKind("account", newAccount),         // what Restore rebuilds "account"s from
+//		actors.WithStore(store))
+//	props := actor.PropsFromProducer(newAccount, sys.Snapshotted("account"))
+//	pid, err := sys.Root().SpawnNamed(props, "alice") // any spawn call, anywhere
 //	...
-//	g, err := sys.Snapshot(ctx) // complete, verified and stored
+//	g, err := sys.Snapshot(ctx)    // complete, verified and stored
 //	sys.SnapshotEvery(time.Second) // or on a schedule (also WithInterval)
 //
-// Participants are ordinary actors spawned by kind and name, through
-// System.Spawn or, inside a participant, ctx.Spawn*(sys.Props(kind)). Their
-// Receive gets a context whose sends to other participants are stamped
-// and posted straight into the receiver's per-sender queue (package
-// mailbox): FIFO per channel, markers in line with data, and no envelope,
-// middleware or header map on the way. Send, Request, RequestFuture,
-// Respond, Forward and Poison keep their Proto.Actor meaning.
+// Participants are the actors spawned from Props with Snapshotted (or
+// System.Props of a kind), by any of Proto.Actor's spawn calls: from the
+// root context, from any actor, or as children. A participant's id is its
+// PID's id. Its Receive gets a context whose sends to other participants
+// are stamped and posted straight into the receiver's per-sender queue
+// (package mailbox): FIFO per channel, markers in line with data, and no
+// envelope, middleware or header map on the way. Send, Request,
+// RequestFuture, Respond, Forward and Poison keep their Proto.Actor
+// meaning. Props options that would change that (actor.WithMailbox,
+// actor.WithDispatcher, actor.WithSenderMiddleware) fail the spawn with
+// ErrProps rather than being overridden.
+//
+// Nothing is lost in silence. An actor type whose state would not survive
+// a snapshot (an unexported field, a channel, no field at all) fails its
+// first spawn, and a message type that would not fails its registration,
+// with ErrLossy and an error naming the type, the field and the fixes:
+// export the field, tag it msgpack:"-" (wiring such as PIDs), implement
+// StateMarshaler and StateUnmarshaler, or embed Stateless in an actor
+// that keeps no state.
 //
 // Participants run on a small pool of workers (as many as cores, at least
 // two) taking mailbox turns in FIFO order. A participant that blocks in
@@ -33,8 +50,11 @@
 //     messages: MarshalState if the actor implements StateMarshaler, else
 //     its exported fields encoded with msgpack.
 //   - Each channel's messages in flight, for message types registered with
-//     RegisterMessage. A snapshot that meets an unregistered type is aborted
-//     with an error naming the type; the application keeps running.
+//     WithMessage (a type and its pointer are one registration; each is
+//     restored in the form it was sent). A snapshot that meets an
+//     unregistered type is aborted with an error naming the type; the
+//     application keeps running. DecodeState and DecodeAs read a stored
+//     snapshot's states and messages as typed values.
 //   - The counters that prove the cut consistent (snapshot.Global.Verify).
 //
 // Outside every snapshot: messages from senders that are not participants
@@ -107,7 +127,7 @@
 // # Stores
 //
 // A system saves its snapshots in one store (WithStore; in memory by
-// default) and owns it: NewSystem claims the store for the system named
+// default, keeping the 16 newest) and owns it: NewSystem claims the store for the system named
 // by WithSystemName (DefaultSystemName, "default", unless given; keep it
 // stable across runs) and holds it until Shutdown. A store that holds or
 // has held snapshots belongs to the system that wrote them: NewSystem is
@@ -123,8 +143,8 @@
 // # Observability
 //
 // Completions and aborts are published on the actor system's event stream
-// (SnapshotCompleted, SnapshotAborted), logged through the *slog.Logger of
-// WithLogger, and counted through the OpenTelemetry MeterProvider of
+// as pointers (*SnapshotCompleted, *SnapshotAborted), logged through the
+// *slog.Logger of WithLogger (which Proto.Actor logs through too), and counted through the OpenTelemetry MeterProvider of
 // WithMeterProvider: actorsnap.snapshots.started, .completed, .aborted (by
 // reason), actorsnap.snapshot.duration, .state_bytes and
 // .recorded_messages.

@@ -99,3 +99,32 @@ func ExampleWithMode() {
 	// in flight a->b: 0
 	// consistent: true
 }
+
+// Snapshot events come on the actor system's event stream as pointers:
+// match *actors.SnapshotCompleted and *actors.SnapshotAborted.
+func ExampleSnapshotCompleted() {
+	sys, err := actors.NewSystem(actors.WithMessage[*Ping]("example.ping"))
+	if err != nil {
+		panic(err)
+	}
+	defer sys.Shutdown(context.Background())
+	completed := make(chan *actors.SnapshotCompleted, 1)
+	sub := sys.ActorSystem().EventStream.Subscribe(func(evt interface{}) {
+		switch e := evt.(type) {
+		case *actors.SnapshotCompleted:
+			completed <- e
+		case *actors.SnapshotAborted:
+			fmt.Println("aborted:", e.Err)
+		}
+	})
+	defer sys.ActorSystem().EventStream.Unsubscribe(sub)
+	play(sys)
+
+	if _, err := sys.Snapshot(context.Background()); err != nil {
+		panic(err)
+	}
+	e := <-completed
+	fmt.Println("completed:", e.Global.ID, len(e.Global.Participants), "participants")
+	// Output:
+	// completed: 1 2 participants
+}

@@ -14,15 +14,17 @@ import (
 	"github.com/actorsnap/actorsnap/snapshot"
 )
 
-// SnapshotCompleted is published on the actor system's event stream when a
-// snapshot is complete and stored.
+// SnapshotCompleted is published on the actor system's event stream, as a
+// *SnapshotCompleted (a pointer), when a snapshot is complete and stored:
+// subscribe with sys.ActorSystem().EventStream.Subscribe and match
+// `case *actors.SnapshotCompleted:`.
 type SnapshotCompleted struct {
 	Global   *snapshot.Global
 	Duration time.Duration
 }
 
-// SnapshotAborted is published on the actor system's event stream when a
-// snapshot is aborted. Err wraps snapshot.ErrAborted and the reason
+// SnapshotAborted is published on the actor system's event stream, as a
+// *SnapshotAborted (a pointer), when a snapshot is aborted. Err wraps snapshot.ErrAborted and the reason
 // (ErrSave and the store's error for a save that failed).
 type SnapshotAborted struct {
 	ID  snapshot.SnapshotID
@@ -111,6 +113,7 @@ type guardian struct {
 	partIDs      []snapshot.ProcessID // their ids
 	partsVersion uint64
 	down         bool
+	downAborted  int // snapshots aborted since the shutdown began: each published
 	rng          *rand.Rand
 
 	// Aligned mode: whose barriers each participant was last handed.
@@ -222,7 +225,9 @@ func (g *guardian) Receive(ctx actor.Context) {
 }
 
 // shutdown refuses further starts, aborts the snapshots in progress and
-// waits for the saves under way. It returns how many it aborted.
+// waits for the saves under way. It returns how many snapshots ended
+// aborted meanwhile, each published as a SnapshotAborted: those in
+// progress, and saves that failed.
 func (g *guardian) shutdown() int {
 	g.down = true
 	if g.ticker != nil {
@@ -232,8 +237,7 @@ func (g *guardian) shutdown() int {
 		reply <- result{err: ErrShutdown}
 	}
 	g.postponed = nil
-	pending := g.coord.Pending()
-	for _, id := range pending {
+	for _, id := range g.coord.Pending() {
 		g.coord.Abort(g.s.cfg.clock.Now(), id, ErrShutdown)
 	}
 	g.carry()
@@ -244,7 +248,7 @@ func (g *guardian) shutdown() int {
 			g.saved(out)
 		}
 	}
-	return len(pending)
+	return g.downAborted
 }
 
 // every replaces the periodic schedule: a start every d from now on, none
@@ -532,6 +536,9 @@ func (g *guardian) finish(r *run, gl *snapshot.Global, err error, unrecorded []s
 			slog.Int("in_flight", gl.TotalInFlight()), slog.Duration("duration", d))
 		g.s.actors.EventStream.Publish(&SnapshotCompleted{Global: gl, Duration: d})
 	} else {
+		if g.down {
+			g.downAborted++
+		}
 		g.s.metrics.abort(abortReason(err))
 		g.s.log.Warn("snapshot aborted", slog.Uint64("id", uint64(r.id)), slog.Any("error", err))
 		g.s.actors.EventStream.Publish(&SnapshotAborted{ID: r.id, Err: err})

@@ -71,7 +71,7 @@ func withOptions(opts ...Option) Option {
 // probe does what it is told; its state is what it saw.
 type probe struct {
 	Seen      []string
-	Forwarder *actor.PID `msgpack:"-"`
+	Forwarder *actor.PID    `msgpack:"-"`
 	events    chan<- string `msgpack:"-"`
 }
 
@@ -650,6 +650,47 @@ func TestMetricsAndLogs(t *testing.T) {
 	assert.Equal(t, int64(1), sums["actorsnap.snapshots.aborted"])
 	assert.Contains(t, logs.String(), "snapshot complete")
 	assert.Contains(t, logs.String(), "snapshot aborted")
+	assert.Contains(t, logs.String(), `msg="actor system started"`, "one logger for actorsnap and Proto.Actor")
+}
+
+// Shutdown's count of aborted snapshots is the number of SnapshotAborted
+// events it published.
+func TestShutdownCountsTheAbortsPublished(t *testing.T) {
+	sys, pids, _ := probes(t, 2, WithMaxConcurrent(3))
+	aborted := make(chan *SnapshotAborted, 10)
+	sys.ActorSystem().EventStream.Subscribe(func(evt interface{}) {
+		if e, ok := evt.(*SnapshotAborted); ok {
+			aborted <- e
+		}
+	})
+	release := block(t, sys, pids[0])
+	for range 3 {
+		startAsync(sys)
+	}
+	// Shutdown stops the participants after the aborts: p0 is let go once
+	// they are published.
+	done := make(chan error, 1)
+	go func() { done <- sys.Shutdown(context.Background()) }()
+	for range 3 {
+		require.ErrorIs(t, waitFor(t, aborted).Err, ErrShutdown)
+	}
+	release()
+	err := waitFor(t, done)
+	require.ErrorIs(t, err, ErrShutdown)
+	assert.Contains(t, err.Error(), "3 snapshots in progress aborted")
+	select {
+	case e := <-aborted:
+		t.Fatalf("a fourth abort published: %v", e.Err)
+	default:
+	}
+}
+
+func TestWithStoreNilRefused(t *testing.T) {
+	_, err := NewSystem(WithStore(nil))
+	require.ErrorIs(t, err, ErrConfig)
+	assert.Contains(t, err.Error(), "WithStore(nil)")
+	_, err = Restore(context.Background(), nil, 0)
+	require.ErrorIs(t, err, ErrConfig)
 }
 
 // A participant that stops while its messages still wait in a receiver's

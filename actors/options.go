@@ -53,6 +53,7 @@ type config struct {
 	kinds       []*kind
 	messages    []messageReg
 	types       *messageTypes // built from messages
+	storeSet    bool          // WithStore was given
 }
 
 // Defaults and bounds of the options.
@@ -122,13 +123,16 @@ func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = 
 // beyond it fails with ErrBusy. Default 4; 1 to 64.
 func WithMaxConcurrent(n int) Option { return func(c *config) { c.concurrent = n } }
 
-// WithStore sets where complete snapshots are saved. Default: an in-memory
-// store. The system claims the store (persistence.Store.Claim) as it
+// WithStore sets where complete snapshots are saved; a nil store is
+// refused (ErrConfig). Default: an in-memory store that keeps the newest
+// persistence.DefaultMemoryKeep snapshots, gone when the process ends. The system claims the store (persistence.Store.Claim) as it
 // starts and holds the lease until Shutdown: NewSystem is refused a store
 // that holds or has held snapshots (persistence.ErrOwned: Restore that
 // system instead, or give the new one a namespace of its own) and one
 // that another writer holds (persistence.ErrLocked).
-func WithStore(s persistence.Store) Option { return func(c *config) { c.store = s } }
+func WithStore(s persistence.Store) Option {
+	return func(c *config) { c.store, c.storeSet = s, true }
+}
 
 // WithSystemName names the system: the name is recorded in its store as
 // the store's owner (persistence.Store.Claim), so that the store says
@@ -173,7 +177,9 @@ func checkInterval(d time.Duration) error {
 	return nil
 }
 
-// WithLogger sets the logger of snapshot events. Default: discard.
+// WithLogger sets the logger of actorsnap and of the Proto.Actor system
+// under it (unless WithActorSystemConfig gives Proto.Actor a logger
+// factory of its own): one logger for both. Default: discard.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
 // WithMeterProvider sets the OpenTelemetry meter provider for the
@@ -231,7 +237,10 @@ func newConfig(opts []Option) (config, error) {
 	if c.types, err = c.messageTypes(); err != nil {
 		return c, err
 	}
-	if c.store == nil {
+	switch {
+	case c.storeSet && c.store == nil:
+		return c, fmt.Errorf("%w: WithStore(nil): give a store (persistence.Open for files, persistence.NewMemory for memory)", ErrConfig)
+	case c.store == nil:
 		c.store = persistence.NewMemory()
 	}
 	if c.clock == nil {
