@@ -32,8 +32,7 @@ func Example_quickstart() {
 // Account is an actor; its exported fields are its state in a snapshot.
 type Account struct{ Balance int64 }
 
-// Transfer pays Amount to the receiver, or, with To set, from the
-// receiver to To.
+// Transfer pays Amount to the receiver, or from it to To if set.
 type Transfer struct {
 	To     *actor.PID
 	Amount int64
