@@ -213,3 +213,33 @@ func TestMessageRegistration(t *testing.T) {
 	_, err = enc.messages([]snapshot.Message{{Seq: 1, Payload: &ping{}}})
 	require.ErrorIs(t, err, ErrUnregistered)
 }
+
+type (
+	forgetful struct {
+		Kept, Forgot int
+	}
+	wired struct {
+		Balance int
+		peer    *actor.PID `msgpack:"-"`
+	}
+)
+
+func (*forgetful) Receive(actor.Context) {}
+func (*wired) Receive(actor.Context)     {}
+
+func (f *forgetful) MarshalState() ([]byte, error) { return []byte{byte(f.Kept)}, nil }
+func (f *forgetful) UnmarshalState(b []byte) error  { f.Kept = int(b[0]); return nil }
+
+// RoundTrip finds what a custom marshaler forgets, and passes what a
+// snapshot keeps; fields tagged msgpack:"-" are left out on purpose.
+func TestRoundTrip(t *testing.T) {
+	require.NoError(t, RoundTrip(&note{Text: "x"}))
+	require.NoError(t, RoundTrip(note{Text: "x"}))
+	require.NoError(t, RoundTrip(&wired{Balance: 3, peer: actor.NewPID("a", "b")}))
+	require.NoError(t, RoundTrip(&stateless{peer: actor.NewPID("a", "b")}))
+	require.NoError(t, RoundTrip(&forgetful{Kept: 1}))
+	err := RoundTrip(&forgetful{Kept: 1, Forgot: 2})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "does not come back whole")
+	require.Error(t, RoundTrip(&secretMsg{amount: 1}), "an unexported field is lost")
+}

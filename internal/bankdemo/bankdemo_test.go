@@ -85,3 +85,16 @@ func TestKindsDecodeTheBanksSnapshots(t *testing.T) {
 		t.Fatalf("got %v, want ErrStateDecode and %q", err, want)
 	}
 }
+
+// Every message and state type of the demo comes back from a snapshot
+// whole.
+func TestTypesRoundTrip(t *testing.T) {
+	for _, v := range []any{
+		&bankdemo.Transfer{Amount: 5}, &bankdemo.Peers{Names: []string{"a", "b"}}, &bankdemo.Kick{N: 2},
+		&bankdemo.Account{Balance: 7, Peers: []string{"a"}},
+	} {
+		if err := actors.RoundTrip(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
