@@ -274,9 +274,9 @@ type pingStart struct {
 // n have come back.
 type pinger struct {
 	Sent, Recv int
-	peer       *actor.PID
-	start      *pingStart
-	msg        benchPing
+	peer       *actor.PID `msgpack:"-"`
+	start      *pingStart `msgpack:"-"`
+	msg        benchPing  `msgpack:"-"`
 }
 
 func (p *pinger) Receive(ctx actor.Context) {
@@ -305,8 +305,8 @@ func (p *pinger) Receive(ctx actor.Context) {
 // ponger sends every ping back.
 type ponger struct {
 	Recv int
-	peer *actor.PID
-	msg  benchPing
+	peer *actor.PID `msgpack:"-"`
+	msg  benchPing  `msgpack:"-"`
 }
 
 func (p *ponger) Receive(ctx actor.Context) {
@@ -417,14 +417,14 @@ type load struct {
 // is exported: it is the state msgpack captures.
 type account struct {
 	Balance int64
-	peers   []*actor.PID
-	rng     *rand.Rand
-	load    *load
-	logging bool     // consistent stop-the-world: between pause and mark
-	logged  [][]byte // transfers received meanwhile, encoded
-	amounts int64    // their sum
-	logErr  error
-	seen    uint64 // the last floor round this account took part in
+	peers   []*actor.PID `msgpack:"-"`
+	rng     *rand.Rand   `msgpack:"-"`
+	load    *load        `msgpack:"-"`
+	logging bool         `msgpack:"-"` // consistent stop-the-world: between pause and mark
+	logged  [][]byte     `msgpack:"-"` // transfers received meanwhile, encoded
+	amounts int64        `msgpack:"-"` // their sum
+	logErr  error        `msgpack:"-"`
+	seen    uint64       `msgpack:"-"` // the last floor round this account took part in
 }
 
 func (a *account) Receive(ctx actor.Context) {

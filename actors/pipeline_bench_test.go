@@ -43,7 +43,7 @@ type (
 
 type fastSource struct {
 	Sent   int64
-	merger *actor.PID
+	merger *actor.PID `msgpack:"-"`
 }
 
 func (s *fastSource) Receive(ctx actor.Context) {
@@ -67,7 +67,7 @@ func (s *fastSource) send(ctx actor.Context) {
 type slowSource struct {
 	Sent   int64
 	Digest [sha256.Size]byte
-	merger *actor.PID
+	merger *actor.PID `msgpack:"-"`
 }
 
 // slowWork is the slow input's work on each message: pipeSlowRounds
@@ -95,8 +95,8 @@ func (s *slowSource) Receive(ctx actor.Context) {
 
 type merger struct {
 	Count     int64
-	fast      *actor.PID
-	processed *atomic.Int64
+	fast      *actor.PID    `msgpack:"-"`
+	processed *atomic.Int64 `msgpack:"-"`
 }
 
 func (m *merger) Receive(ctx actor.Context) {

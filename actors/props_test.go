@@ -228,7 +228,7 @@ func (*forgetful) Receive(actor.Context) {}
 func (*wired) Receive(actor.Context)     {}
 
 func (f *forgetful) MarshalState() ([]byte, error) { return []byte{byte(f.Kept)}, nil }
-func (f *forgetful) UnmarshalState(b []byte) error  { f.Kept = int(b[0]); return nil }
+func (f *forgetful) UnmarshalState(b []byte) error { f.Kept = int(b[0]); return nil }
 
 // RoundTrip finds what a custom marshaler forgets, and passes what a
 // snapshot keeps; fields tagged msgpack:"-" are left out on purpose.
