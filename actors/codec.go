@@ -10,6 +10,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/vmihailenco/msgpack/v5"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/snapshot"
@@ -87,6 +88,9 @@ func (m *messageTypes) register(t reflect.Type, name string) error {
 		}
 	}
 	m.byType[t], m.byName[name] = name, t
+	if t.Kind() == reflect.Pointer && t.Implements(protoMessage) {
+		return nil // a protobuf message goes by pointer only
+	}
 	m.byType[other], m.byName[otherForm+name] = otherForm+name, other
 	return nil
 }
@@ -197,7 +201,7 @@ func (e *encoder) messages(msgs []snapshot.Message) ([]snapshot.Message, error) 
 		if err != nil {
 			return nil, err
 		}
-		if err := e.enc.Encode(m.Payload); err != nil {
+		if err := e.encode(m.Payload); err != nil {
 			return nil, fmt.Errorf("actors: encoding %s: %w", name, err)
 		}
 		e.names = append(e.names, name)
@@ -263,16 +267,43 @@ func (c *config) messageTypes() (*messageTypes, error) {
 // payloads), with no registration needed. It fails if m was not stored
 // as a T: its type name is the caller's to check (m.Type).
 func DecodeAs[T any](m RecordedMessage) (T, error) {
-	var v T
-	if err := msgpack.Unmarshal(m.Data, &v); err != nil {
-		return v, fmt.Errorf("actors: decoding %s as %T: %w", strings.TrimPrefix(m.Type, otherForm), v, err)
+	v, err := decodeMessage(reflect.TypeFor[T](), m.Data)
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf("actors: decoding %s as %T: %w", strings.TrimPrefix(m.Type, otherForm), zero, err)
 	}
-	return v, nil
+	return v.(T), nil
 }
+
+// encode appends a message's encoding to e.buf: protobuf's own for a
+// protobuf message (as Proto.Actor's remote sends it), msgpack otherwise.
+func (e *encoder) encode(payload any) error {
+	if pm, ok := payload.(proto.Message); ok {
+		b, err := proto.MarshalOptions{}.MarshalAppend(e.buf.AvailableBuffer(), pm)
+		if err != nil {
+			return err
+		}
+		e.buf.Write(b)
+		return nil
+	}
+	return e.enc.Encode(payload)
+}
+
+// protoMessage is the interface of protobuf messages: their values are
+// recorded with protobuf's encoding, which keeps what msgpack would not
+// (oneofs, unknown fields).
+var protoMessage = reflect.TypeFor[proto.Message]()
 
 // decodeMessage decodes data as a value of type t.
 func decodeMessage(t reflect.Type, data []byte) (any, error) {
 	ptr := reflect.New(t)
+	if t.Implements(protoMessage) && t.Kind() == reflect.Pointer {
+		ptr.Elem().Set(reflect.New(t.Elem()))
+		if err := proto.Unmarshal(data, ptr.Elem().Interface().(proto.Message)); err != nil {
+			return nil, err
+		}
+		return ptr.Elem().Interface(), nil
+	}
 	if err := msgpack.Unmarshal(data, ptr.Interface()); err != nil {
 		return nil, err
 	}

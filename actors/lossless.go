@@ -107,6 +107,9 @@ func exportedBeside(t reflect.Type) (string, bool) {
 // checkMessage reports why messages of type t would not survive a
 // snapshot, or nil.
 func checkMessage(t reflect.Type) error {
+	if t.Kind() == reflect.Pointer && t.Implements(protoMessage) {
+		return nil // recorded with protobuf's encoding
+	}
 	if err := lossless.Check(t, append(trusted, lossless.WithMarshalerHint("msgpack.CustomEncoder+CustomDecoder"))...); err != nil {
 		return fmt.Errorf("%w: message %w", ErrLossy, err)
 	}

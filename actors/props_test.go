@@ -7,6 +7,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/actorsnap/actorsnap/snapshot"
 )
@@ -141,7 +143,7 @@ func TestLossyStateRefusedAtSpawn(t *testing.T) {
 		actor actor.Actor
 		says  []string
 	}{
-		{hidden{}, []string{"actors.hidden", "no exported fields", "StateMarshaler", "Stateless"}},
+		{hidden{balance: 1}, []string{"actors.hidden", "no exported fields", "StateMarshaler", "Stateless"}},
 		{withChan{}, []string{"actors.withChan", "field Done", "chan", `msgpack:"-"`}},
 		{empty{}, []string{"actors.empty has no fields", "embed actors.Stateless"}},
 		{&halfMarshal{}, []string{"MarshalState but not UnmarshalState"}},
@@ -242,4 +244,24 @@ func TestRoundTrip(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "does not come back whole")
 	require.Error(t, RoundTrip(&secretMsg{amount: 1}), "an unexported field is lost")
+}
+
+// A protobuf message, as Proto.Actor programs send them, is recorded with
+// protobuf's own encoding: its unexported bookkeeping is not a loss.
+func TestProtobufMessagesRecorded(t *testing.T) {
+	reg := WithMessage[*wrapperspb.StringValue]("pb.string")
+	types, err := messageTypesOf([]Option{reg})
+	require.NoError(t, err)
+	enc := encoder{types: types}
+	_, err = enc.messages([]snapshot.Message{{Seq: 1, Payload: wrapperspb.String("hello")}, {Seq: 2, Payload: &valueMsg{N: 1}}})
+	require.ErrorIs(t, err, ErrUnregistered, "valueMsg is not registered here")
+	recorded, err := enc.messages([]snapshot.Message{{Seq: 1, Payload: wrapperspb.String("hello")}})
+	require.NoError(t, err)
+	rm := recorded[0].Payload.(RecordedMessage)
+	got, err := DecodeMessage(rm, reg)
+	require.NoError(t, err)
+	assert.True(t, proto.Equal(wrapperspb.String("hello"), got.(proto.Message)))
+	typed, err := DecodeAs[*wrapperspb.StringValue](rm)
+	require.NoError(t, err)
+	assert.Equal(t, "hello", typed.GetValue())
 }
