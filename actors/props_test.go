@@ -101,6 +101,9 @@ func TestSnapshottedPropsRefuseConflicts(t *testing.T) {
 	}
 	assert.Empty(t, sys.Participants())
 
+	_, err = sys.Root().SpawnNamed(actor.PropsFromProducer(producer, sys.Snapshotted("")), "z")
+	require.ErrorIs(t, err, ErrProps, "no kind")
+
 	// Props of one system spawned in another.
 	other := actor.NewActorSystem()
 	defer other.Shutdown()

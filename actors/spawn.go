@@ -38,7 +38,10 @@ var ErrProps = errors.New("actors: props cannot make a participant")
 // actor.WithSpawnFunc replaces it.
 func (s *System) Snapshotted(kind string) actor.PropsOption {
 	return actor.WithSpawnFunc(func(as *actor.ActorSystem, id string, props *actor.Props, parent actor.SpawnerContext) (*actor.PID, error) {
-		if as != s.actors {
+		switch {
+		case kind == "":
+			return nil, fmt.Errorf("%w: %s: Snapshotted needs a kind, which a restore rebuilds the participant from", ErrProps, id)
+		case as != s.actors:
 			return nil, fmt.Errorf("%w: %s: Props of one actor system spawned in another", ErrProps, id)
 		}
 		producer, err := propsProducer(props)
