@@ -107,7 +107,7 @@ func (p *probe) Receive(ctx actor.Context) {
 	case *poisonTo:
 		ctx.Poison(m.to)
 	case *spawnKid:
-		pid, err := ctx.SpawnNamed(ctx.(*snapContext).p.sys.Props("probe"), m.name)
+		pid, err := ctx.SpawnNamed(SystemOf(ctx).Props("probe"), m.name)
 		if err != nil {
 			panic(err)
 		}

@@ -76,6 +76,7 @@ func TestSnapshottedPropsSpawnParticipantsEverywhere(t *testing.T) {
 		assert.Equal(t, []string{pid.Id}, p.Seen)
 	}
 	assert.Contains(t, sys.Participants(), snapshot.ProcessID("r-named/kid"))
+	assert.Nil(t, SystemOf(nil))
 	_, err = DecodeState[probe](g, "r-named") // the struct, not a pointer
 	require.NoError(t, err)
 	_, err = DecodeState[*probe](g, "nobody")

@@ -270,3 +270,14 @@ func propsConflict(props *actor.Props) error {
 	}
 	return nil
 }
+
+// SystemOf returns the System of the participant whose context ctx is,
+// or nil for any other context: a participant reaches its System (to
+// build Props with Snapshotted for its children, say) without holding it
+// in its state, which a restored instance could not have.
+func SystemOf(ctx actor.Context) *System {
+	if c, ok := ctx.(*snapContext); ok {
+		return c.p.sys
+	}
+	return nil
+}

@@ -89,7 +89,7 @@ type Error struct {
 // fixes.
 func (e *Error) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "actorsnap: type %s ", e.root)
+	fmt.Fprintf(&b, "type %s ", e.root)
 	// A path of markers alone, such as [] for the elements of a root
 	// slice, names no field.
 	noun := "field"

@@ -194,7 +194,7 @@ func TestCheckRejects(t *testing.T) {
 			assert.Equal(t, c.path, le.Path)
 			assert.Equal(t, c.field, le.FieldType)
 			assert.Equal(t, c.reason, le.Reason, "reason %v", le.Reason)
-			assert.Contains(t, err.Error(), "actorsnap: type ")
+			assert.Contains(t, err.Error(), "type ")
 			assert.Contains(t, err.Error(), lossless.DefaultMarshalerHint)
 		})
 	}
@@ -208,56 +208,56 @@ func TestErrorMessage(t *testing.T) {
 		want string
 	}{{
 		typeOf[*Account](), []lossless.Option{hint},
-		`actorsnap: type lossless_test.Account would lose field history (unexported, type []int): export it, ` +
+		`type lossless_test.Account would lose field history (unexported, type []int): export it, ` +
 			`tag it msgpack:"-" to leave it out on purpose, ` +
 			`or implement actors.StateMarshaler / msgpack.CustomEncoder+CustomDecoder on lossless_test.Account`,
 	}, {
 		typeOf[Ledger](), nil,
-		`actorsnap: type lossless_test.Ledger would lose field Entries[].note (unexported, type string): export it, ` +
+		`type lossless_test.Ledger would lose field Entries[].note (unexported, type string): export it, ` +
 			`tag it msgpack:"-" to leave it out on purpose, ` +
 			`or implement msgpack.CustomEncoder+CustomDecoder or encoding.BinaryMarshaler+BinaryUnmarshaler on lossless_test.Ledger`,
 	}, {
 		typeOf[*Tally](), []lossless.Option{hint},
-		`actorsnap: type lossless_test.Tally would lose all its fields ` +
+		`type lossless_test.Tally would lose all its fields ` +
 			`(lossless_test.Tally has no exported fields, so msgpack encodes it as an empty map): export its fields, ` +
 			`or implement actors.StateMarshaler / msgpack.CustomEncoder+CustomDecoder on lossless_test.Tally`,
 	}, {
 		typeOf[Guarded](), []lossless.Option{hint},
-		`actorsnap: type lossless_test.Guarded would lose field Mu ` +
+		`type lossless_test.Guarded would lose field Mu ` +
 			`(sync.Mutex has no exported fields, so msgpack encodes it as an empty map, type sync.Mutex): export its fields, ` +
 			`tag it msgpack:"-" to leave it out on purpose, ` +
 			`or implement actors.StateMarshaler / msgpack.CustomEncoder+CustomDecoder on lossless_test.Guarded`,
 	}, {
 		typeOf[*WithChan](), []lossless.Option{hint},
-		`actorsnap: type lossless_test.WithChan would fail in msgpack at field Done ` +
+		`type lossless_test.WithChan would fail in msgpack at field Done ` +
 			`(msgpack cannot encode a chan, type chan struct {}): ` +
 			`tag it msgpack:"-" to leave it out on purpose, ` +
 			`or implement actors.StateMarshaler / msgpack.CustomEncoder+CustomDecoder on lossless_test.WithChan`,
 	}, {
 		typeOf[Event](), []lossless.Option{hint},
-		`actorsnap: type lossless_test.Event would lose field Name ` +
+		`type lossless_test.Event would lose field Name ` +
 			`(lossless_test.Event gets MarshalBinary from its embedded field Time, so msgpack encodes that field alone, type string): ` +
 			`make Time a named field, tag it msgpack:"-" to leave it out on purpose, ` +
 			`or implement actors.StateMarshaler / msgpack.CustomEncoder+CustomDecoder on lossless_test.Event`,
 	}, {
 		typeOf[Counter](), nil,
-		`actorsnap: type lossless_test.Counter would fail in msgpack ` +
+		`type lossless_test.Counter would fail in msgpack ` +
 			`(msgpack calls (*lossless_test.Counter).EncodeMsgpack on a value it cannot take the address of): ` +
 			`give EncodeMsgpack a value receiver, encode a *lossless_test.Counter, ` +
 			`or implement msgpack.CustomEncoder+CustomDecoder or encoding.BinaryMarshaler+BinaryUnmarshaler on lossless_test.Counter`,
 	}, {
 		typeOf[HasTextOnly](), []lossless.Option{hint},
-		`actorsnap: type lossless_test.HasTextOnly would fail in msgpack at field T ` +
+		`type lossless_test.HasTextOnly would fail in msgpack at field T ` +
 			`(msgpack encodes it with encoding.TextMarshaler and decodes it field by field, type lossless_test.TextOnly): ` +
 			`implement encoding.TextUnmarshaler on lossless_test.TextOnly, tag it msgpack:"-" to leave it out on purpose, ` +
 			`or implement actors.StateMarshaler / msgpack.CustomEncoder+CustomDecoder on lossless_test.HasTextOnly`,
 	}, {
 		typeOf[[]chan int](), nil,
-		`actorsnap: type []chan int would fail in msgpack at value [] (msgpack cannot encode a chan, type chan int): ` +
+		`type []chan int would fail in msgpack at value [] (msgpack cannot encode a chan, type chan int): ` +
 			`implement msgpack.CustomEncoder+CustomDecoder or encoding.BinaryMarshaler+BinaryUnmarshaler on []chan int`,
 	}, {
 		typeOf[Dup](), []lossless.Option{hint},
-		`actorsnap: type lossless_test.Dup would lose field A (msgpack decodes its name "x" into B, type int): ` +
+		`type lossless_test.Dup would lose field A (msgpack decodes its name "x" into B, type int): ` +
 			`give one of them another msgpack:"name", tag it msgpack:"-" to leave it out on purpose, ` +
 			`or implement actors.StateMarshaler / msgpack.CustomEncoder+CustomDecoder on lossless_test.Dup`,
 	}} {

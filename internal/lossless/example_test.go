@@ -37,7 +37,7 @@ func ExampleCheck() {
 
 	fmt.Println(lossless.Check(reflect.TypeFor[*Fixed](), hint))
 	// Output:
-	// actorsnap: type lossless_test.BankAccount would lose field history (unexported, type []int): export it, tag it msgpack:"-" to leave it out on purpose, or implement actors.StateMarshaler on lossless_test.BankAccount
+	// type lossless_test.BankAccount would lose field history (unexported, type []int): export it, tag it msgpack:"-" to leave it out on purpose, or implement actors.StateMarshaler on lossless_test.BankAccount
 	// BankAccount.history []int unexported field
 	// <nil>
 }
