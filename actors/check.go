@@ -180,13 +180,17 @@ func checkState(k *kind, state []byte) (se *stateError) {
 
 // checkRecorded decodes a recorded message as a restore does.
 func checkRecorded(types *messageTypes, m RecordedMessage) error {
-	t, err := types.typeOf(m.Type)
+	name, data, _, err := unwrapRecorded(m)
 	if err != nil {
 		return err
 	}
-	v, err := decodeMessage(t, m.Data)
+	t, err := types.typeOf(name)
+	if err != nil {
+		return err
+	}
+	v, err := decodeMessage(t, data)
 	if _, pb := v.(proto.Message); err == nil && !pb {
-		err = numbersSurvive(m.Data, v)
+		err = numbersSurvive(data, v)
 	}
 	return err
 }

@@ -118,17 +118,45 @@ func (m *messageTypes) typeOf(name string) (reflect.Type, error) {
 }
 
 // decode rebuilds a recorded message as a value of the type it was sent
-// as.
+// as: within its envelope (*actor.MessageEnvelope), with its sender and
+// headers, if it was sent with them.
 func (m *messageTypes) decode(rm RecordedMessage) (any, error) {
-	t, err := m.typeOf(rm.Type)
+	name, data, env, err := unwrapRecorded(rm)
 	if err != nil {
 		return nil, err
 	}
-	v, err := decodeMessage(t, rm.Data)
+	t, err := m.typeOf(name)
 	if err != nil {
-		return nil, fmt.Errorf("actors: decoding %s: %w", strings.TrimPrefix(rm.Type, otherForm), err)
+		return nil, err
+	}
+	v, err := decodeMessage(t, data)
+	if err != nil {
+		return nil, fmt.Errorf("actors: decoding %s: %w", displayName(name), err)
+	}
+	if env != nil {
+		env.Message = v
+		return env, nil
 	}
 	return v, nil
+}
+
+// unwrapRecorded returns the type name and the encoding of a recorded
+// message, and its envelope (Message unset) if it was recorded with one.
+func unwrapRecorded(rm RecordedMessage) (name string, data []byte, env *actor.MessageEnvelope, err error) {
+	name, ok := strings.CutPrefix(rm.Type, withEnvelope)
+	if !ok {
+		return rm.Type, rm.Data, nil, nil
+	}
+	var r envelopeRecord
+	if err := msgpack.Unmarshal(rm.Data, &r); err != nil {
+		return "", nil, nil, fmt.Errorf("actors: decoding the envelope of %s: %w", displayName(name), err)
+	}
+	return name, r.Data, &actor.MessageEnvelope{Sender: r.Sender, Header: r.Header}, nil
+}
+
+// displayName is a stored type name as the user registered it.
+func displayName(name string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(name, withEnvelope), otherForm)
 }
 
 // WithMessage registers the message type T under name as the system is
@@ -197,11 +225,22 @@ func (e *encoder) messages(msgs []snapshot.Message) ([]snapshot.Message, error) 
 	e.reset()
 	e.names = e.names[:0]
 	for _, m := range msgs {
-		name, err := e.name(m.Payload)
+		payload := m.Payload
+		env, enveloped := payload.(*actor.MessageEnvelope)
+		if enveloped {
+			payload = env.Message
+		}
+		name, err := e.name(payload)
 		if err != nil {
 			return nil, err
 		}
-		if err := e.encode(m.Payload); err != nil {
+		if enveloped && (env.Sender != nil || len(env.Header) > 0) {
+			err = e.envelope(env)
+			name = withEnvelope + name
+		} else {
+			err = e.encode(payload)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("actors: encoding %s: %w", name, err)
 		}
 		e.names = append(e.names, name)
@@ -232,8 +271,17 @@ func (e *encoder) state(a actor.Actor) ([]byte, error) {
 
 // DecodeMessage rebuilds a recorded message as a value of the type it
 // was sent as, registered through opts (WithMessage). Only registered
-// types are built.
+// types are built. A request's sender and headers, which a restore
+// replays with it, are left out: DecodeEnvelope gives them.
 func DecodeMessage(m RecordedMessage, opts ...Option) (any, error) {
+	v, err := DecodeEnvelope(m, opts...)
+	return actor.UnwrapEnvelopeMessage(v), err
+}
+
+// DecodeEnvelope is DecodeMessage with a message sent with a sender or
+// headers (a Request, say) given within its *actor.MessageEnvelope, as a
+// restore delivers it.
+func DecodeEnvelope(m RecordedMessage, opts ...Option) (any, error) {
 	types, err := messageTypesOf(opts)
 	if err != nil {
 		return nil, err
@@ -267,10 +315,14 @@ func (c *config) messageTypes() (*messageTypes, error) {
 // payloads), with no registration needed. It fails if m was not stored
 // as a T: its type name is the caller's to check (m.Type).
 func DecodeAs[T any](m RecordedMessage) (T, error) {
-	v, err := decodeMessage(reflect.TypeFor[T](), m.Data)
+	var zero T
+	name, data, _, err := unwrapRecorded(m)
 	if err != nil {
-		var zero T
-		return zero, fmt.Errorf("actors: decoding %s as %T: %w", strings.TrimPrefix(m.Type, otherForm), zero, err)
+		return zero, err
+	}
+	v, err := decodeMessage(reflect.TypeFor[T](), data)
+	if err != nil {
+		return zero, fmt.Errorf("actors: decoding %s as %T: %w", displayName(name), zero, err)
 	}
 	return v.(T), nil
 }
@@ -287,6 +339,29 @@ func (e *encoder) encode(payload any) error {
 		return nil
 	}
 	return e.enc.Encode(payload)
+}
+
+// withEnvelope prefixes the stored name of a message recorded with its
+// envelope: a request's sender, or headers. Its data is an
+// envelopeRecord.
+const withEnvelope = "@"
+
+// envelopeRecord is the stored form of a message with its envelope.
+type envelopeRecord struct {
+	Sender *actor.PID         `msgpack:"s,omitempty"`
+	Header map[string]string  `msgpack:"h,omitempty"`
+	Data   msgpack.RawMessage `msgpack:"d"` // the message's own encoding
+}
+
+// envelope appends to e.buf the envelopeRecord of env.
+func (e *encoder) envelope(env *actor.MessageEnvelope) error {
+	start := e.buf.Len()
+	if err := e.encode(env.Message); err != nil {
+		return err
+	}
+	data := bytes.Clone(e.buf.Bytes()[start:])
+	e.buf.Truncate(start)
+	return e.enc.Encode(&envelopeRecord{Sender: env.Sender, Header: env.Header, Data: data})
 }
 
 // protoMessage is the interface of protobuf messages: their values are

@@ -57,11 +57,12 @@
 //     snapshot's states and messages as typed values.
 //   - The counters that prove the cut consistent (snapshot.Global.Verify).
 //
+// A message recorded in flight keeps its sender and headers: after a
+// restore, a Request recorded in flight arrives as a request, and Respond
+// answers the participant that asked.
+//
 // Outside every snapshot: messages from senders that are not participants
 // (the root context, timers, futures, plain actors) and replies to futures.
-// A message recorded in flight keeps its type and content, not its
-// envelope: after a restore, a Request recorded in flight arrives as a
-// plain send, without its sender or headers.
 // What a participant received from them before it recorded is in its state;
 // nothing else of theirs is captured. An application that needs its
 // external input inside the cut routes it through an Ingress, a participant

@@ -41,8 +41,13 @@ type (
 		reply chan<- int
 	}
 	forwardTo struct{ to *actor.PID }
-	poisonTo  struct{ to *actor.PID }
-	spawnKid  struct {
+	askParent struct{ reply chan<- *actor.PID }
+	requestTo struct {
+		to  *actor.PID
+		msg interface{}
+	}
+	poisonTo struct{ to *actor.PID }
+	spawnKid struct {
 		name string
 		done chan<- *actor.PID
 	}
@@ -94,6 +99,16 @@ func (p *probe) Receive(ctx actor.Context) {
 		}
 	case *ping:
 		ctx.Respond(&pong{N: m.N + 1})
+	case *pong:
+		text := fmt.Sprintf("pong %d", m.N)
+		p.Seen = append(p.Seen, text)
+		if p.events != nil {
+			p.events <- text
+		}
+	case *requestTo:
+		ctx.Request(m.to, m.msg)
+	case *askParent:
+		m.reply <- ctx.Parent()
 	case *askPeer:
 		f := ctx.RequestFuture(m.to, &ping{N: 1}, 5*time.Second)
 		res, err := f.Result()

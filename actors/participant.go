@@ -142,13 +142,15 @@ func (w *shell) receive(ctx actor.Context, key mailbox.SenderKey) {
 		delete(p.peers, key)
 	case *firstMsg:
 		p.takeAwaited()
-		if p.receive(from, m.stamp, actor.UnwrapEnvelopeMessage(m.msg)) {
+		if p.receive(from, m.stamp, m.msg) {
 			w.deliver(ctx, m.msg)
 		} else {
 			p.held[from] = heldMsg{stamp: m.stamp, msg: m.msg}
 		}
 	default:
-		p.receive(from, snapshot.Stamp{Seq: p.proc.Received(from) + 1}, m)
+		// As posted: a message with a sender or headers is recorded with
+		// its envelope, so that a restore replays the request itself.
+		p.receive(from, snapshot.Stamp{Seq: p.proc.Received(from) + 1}, p.mb.Message())
 		w.deliver(ctx, nil)
 	}
 }
@@ -232,7 +234,8 @@ func (p *participant) peer(key mailbox.SenderKey) snapshot.ProcessID {
 	return from
 }
 
-// receive accounts for a message before the application sees it. It
+// receive accounts for a message (payload, as posted) before the
+// application sees it. It
 // reports false if the message must be held instead (aligned mode: a new
 // channel's first message that stands for its sender's barrier), until
 // the Process unblocks its sender.
@@ -273,7 +276,7 @@ func (w *shell) releaseHeld(ctx actor.Context) {
 			continue // blocked again: released at its next resume
 		}
 		delete(p.held, from)
-		if p.receive(from, h.stamp, actor.UnwrapEnvelopeMessage(h.msg)) {
+		if p.receive(from, h.stamp, h.msg) {
 			w.deliver(ctx, h.msg)
 		} else {
 			p.held[from] = h

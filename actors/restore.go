@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -210,7 +211,11 @@ func (s *System) restore(ctx context.Context, g *snapshot.Global, base snapshot.
 
 	for _, pt := range g.Participants {
 		if r, ok := live[pt.ID]; ok {
-			if _, err := s.start(actor.PropsFromProducer(r.k.producer, r.k.opts...), s.root, r.p, r.k.producer); err != nil {
+			var spawner actor.SpawnerContext = s.root
+			if i := strings.LastIndexByte(string(pt.ID), '/'); i > 0 {
+				spawner = restoredParent{RootContext: s.root, parent: actor.NewPID(s.actors.Address(), string(pt.ID[:i]))}
+			}
+			if _, err := s.start(actor.PropsFromProducer(r.k.producer, r.k.opts...), spawner, r.p, r.k.producer); err != nil {
 				return err
 			}
 		}
@@ -222,3 +227,14 @@ func (s *System) restore(ctx context.Context, g *snapshot.Global, base snapshot.
 		return ctx.Err()
 	}
 }
+
+// restoredParent spawns a restored child participant: the root context,
+// naming the child's parent as its Self, so that the child's ctx.Parent()
+// is its parent again, which hears of its failures and its stop.
+type restoredParent struct {
+	*actor.RootContext
+	parent *actor.PID
+}
+
+// Self implements actor.SpawnerContext.
+func (r restoredParent) Self() *actor.PID { return r.parent }

@@ -162,3 +162,69 @@ func TestRestoreDropsDeparted(t *testing.T) {
 	_, err = restored.Spawn("probe", "p0")
 	require.NoError(t, err)
 }
+
+// A request caught in flight keeps its sender: after a restore, the
+// receiver's Respond reaches the participant that asked.
+func TestRequestInFlightKeepsItsSender(t *testing.T) {
+	sys, pids, events, recorded := probesTraced(t, 2, WithStore(persistence.NewMemory()))
+	release := block(t, sys, pids[0])
+	sys.Root().Send(pids[0], &requestTo{to: pids[1], msg: &ping{N: 1}}) // before p0 records
+	pending := startAsync(sys)
+	require.Equal(t, snapshot.ProcessID("p1"), waitFor(t, recorded))
+	release()
+	require.Equal(t, "pong 2", waitFor(t, events), "answered before the restore")
+	r := waitFor(t, pending)
+	require.NoError(t, r.err)
+	g := r.global
+	c, ok := g.Channel(snapshot.Channel{From: "p0", To: "p1"})
+	require.True(t, ok)
+	require.Len(t, c.Messages, 1, "the request is in flight at the cut")
+	rm := c.Messages[0].Payload.(RecordedMessage)
+	v, err := DecodeEnvelope(rm, testMessages)
+	require.NoError(t, err)
+	env, ok := v.(*actor.MessageEnvelope)
+	require.True(t, ok, "%T", v)
+	assert.Equal(t, "p0", env.Sender.Id)
+	assert.Equal(t, &ping{N: 1}, env.Message)
+	plain, err := DecodeMessage(rm, testMessages)
+	require.NoError(t, err)
+	assert.Equal(t, &ping{N: 1}, plain)
+	typed, err := DecodeAs[*ping](rm)
+	require.NoError(t, err)
+	assert.Equal(t, 1, typed.N)
+	require.NoError(t, CheckDecodes(g, testMessages, WithKind("probe", func() actor.Actor { return &probe{} })))
+	store := sys.cfg.store
+	shutdown(t, sys)
+
+	restoredEvents := make(chan string, 10)
+	restored, err := Restore(context.Background(), store, g.ID, testMessages, WithTimeout(testTimeout),
+		WithKind("probe", func() actor.Actor { return &probe{events: restoredEvents} }))
+	require.NoError(t, err)
+	defer shutdown(t, restored)
+	assert.Equal(t, "pong 2", waitFor(t, restoredEvents), "the replayed request is answered to p0")
+}
+
+// A restored child participant has its parent again: ctx.Parent() names
+// it, as before the snapshot.
+func TestRestoredChildKeepsItsParent(t *testing.T) {
+	store := persistence.NewMemory()
+	sys, pids, _ := probes(t, 1, WithStore(store))
+	done := make(chan *actor.PID, 1)
+	sys.Root().Send(pids[0], &spawnKid{name: "kid", done: done})
+	kid := waitFor(t, done)
+	parent := make(chan *actor.PID, 1)
+	sys.Root().Send(kid, &askParent{reply: parent})
+	require.Equal(t, "p0", waitFor(t, parent).Id)
+	g, err := sys.Snapshot(context.Background())
+	require.NoError(t, err)
+	shutdown(t, sys)
+
+	restored, err := Restore(context.Background(), store, g.ID, testMessages, WithTimeout(testTimeout),
+		WithKind("probe", func() actor.Actor { return &probe{} }))
+	require.NoError(t, err)
+	defer shutdown(t, restored)
+	restored.Root().Send(actor.NewPID(restored.ActorSystem().Address(), "p0/kid"), &askParent{reply: parent})
+	got := waitFor(t, parent)
+	require.NotNil(t, got, "the restored child has a parent")
+	assert.Equal(t, "p0", got.Id)
+}

@@ -55,6 +55,8 @@ type Mailbox struct {
 	sweepAt  int                        // sweep empty queues when len(queues) reaches it
 	free     []*senderQueue             // swept queues kept for reuse
 	current  *senderQueue               // queue of the user message being delivered
+	// delivering is the user message being delivered, as posted.
+	delivering interface{}
 
 	// Set before the mailbox runs (WithHeldLimit); last, so that the
 	// fields above keep the cache lines they had before these came.
@@ -194,6 +196,12 @@ func (m *Mailbox) Sender() (SenderKey, bool) {
 	return 0, false
 }
 
+// Message returns the user message being delivered as it was posted (an
+// *actor.MessageEnvelope for a message sent with a sender or headers), or
+// nil when none is. Call it on the actor's goroutine, while it processes
+// a message.
+func (m *Mailbox) Message() interface{} { return m.delivering }
+
 // PostSystemMessage implements actor.Mailbox.
 func (m *Mailbox) PostSystemMessage(message interface{}) {
 	for _, mw := range m.middlewares {
@@ -255,7 +263,7 @@ func (m *Mailbox) run(budget *int) {
 	m.running = true
 	defer func() {
 		m.running = false
-		m.current = nil
+		m.current, m.delivering = nil, nil
 		if r := recover(); r != nil {
 			if m.pos < len(m.batch) {
 				// The key function panicked: drop the message it was given.
@@ -300,8 +308,9 @@ func (m *Mailbox) run(budget *int) {
 		}
 		*budget--
 		m.userMessages.Add(-1)
+		m.delivering = msg
 		m.invoker.InvokeUserMessage(msg)
-		m.current = nil
+		m.current, m.delivering = nil, nil
 		for _, mw := range m.middlewares {
 			mw.MessageReceived(msg)
 		}

@@ -30,13 +30,10 @@ type Result map[string]int
 // Ack), then sends Done. Last, each shard answers Report with its Counts.
 type Peers struct{ Shards []*actor.PID }
 type Read struct{ Round int }
-type Words struct {
-	From  *actor.PID // a request a restore replays has no sender
-	Words []string
-}
+type Words struct{ Words []string }
 type Ack struct{}
 type Done struct{}
-type Report struct{ From *actor.PID }
+type Report struct{}
 type Counts struct{ Counts map[string]int }
 type GetResult struct{}
 
@@ -101,7 +98,7 @@ func (s *shard) Receive(ctx actor.Context) {
 		}
 		for o, words := range others {
 			if len(words) > 0 {
-				ctx.Request(s.Peers[o], &Words{From: ctx.Self(), Words: words})
+				ctx.Request(s.Peers[o], &Words{Words: words})
 				s.Pending++
 			}
 		}
@@ -110,19 +107,19 @@ func (s *shard) Receive(ctx actor.Context) {
 		for _, w := range m.Words {
 			s.Counts[w]++
 		}
-		ctx.Send(m.From, &Ack{})
+		ctx.Respond(&Ack{})
 	case *Ack:
 		s.Pending--
 		s.done(ctx)
 	case *Report:
-		ctx.Send(m.From, &Counts{Counts: maps.Clone(s.Counts)})
+		ctx.Respond(&Counts{Counts: maps.Clone(s.Counts)})
 	}
 }
 
 // done tells the coordinator once every word of the round is counted.
 func (s *shard) done(ctx actor.Context) {
 	if s.Pending == 0 {
-		ctx.Send(ctx.ActorSystem().NewLocalPID(coordinatorName), &Done{})
+		ctx.Send(ctx.Parent(), &Done{})
 	}
 }
 
@@ -185,7 +182,7 @@ func (c *coordinator) next(ctx actor.Context) {
 	}
 	for _, pid := range c.Children {
 		if c.Result != nil {
-			ctx.Request(pid, &Report{From: ctx.Self()})
+			ctx.Request(pid, &Report{})
 		} else {
 			ctx.Send(pid, &Read{Round: c.Round})
 		}
