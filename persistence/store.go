@@ -75,7 +75,10 @@ func (e *CorruptError) Unwrap() error { return ErrCorrupt }
 
 // RecordedMessage is the stored form of a message recorded as channel
 // state: a registered type name and the message's encoding. Stores keep
-// snapshot.Message payloads of this type; package actors makes them.
+// snapshot.Message payloads of this type; package actors makes them. In
+// Type, package actors marks a message sent with a sender or headers
+// (a request) with a leading "@", its Data then holding the envelope, and
+// the pointer or value form other than the one registered with "~".
 type RecordedMessage struct {
 	Type string
 	Data []byte
