@@ -86,6 +86,9 @@ func TestAlignedAbortUnblocks(t *testing.T) {
 	pending, release := second()
 	defer release()
 	clk.waitArmed(t, time.Minute) // the second snapshot's deadline
+	// The records of p0 and p3 reach the guardian as messages: the
+	// deadline comes after them.
+	waitMissing(t, sys, 2, "p1", "p2")
 	clk.Advance(time.Minute)
 	r := waitFor(t, pending)
 	require.ErrorIs(t, r.err, snapshot.ErrTimeout)

@@ -161,7 +161,7 @@ func (g *guardian) later(d time.Duration, msg interface{}) timer {
 }
 
 func (g *guardian) Receive(ctx actor.Context) {
-	now := g.s.cfg.clock.Now
+	now := g.now
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		g.self = ctx.Self()
@@ -266,23 +266,36 @@ func (g *guardian) every(d time.Duration) {
 }
 
 // timer takes a run's deadline or sweep: the Coordinator judges both by
-// the time. At an aligned snapshot's deadline the reason names the
-// barriers still awaited, when some are.
+// the time.
 func (g *guardian) timer(m *timerMsg) {
 	r := g.runs[m.id]
 	if r == nil || r.saving != nil {
 		return
 	}
-	now := g.s.cfg.clock.Now()
-	if !m.sweep {
-		if reason := g.stalled(m.id); reason != nil {
-			g.coord.Abort(now, m.id, reason)
-		}
-	}
-	g.coord.Tick(now)
+	g.coord.Tick(g.now())
 	if m.sweep && slices.Contains(g.coord.Pending(), m.id) {
 		r.timers = append(r.timers, g.later(g.s.cfg.timeout/4, &timerMsg{id: m.id, sweep: true}))
 	}
+}
+
+// now reads the clock for an input to the Coordinator. In the aligned
+// mode it first aborts the snapshots past their deadline with a reason
+// naming the barriers still awaited, when some are: whichever input meets
+// a deadline first (a report, or the deadline's own timer), the reason is
+// the same.
+func (g *guardian) now() time.Time {
+	now := g.s.cfg.clock.Now()
+	if g.s.cfg.mode != snapshot.Aligned {
+		return now
+	}
+	for _, id := range g.coord.Pending() {
+		if r := g.runs[id]; r != nil && !now.Before(r.start.Add(g.s.cfg.timeout)) {
+			if reason := g.stalled(id); reason != nil {
+				g.coord.Abort(now, id, reason)
+			}
+		}
+	}
+	return now
 }
 
 // start begins a new snapshot, or answers why it cannot. direct posts the

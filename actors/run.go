@@ -27,7 +27,7 @@ func (g *guardian) report(m *reportMsg) {
 		g.s.recorded.Add(-int64(m.held))
 		return
 	}
-	now := g.s.cfg.clock.Now()
+	now := g.now()
 	if m.hasRec {
 		for _, c := range m.children {
 			g.coord.Require(m.id, c)
