@@ -247,7 +247,13 @@ func TestRoundTrip(t *testing.T) {
 	err := RoundTrip(&forgetful{Kept: 1, Forgot: 2})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "does not come back whole")
-	require.Error(t, RoundTrip(&secretMsg{amount: 1}), "an unexported field is lost")
+	require.ErrorIs(t, RoundTrip(&secretMsg{amount: 1}), ErrLossy, "an unexported field is lost")
+	type inner struct {
+		Kept int
+		skip chan int `msgpack:"-"`
+	}
+	type outer struct{ In []inner }
+	require.NoError(t, RoundTrip(&outer{In: []inner{{Kept: 1, skip: make(chan int)}}}), "msgpack:\"-\" at any depth")
 }
 
 // A protobuf message, as Proto.Actor programs send them, is recorded with
