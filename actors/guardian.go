@@ -180,7 +180,7 @@ func (g *guardian) Receive(ctx actor.Context) {
 		}
 	case *stoppedMsg:
 		// Kept even if it sent nothing: participants that sent to it name
-		// it in their records, and a snapshot must know it is gone rather
+		// it in their records, and a snapshot must know it stopped rather
 		// than wait for its record.
 		_ = g.coord.Stopped(now(), m.id, m.final, m.recorded, m.after)
 	case *restartedMsg:
@@ -499,16 +499,16 @@ func (g *guardian) saved(out saveOutcome) {
 // carrying participants long gone: their size and cost follow the live
 // system, not its history.
 func (g *guardian) drop(drops []snapshot.Drop) {
-	gone := make(map[snapshot.ProcessID]bool, len(drops))
+	dropped := make(map[snapshot.ProcessID]bool, len(drops))
 	for _, d := range drops {
-		gone[d.Process] = true
+		dropped[d.Process] = true
 		for _, id := range d.Peers {
 			if p := g.s.reg.lookup(id); p != nil {
 				p.handDrop(d.Process)
 			}
 		}
 	}
-	g.s.reg.drop(gone) // after the handovers: a new one under the name finds them
+	g.s.reg.drop(dropped) // after the handovers: a new one under the name finds them
 	if len(g.postponed) > 0 {
 		g.s.root.Send(g.self, &postponedMsg{})
 	}

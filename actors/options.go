@@ -125,7 +125,8 @@ func WithMaxConcurrent(n int) Option { return func(c *config) { c.concurrent = n
 
 // WithStore sets where complete snapshots are saved; a nil store is
 // refused (ErrConfig). Default: an in-memory store that keeps the newest
-// persistence.DefaultMemoryKeep snapshots, gone when the process ends. The system claims the store (persistence.Store.Claim) as it
+// persistence.DefaultMemoryKeep snapshots, gone when the process ends.
+// The system claims the store (persistence.Store.Claim) as it
 // starts and holds the lease until Shutdown: NewSystem is refused a store
 // that holds or has held snapshots (persistence.ErrOwned: Restore that
 // system instead, or give the new one a namespace of its own) and one

@@ -152,9 +152,9 @@ func (s *System) restore(ctx context.Context, g *snapshot.Global, base snapshot.
 	for _, pt := range g.Participants {
 		if pt.Departed {
 			// Its sender key names it, as a stopped participant's does.
-			gone := &participant{id: pt.ID, key: mailbox.SenderKey(s.nextKey.Add(1))}
-			s.reg.stop(gone)
-			keys[pt.ID] = gone.key
+			stopped := &participant{id: pt.ID, key: mailbox.SenderKey(s.nextKey.Add(1))}
+			s.reg.stop(stopped)
+			keys[pt.ID] = stopped.key
 			continue
 		}
 		k, err := s.kind(pt.Kind)
@@ -186,7 +186,7 @@ func (s *System) restore(ctx context.Context, g *snapshot.Global, base snapshot.
 	}
 
 	// Replay each channel's messages as if from their sender; a departed
-	// sender's channels then say it is gone.
+	// sender's channels then say it stopped.
 	for _, c := range g.Channels {
 		to, ok := live[c.Channel.To]
 		if !ok {
@@ -204,7 +204,7 @@ func (s *System) restore(ctx context.Context, g *snapshot.Global, base snapshot.
 			}
 			to.p.mb.PostFrom(from, msg)
 		}
-		if _, gone := live[c.Channel.From]; !gone {
+		if _, alive := live[c.Channel.From]; !alive {
 			to.p.mb.PostFrom(from, &departedMsg{})
 		}
 	}
