@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -423,4 +424,26 @@ func DecodeState[T any](g *snapshot.Global, id snapshot.ProcessID) (T, error) {
 		return zero, fmt.Errorf("actors: decoding the state of %s as %v: %w", id, t, err)
 	}
 	return ptr.Elem().Interface().(T), nil
+}
+
+// Registered returns the names of the message types and the kinds
+// registered in s, sorted: what the members of a cluster must agree on.
+func (s *System) Registered() (messages, kinds []string) {
+	s.types.mu.RLock()
+	for name := range s.types.byName {
+		if !strings.HasPrefix(name, otherForm) {
+			messages = append(messages, name)
+		}
+	}
+	s.types.mu.RUnlock()
+	s.kindsMu.RLock()
+	for name := range s.kinds {
+		if name != ingressKind {
+			kinds = append(kinds, name)
+		}
+	}
+	s.kindsMu.RUnlock()
+	slices.Sort(messages)
+	slices.Sort(kinds)
+	return messages, kinds
 }

@@ -275,3 +275,13 @@ func TestProtobufMessagesRecorded(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "hello", typed.GetValue())
 }
+
+func TestRegistered(t *testing.T) {
+	sys, err := NewSystem(WithMessage[*note]("b.note"), WithMessage[valueMsg]("a.value"),
+		WithKind("probe", func() actor.Actor { return &probe{} }))
+	require.NoError(t, err)
+	defer shutdown(t, sys)
+	messages, kinds := sys.Registered()
+	assert.Equal(t, []string{"a.value", "b.note"}, messages, "one name per registration, sorted")
+	assert.Equal(t, []string{"probe"}, kinds)
+}
