@@ -1,0 +1,264 @@
+package endpoint_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+	"github.com/stretchr/testify/require"
+
+	"github.com/actorsnap/actorsnap/cluster/endpoint"
+	"github.com/actorsnap/actorsnap/cluster/link"
+)
+
+var trials = flag.Int("cut-trials", 3, "seeded trials of TestLinkSurvivesConnectionCuts")
+
+// childEnv makes the test binary a member process: the receiving end.
+const childEnv = "ACTORSNAP_ENDPOINT_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(child())
+	}
+	os.Exit(m.Run())
+}
+
+// window is the links' window in the trials.
+const window = 512
+
+func linkConfig() link.Config {
+	cfg := link.DefaultConfig(uint64(time.Now().UnixNano()))
+	cfg.Window, cfg.Batch, cfg.Resend = window, 64, 100*time.Millisecond
+	return cfg
+}
+
+// startMember starts an actor system with remote listening on port,
+// known to its peers as advertised.
+func startMember(port int, advertised string) (*actor.ActorSystem, *remote.Remote) {
+	quiet := slog.New(slog.DiscardHandler) // remote logs every connection cut
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	r := remote.NewRemote(sys, remote.Configure("127.0.0.1", port, remote.WithAdvertisedHost(advertised)))
+	r.Start()
+	return sys, r
+}
+
+// child is a member process: the sender or the receiver of a trial.
+func child() int {
+	if os.Getenv(childEnv) == "sender" {
+		return sender()
+	}
+	return receiver()
+}
+
+// sender sends messages 1..N to the receiver, as fast as the window
+// lets it, and says so once all are acknowledged.
+func sender() int {
+	port, _ := strconv.Atoi(os.Getenv("CHILD_PORT"))
+	n, _ := strconv.ParseUint(os.Getenv("CHILD_N"), 10, 64)
+	to := os.Getenv("CHILD_PEER")
+	sys, _ := startMember(port, os.Getenv("CHILD_ADVERTISED"))
+	ep, err := endpoint.Start(sys, linkConfig(), func(string, []byte) {})
+	if err != nil {
+		fmt.Println("error:", err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for i := range n {
+		if err := ep.SendWait(ctx, to, binary.BigEndian.AppendUint64(nil, i+1)); err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		if u := ep.Unacked(to); u > window {
+			fmt.Println("error: window exceeded:", u)
+			return 1
+		}
+	}
+	for ep.Unacked(to) > 0 {
+		select {
+		case <-ep.Space():
+		case <-ctx.Done():
+			fmt.Println("error: not acknowledged:", ep.Unacked(to))
+			return 1
+		}
+	}
+	fmt.Println("sent", n, "resends", ep.Resends(to))
+	return 0
+}
+
+// receiver checks that messages 1..N come once and in order, and says so.
+func receiver() int {
+	port, _ := strconv.Atoi(os.Getenv("CHILD_PORT"))
+	n, _ := strconv.ParseUint(os.Getenv("CHILD_N"), 10, 64)
+	sys, _ := startMember(port, os.Getenv("CHILD_ADVERTISED"))
+	done := make(chan error, 1)
+	var next uint64 = 1
+	_, err := endpoint.Start(sys, linkConfig(), func(from string, msg []byte) {
+		got := binary.BigEndian.Uint64(msg)
+		switch {
+		case got != next:
+			done <- fmt.Errorf("got message %d, expected %d", got, next)
+		case next == n:
+			done <- nil
+		}
+		next++
+	})
+	if err != nil {
+		fmt.Println("error:", err)
+		return 1
+	}
+	fmt.Println("ready")
+	select {
+	case err := <-done:
+		if err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		fmt.Println("ok", n)
+		return 0
+	case <-time.After(3 * time.Minute):
+		fmt.Println("error: timed out at message", next)
+		return 1
+	}
+}
+
+// proxy forwards TCP connections to a member and cuts them all when told,
+// as a network that drops connections does.
+type proxy struct {
+	ln    net.Listener
+	to    string
+	mu    sync.Mutex
+	conns []net.Conn
+	cuts  int
+}
+
+func newProxy(t *testing.T) *proxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &proxy{ln: ln}
+	t.Cleanup(func() { ln.Close(); p.cut() })
+	return p
+}
+
+func (p *proxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		d, err := net.Dial("tcp", p.to)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, d)
+		p.mu.Unlock()
+		go func() { _, _ = io.Copy(d, c); d.Close() }()
+		go func() { _, _ = io.Copy(c, d); c.Close() }()
+	}
+}
+
+func (p *proxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	if len(p.conns) > 0 {
+		p.cuts++
+	}
+	p.conns = nil
+}
+
+func freePort(t *testing.T) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// Two members, each a process of its own, every connection between them
+// through a proxy that cuts all of them at seeded moments: 20,000
+// messages arrive once and in order, the sender never holding more than
+// its window.
+func TestLinkSurvivesConnectionCuts(t *testing.T) {
+	for seed := range uint64(*trials) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runCuts(t, seed) })
+	}
+}
+
+// member starts a member process in role, and returns its stdout lines.
+func member(t *testing.T, role string, port int, advertised, peer string, n int) (*exec.Cmd, *bufio.Scanner) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+role, fmt.Sprintf("CHILD_PORT=%d", port),
+		"CHILD_ADVERTISED="+advertised, "CHILD_PEER="+peer, fmt.Sprintf("CHILD_N=%d", n))
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd, bufio.NewScanner(out)
+}
+
+func runCuts(t *testing.T, seed uint64) {
+	const n = 20000
+	rng := rand.New(rand.NewPCG(seed, 7))
+	toReceiver, toSender := newProxy(t), newProxy(t)
+	senderPort, receiverPort := freePort(t), freePort(t)
+	toReceiver.to = fmt.Sprintf("127.0.0.1:%d", receiverPort)
+	toSender.to = fmt.Sprintf("127.0.0.1:%d", senderPort)
+	receiverAddr, senderAddr := toReceiver.ln.Addr().String(), toSender.ln.Addr().String()
+	go toReceiver.serve()
+	go toSender.serve()
+
+	recv, recvOut := member(t, "receiver", receiverPort, receiverAddr, senderAddr, n)
+	require.True(t, recvOut.Scan(), "the receiver says it is ready")
+	require.Equal(t, "ready", recvOut.Text())
+	send, sendOut := member(t, "sender", senderPort, senderAddr, receiverAddr, n)
+
+	// Cut every connection at seeded moments while the messages flow.
+	stop := make(chan struct{})
+	cutting := make(chan struct{})
+	go func() {
+		defer close(cutting)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(20+rng.IntN(80)) * time.Millisecond):
+				if rng.IntN(2) == 0 {
+					toReceiver.cut()
+				} else {
+					toSender.cut()
+				}
+			}
+		}
+	}()
+	require.True(t, recvOut.Scan(), "the receiver reports")
+	require.Equal(t, fmt.Sprintf("ok %d", n), recvOut.Text())
+	require.NoError(t, recv.Wait())
+	require.True(t, sendOut.Scan(), "the sender reports")
+	report := sendOut.Text()
+	require.NoError(t, send.Wait(), report)
+	close(stop)
+	<-cutting
+	require.True(t, strings.HasPrefix(report, fmt.Sprintf("sent %d ", n)), report)
+	t.Logf("seed %d: %d messages, connections cut %d times toward the receiver and %d toward the sender; %s",
+		seed, n, toReceiver.cuts, toSender.cuts, report)
+	require.Positive(t, toReceiver.cuts+toSender.cuts, "the run cut connections")
+}
