@@ -90,9 +90,9 @@
 //
 //   - A participant spawned by another participant that had not yet
 //     recorded a snapshot in progress takes part in it; one spawned after
-//     its parent recorded only in later ones. One spawned from outside any
-//     actor while snapshots run takes part in them with its state at
-//     birth (a participant that has not recorded one may already send to
+//     its parent recorded only in later ones. One spawned from outside
+//     every participant (the root context, a plain actor) while snapshots
+//     run takes part in them with its state at birth (a participant that has not recorded one may already send to
 //     it by name).
 //   - A participant that stops while a snapshot is in progress: if it had
 //     not recorded it, it stands in it as departed, without state, with its

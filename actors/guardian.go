@@ -335,7 +335,7 @@ func (g *guardian) start(reply chan<- result, direct bool) {
 	var initiator snapshot.ProcessID
 
 	// Read the participants and publish the snapshot as pending at once: a
-	// spawn from outside any actor is then either among them or joins it
+	// spawn from outside every participant is then either among them or joins it
 	// at birth.
 	reg := &g.s.reg
 	reg.mu.Lock()
@@ -495,7 +495,7 @@ func (g *guardian) saved(out saveOutcome) {
 // drop carries out the Coordinator's drops of stopped participants that
 // complete snapshots showed drained, at a moment no snapshot runs: each
 // peer named is handed the word to forget it before its next record, and
-// the name is given again (registry.free) after that. Snapshots then stop
+// the name is given again (registry.drop) after that. Snapshots then stop
 // carrying participants long gone: their size and cost follow the live
 // system, not its history.
 func (g *guardian) drop(drops []snapshot.Drop) {

@@ -40,9 +40,10 @@ type (
 		to    *actor.PID
 		reply chan<- int
 	}
-	forwardTo struct{ to *actor.PID }
-	askParent struct{ reply chan<- *actor.PID }
-	requestTo struct {
+	forwardTo    struct{ to *actor.PID }
+	askParent    struct{ reply chan<- *actor.PID }
+	spawnStopper struct{ n int }
+	requestTo    struct {
 		to  *actor.PID
 		msg interface{}
 	}
@@ -109,6 +110,10 @@ func (p *probe) Receive(ctx actor.Context) {
 		ctx.Request(m.to, m.msg)
 	case *askParent:
 		m.reply <- ctx.Parent()
+	case *spawnStopper:
+		for range m.n {
+			ctx.Spawn(SystemOf(ctx).Props("stopper"))
+		}
 	case *askPeer:
 		f := ctx.RequestFuture(m.to, &ping{N: 1}, 5*time.Second)
 		res, err := f.Result()
@@ -387,7 +392,7 @@ func TestShutdownDuringSnapshot(t *testing.T) {
 	release() // the blocked actor can now stop
 	err := waitFor(t, done)
 	require.ErrorIs(t, err, ErrShutdown)
-	assert.Contains(t, err.Error(), "1 snapshots in progress aborted")
+	assert.Contains(t, err.Error(), "1 snapshots aborted")
 	_, err = sys.Snapshot(context.Background())
 	require.ErrorIs(t, err, ErrShutdown)
 }
@@ -692,7 +697,7 @@ func TestShutdownCountsTheAbortsPublished(t *testing.T) {
 	release()
 	err := waitFor(t, done)
 	require.ErrorIs(t, err, ErrShutdown)
-	assert.Contains(t, err.Error(), "3 snapshots in progress aborted")
+	assert.Contains(t, err.Error(), "3 snapshots aborted")
 	select {
 	case e := <-aborted:
 		t.Fatalf("a fourth abort published: %v", e.Err)
@@ -1021,5 +1026,31 @@ func TestStoppedStandsInUntilShownDrained(t *testing.T) {
 		defer shutdown(t, sys)
 		require.NoError(t, sys.Root().StopFuture(pids[0]).Wait())
 		departedThenDropped(t, sys, "p0", 2) // though no record names it
+	})
+}
+
+// stopper stops as it starts.
+type stopper struct{ Stateless }
+
+func (stopper) Receive(ctx actor.Context) {
+	if _, ok := ctx.Message().(*actor.Started); ok {
+		ctx.Stop(ctx.Self())
+	}
+}
+
+// Children born into a snapshot that stop at once: each one's stop may
+// reach the guardian before its birth does, and the snapshot must take it
+// as stopped rather than wait for its record.
+func TestChildrenThatStopAtOnce(t *testing.T) {
+	forModes(t, func(t *testing.T, mode Option) {
+		sys, pids, _ := probes(t, 1, mode, WithTimeout(testTimeout))
+		defer shutdown(t, sys)
+		require.NoError(t, sys.RegisterKind("stopper", func() actor.Actor { return stopper{} }))
+		for range 5 {
+			sys.Root().Send(pids[0], &spawnStopper{n: 400}) // before p0 records
+			g, err := sys.Snapshot(context.Background())
+			require.NoError(t, err)
+			require.NoError(t, g.Verify())
+		}
 	})
 }

@@ -64,12 +64,12 @@ type participant struct {
 	nReports int  // messages in reports, for the budget
 
 	// joins holds the snapshots in progress when it was spawned from
-	// outside any actor: it records them at birth (shell.lifecycle).
+	// outside every participant: it records them at birth (shell.lifecycle).
 	joins []snapshot.SnapshotID
 
 	// drops holds departed participants to forget, left by the guardian
 	// with the awaited sets, under awaitsMu, and taken with them
-	// (guardian.dropDeparted). Kept apart from the fields every message
+	// (guardian.drop). Kept apart from the fields every message
 	// reads.
 	drops []snapshot.ProcessID
 }
@@ -184,7 +184,7 @@ func (w *shell) lifecycle(ctx actor.Context) {
 	}
 	w.deliver(ctx, nil)
 	if _, started := ctx.Message().(*actor.Started); started && len(p.joins) > 0 {
-		// Spawned from outside any actor while these snapshots ran: it
+		// Spawned from outside every participant while these snapshots ran: it
 		// records its state at birth, before any message.
 		joins := p.joins
 		p.joins = nil

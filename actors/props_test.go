@@ -39,7 +39,6 @@ func (spawner) Receive(ctx actor.Context) {
 func TestSnapshottedPropsSpawnParticipantsEverywhere(t *testing.T) {
 	sys, err := NewSystem(testMessages)
 	require.NoError(t, err)
-	defer shutdown(t, sys)
 	events := make(chan string, 100)
 	props := actor.PropsFromProducer(func() actor.Actor { return &probe{events: events} }, sys.Snapshotted("probe"))
 	root := sys.Root()
@@ -81,6 +80,29 @@ func TestSnapshottedPropsSpawnParticipantsEverywhere(t *testing.T) {
 	require.NoError(t, err)
 	_, err = DecodeState[*probe](g, "nobody")
 	require.Error(t, err)
+
+	// Restored, a child of a participant has its parent again; a child of
+	// the plain actor, which is not restored, has none rather than a
+	// parent that is not there to supervise it, and still records.
+	store := sys.cfg.store
+	shutdown(t, sys)
+	restored, err := Restore(context.Background(), store, g.ID, testMessages, WithTimeout(testTimeout),
+		WithKind("probe", func() actor.Actor { return &probe{} }))
+	require.NoError(t, err)
+	defer shutdown(t, restored)
+	parent := make(chan *actor.PID, 1)
+	restored.Root().Send(actor.NewPID(restored.ActorSystem().Address(), "r-named/kid"), &askParent{reply: parent})
+	assert.Equal(t, "r-named", waitFor(t, parent).Id)
+	restored.Root().Send(actor.NewPID(restored.ActorSystem().Address(), "plain/named"), &askParent{reply: parent})
+	assert.Nil(t, waitFor(t, parent))
+	restored.Root().Send(actor.NewPID(restored.ActorSystem().Address(), "plain/named"), &boom{})
+	next, err := restored.Snapshot(context.Background())
+	if err != nil {
+		require.ErrorIs(t, err, ErrParticipantRestarted, "the crash may abort the snapshot it overlaps")
+		next, err = restored.Snapshot(context.Background())
+	}
+	require.NoError(t, err, "the restarted child records")
+	require.NoError(t, next.Verify())
 }
 
 // Props options that a participant cannot keep are refused, never
@@ -254,6 +276,10 @@ func TestRoundTrip(t *testing.T) {
 	}
 	type outer struct{ In []inner }
 	require.NoError(t, RoundTrip(&outer{In: []inner{{Kept: 1, skip: make(chan int)}}}), "msgpack:\"-\" at any depth")
+	type withMap struct{ M map[string]int }
+	for range 50 {
+		require.NoError(t, RoundTrip(&withMap{M: map[string]int{"a": 1, "b": 2, "c": 3, "d": 4, "e": 5}}), "whatever the map's order")
+	}
 }
 
 // A protobuf message, as Proto.Actor programs send them, is recorded with

@@ -12,7 +12,7 @@ import (
 // registry is the system's membership: the live participants by name and
 // by sender key, the stopped ones not yet dropped, and the snapshots in
 // progress. Its lock also orders snapshot starts against spawns from
-// outside any actor, so that such a spawn is either a participant a
+// outside every participant, so that such a spawn is either a participant a
 // snapshot starts with (it gets the start) or joins it at birth (it
 // records its state at birth).
 type registry struct {

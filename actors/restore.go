@@ -42,8 +42,9 @@ type restoreRequest struct {
 // before its first message; each channel's recorded messages are replayed
 // in FIFO order as if from their original sender, their sequence numbers
 // continuing the channel's, so that the next snapshot balances. A child
-// participant comes back at the top level under its full id: supervision
-// is not part of a snapshot.
+// participant comes back under its full id with its restored parent as
+// ctx.Parent(), which hears of its failures; the parent does not list it
+// among its own children, so it does not stop it when it stops.
 //
 // Before the restored actors handle anything, the system takes its first
 // snapshot, numbered after the restored one and after every id the store
@@ -213,7 +214,12 @@ func (s *System) restore(ctx context.Context, g *snapshot.Global, base snapshot.
 		if r, ok := live[pt.ID]; ok {
 			var spawner actor.SpawnerContext = s.root
 			if i := strings.LastIndexByte(string(pt.ID), '/'); i > 0 {
-				spawner = restoredParent{RootContext: s.root, parent: actor.NewPID(s.actors.Address(), string(pt.ID[:i]))}
+				// Only a restored participant: the parent of a child of a
+				// plain actor, or of a name with a slash, is not there to
+				// supervise it.
+				if _, ok := live[pt.ID[:i]]; ok {
+					spawner = restoredParent{RootContext: s.root, parent: actor.NewPID(s.actors.Address(), string(pt.ID[:i]))}
+				}
 			}
 			if _, err := s.start(actor.PropsFromProducer(r.k.producer, r.k.opts...), spawner, r.p, r.k.producer); err != nil {
 				return err

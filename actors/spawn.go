@@ -35,7 +35,9 @@ var ErrProps = errors.New("actors: props cannot make a participant")
 // ErrProps, as do Props spawned in another actor system. The spawn fails
 // too, before the actor starts, if its state would not survive a snapshot
 // (ErrLossy). Snapshotted sets the Props' spawn function: a later
-// actor.WithSpawnFunc replaces it.
+// actor.WithSpawnFunc replaces it. Receiver middleware is kept, and sees
+// the snapshot's own control messages (starts, markers) besides the
+// application's.
 func (s *System) Snapshotted(kind string) actor.PropsOption {
 	return actor.WithSpawnFunc(func(as *actor.ActorSystem, id string, props *actor.Props, parent actor.SpawnerContext) (*actor.PID, error) {
 		switch {

@@ -88,9 +88,10 @@ type kind struct {
 }
 
 // System is a Proto.Actor actor system whose participants take consistent
-// global snapshots. Participants are actors spawned through it by kind and
-// name (Spawn, or Props inside an actor); other actors keep working as
-// usual and are outside the snapshots.
+// global snapshots. Participants are the actors spawned from Props with
+// its Snapshotted option (or Props of a registered kind), by any of
+// Proto.Actor's spawn calls; other actors keep working as usual and are
+// outside the snapshots.
 //
 // A System's methods may be called from any goroutine.
 type System struct {
@@ -302,9 +303,7 @@ func (s *System) Shutdown(ctx context.Context) error {
 		return ctx.Err()
 	}
 	for _, p := range s.reg.live() {
-		if p.pid != nil {
-			s.root.Stop(p.pid)
-		}
+		s.root.Stop(p.pid)
 	}
 	done := make(chan struct{})
 	var released error
@@ -325,9 +324,9 @@ func (s *System) Shutdown(ctx context.Context) error {
 	s.actors.Shutdown()
 	switch {
 	case aborted > 0 && released != nil:
-		return fmt.Errorf("%w: %d snapshots in progress aborted; releasing the store: %w", ErrShutdown, aborted, released)
+		return fmt.Errorf("%w: %d snapshots aborted; releasing the store: %w", ErrShutdown, aborted, released)
 	case aborted > 0:
-		return fmt.Errorf("%w: %d snapshots in progress aborted", ErrShutdown, aborted)
+		return fmt.Errorf("%w: %d snapshots aborted", ErrShutdown, aborted)
 	case released != nil:
 		return fmt.Errorf("actors: releasing the store: %w", released)
 	}

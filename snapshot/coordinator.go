@@ -396,9 +396,21 @@ func (c *Coordinator) Join(p ProcessID) []SnapshotID {
 // progress: p was born before a participant's record of id (a child
 // spawned by a participant that had not recorded it), so a message from
 // p may be counted in that record.
+//
+// A p that stopped already (its stop and its birth reach the caller from
+// different goroutines, in either order) stands in with its final
+// counters, as Stopped settles the runs that await its record.
 func (c *Coordinator) Require(id SnapshotID, p ProcessID) {
-	if r := c.run(id); r != nil {
-		r.asm.Require(p)
+	r := c.run(id)
+	if r == nil {
+		return
+	}
+	r.asm.Require(p)
+	if s, ok := c.stopped[p]; ok && r.asm.AwaitsRecord(p) {
+		rec := s.final
+		rec.Snapshot = id
+		_ = r.asm.AddDeparted(rec)
+		c.check()
 	}
 }
 

@@ -134,6 +134,26 @@ func TestCoordinatorStopped(t *testing.T) {
 	assert.Equal(t, snapshot.Channel{From: "a", To: "b"}, be.Channel)
 }
 
+// Rule: a child born before its parent's record is required by the run,
+// and one whose stop came before its birth was heard of stands in with
+// its final counters: the run does not wait for its record.
+func TestCoordinatorRequireStopped(t *testing.T) {
+	c := newCoordinator(t, snapshot.CoordinatorConfig{})
+	id, _ := c.Start(t0, ids("a"), "")
+	c.Ready()
+	// The child c stopped (after receiving one message from a) before
+	// the run heard it was born.
+	require.NoError(t, c.Stopped(t0, "c", rec(0, "c", nil, one("a", 1)), nil, c.Last()))
+	c.Require(id, "c")
+	require.NoError(t, c.Record(t0, rec(id, "a", one("c", 1), nil)))
+	rd := c.Ready()
+	require.Len(t, rd.Over, 1)
+	require.NoError(t, rd.Over[0].Err)
+	p, ok := rd.Over[0].Global.Participant("c")
+	require.True(t, ok)
+	assert.True(t, p.Departed)
+}
+
 // Rule: a stopped participant stands in every snapshot from its stop
 // until a complete one started after the stop shows it drained; then, at
 // the first moment no snapshot runs, it is dropped: its peers and those
