@@ -114,11 +114,7 @@ func TestCoordinatorStopped(t *testing.T) {
 	require.NoError(t, c.Record(t0, rec(id, "a", one("b", 2), nil)))
 	require.NoError(t, c.Stopped(t0, "b", rec(0, "b", nil, one("a", 2)), nil, c.Last()))
 	rd := c.Ready()
-	require.Len(t, rd.Over, 1)
-	require.NoError(t, rd.Over[0].Err)
-	b, ok := rd.Over[0].Global.Participant("b")
-	require.True(t, ok)
-	assert.True(t, b.Departed)
+	completeWithDeparted(t, rd, "b")
 
 	// Recorded, then stopped with a message still on its way: lost.
 	c = newCoordinator(t, snapshot.CoordinatorConfig{})
@@ -146,12 +142,18 @@ func TestCoordinatorRequireStopped(t *testing.T) {
 	require.NoError(t, c.Stopped(t0, "c", rec(0, "c", nil, one("a", 1)), nil, c.Last()))
 	c.Require(id, "c")
 	require.NoError(t, c.Record(t0, rec(id, "a", one("c", 1), nil)))
-	rd := c.Ready()
+	completeWithDeparted(t, c.Ready(), "c")
+}
+
+// completeWithDeparted checks that rd ends one snapshot, complete, with p
+// standing in as departed.
+func completeWithDeparted(t *testing.T, rd snapshot.CoordinatorReady, p snapshot.ProcessID) {
+	t.Helper()
 	require.Len(t, rd.Over, 1)
 	require.NoError(t, rd.Over[0].Err)
-	p, ok := rd.Over[0].Global.Participant("c")
+	pt, ok := rd.Over[0].Global.Participant(p)
 	require.True(t, ok)
-	assert.True(t, p.Departed)
+	assert.True(t, pt.Departed)
 }
 
 // Rule: a stopped participant stands in every snapshot from its stop
