@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/goleak"
 
+	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
 
@@ -1053,4 +1054,33 @@ func TestChildrenThatStopAtOnce(t *testing.T) {
 			require.NoError(t, g.Verify())
 		}
 	})
+}
+
+// A Shutdown whose context ends first still finishes: once the actors
+// stop, the store is released. A Snapshot after it is refused at once.
+func TestShutdownFinishesAfterItsContext(t *testing.T) {
+	store := persistence.NewMemory()
+	sys, pids, _ := probes(t, 1, WithStore(store))
+	release := block(t, sys, pids[0]) // p0 cannot stop until released
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, sys.Shutdown(ctx), context.Canceled)
+	o, err := store.Ownership(context.Background())
+	require.NoError(t, err)
+	assert.True(t, o.Live, "held while p0 runs")
+	release()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(time.Minute)
+	for o.Live {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatal("the store is still held after the actors stopped")
+		}
+		o, err = store.Ownership(context.Background())
+		require.NoError(t, err)
+	}
+	_, err = sys.Snapshot(context.Background())
+	require.ErrorIs(t, err, ErrShutdown)
 }

@@ -257,6 +257,13 @@ func (s *System) Snapshot(ctx context.Context) (*snapshot.Global, error) {
 	select {
 	case r := <-reply:
 		return r.global, r.err
+	case <-s.guardSTW: // shut down meanwhile: the request went nowhere
+		select {
+		case r := <-reply:
+			return r.global, r.err
+		default:
+			return nil, ErrShutdown
+		}
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -294,31 +301,31 @@ func (s *System) Shutdown(ctx context.Context) error {
 	if !s.down.CompareAndSwap(false, true) {
 		return ErrShutdown
 	}
-	reply := make(chan int, 1)
-	s.root.Send(s.guardian, &shutdownRequest{reply: reply})
-	var aborted int
+	// The steps run to their end whatever ctx does, so that the store is
+	// released once the actors have stopped; ctx bounds only the wait.
+	done := make(chan error, 1)
+	go func() { done <- s.shutdown() }()
 	select {
-	case aborted = <-reply:
+	case err := <-done:
+		return err
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// shutdown aborts the snapshots in progress, stops the participants and
+// then the guardian, releases the store and stops the actor system.
+func (s *System) shutdown() error {
+	reply := make(chan int, 1)
+	s.root.Send(s.guardian, &shutdownRequest{reply: reply})
+	aborted := <-reply
 	for _, p := range s.reg.live() {
 		s.root.Stop(p.pid)
 	}
-	done := make(chan struct{})
-	var released error
-	go func() {
-		s.stopped.Wait()
-		s.root.Stop(s.guardian)
-		<-s.guardSTW
-		released = s.release()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	s.stopped.Wait()
+	s.root.Stop(s.guardian)
+	<-s.guardSTW
+	released := s.release()
 	s.pool.Stop()
 	s.guardLoop.Stop()
 	s.actors.Shutdown()
