@@ -88,8 +88,10 @@ func (e *Endpoint) peerLocked(addr string) *peer {
 	return p
 }
 
-// Send queues msg for member to. It returns link.ErrFull when the link's
-// window is full: wait on Space and send again.
+// Send queues msg for member to: it goes at once if nothing to that
+// member is in flight, or else with the next acknowledgement, batched with
+// what queued meanwhile. It returns link.ErrFull when the link's window
+// is full: wait on Space and send again.
 func (e *Endpoint) Send(to string, msg []byte) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -100,7 +102,11 @@ func (e *Endpoint) Send(to string, msg []byte) error {
 	if err := p.out.Send(msg); err != nil {
 		return err
 	}
-	e.flushLocked(p, time.Now())
+	// At once when nothing is in flight; otherwise with the next
+	// acknowledgement, in larger frames.
+	if p.out.InFlight() == 0 {
+		e.flushLocked(p, time.Now())
+	}
 	return nil
 }
 

@@ -59,8 +59,13 @@ func startMember(port int, advertised string) (*actor.ActorSystem, *remote.Remot
 
 // child is a member process: the sender or the receiver of a trial.
 func child() int {
-	if os.Getenv(childEnv) == "sender" {
+	switch os.Getenv(childEnv) {
+	case "sender":
 		return sender()
+	case "bench-sender":
+		return benchSender()
+	case "bench-sink":
+		return benchSink()
 	}
 	return receiver()
 }
@@ -186,7 +191,7 @@ func (p *proxy) cut() {
 	p.conns = nil
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer ln.Close()
@@ -204,7 +209,7 @@ func TestLinkSurvivesConnectionCuts(t *testing.T) {
 }
 
 // member starts a member process in role, and returns its stdout lines.
-func member(t *testing.T, role string, port int, advertised, peer string, n int) (*exec.Cmd, *bufio.Scanner) {
+func member(t testing.TB, role string, port int, advertised, peer string, n int) (*exec.Cmd, *bufio.Scanner) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+role, fmt.Sprintf("CHILD_PORT=%d", port),
 		"CHILD_ADVERTISED="+advertised, "CHILD_PEER="+peer, fmt.Sprintf("CHILD_N=%d", n))

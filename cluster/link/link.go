@@ -174,6 +174,12 @@ func (s *Sender) Reset(now time.Time) {
 	s.progress = now
 }
 
+// InFlight returns the messages transmitted and not yet acknowledged.
+// A caller that transmits only when none is in flight, and otherwise on
+// acknowledgements, sends few large frames under load and each message
+// at once when idle (as Nagle's algorithm does).
+func (s *Sender) InFlight() int { return int(s.next - s.acked - 1) }
+
 // Unacked returns the messages and bytes sent or queued and not yet
 // acknowledged.
 func (s *Sender) Unacked() (msgs, bytes int) { return s.queue.n, s.bytes }
