@@ -2,7 +2,6 @@ package actors
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -30,20 +29,21 @@ func TestSnapshotTimesOutInABubble(t *testing.T) {
 	})
 }
 
-// Periodic snapshots in a bubble: one a second, so five and a half
-// seconds hold exactly five.
+// Periodic snapshots in a bubble: one a second, so the fifth completes
+// five seconds after the start, to the nanosecond.
 func TestPeriodicSnapshotsInABubble(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
 		sys, _, _ := probes(t, 3, WithInterval(time.Second))
-		var completed atomic.Int64
+		completed := make(chan time.Time, 10)
 		sub := sys.ActorSystem().EventStream.Subscribe(func(evt interface{}) {
 			if _, ok := evt.(*SnapshotCompleted); ok {
-				completed.Add(1)
+				completed <- time.Now()
 			}
 		})
-		time.Sleep(5*time.Second + 500*time.Millisecond) // bubble time: advances when all wait
-		synctest.Wait()
-		assert.EqualValues(t, 5, completed.Load())
+		for i := range 5 {
+			assert.Equal(t, time.Duration(i+1)*time.Second, (<-completed).Sub(start), "snapshot %d", i+1)
+		}
 		sys.ActorSystem().EventStream.Unsubscribe(sub)
 		require.NoError(t, sys.Shutdown(context.Background()))
 	})
