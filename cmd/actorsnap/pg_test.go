@@ -24,10 +24,14 @@ func dropSchema(t *testing.T, url, schema string) {
 }
 
 // postgresURL returns the test server's URL, or skips: without
-// ACTORSNAP_TEST_POSTGRES there is no server (.ci/run sets it).
+// ACTORSNAP_TEST_POSTGRES there is no server (.ci/run sets it). Where
+// ACTORSNAP_REQUIRE_POSTGRES is set (CI), a missing server fails the test.
 func postgresURL(t *testing.T) string {
 	t.Helper()
 	url := os.Getenv("ACTORSNAP_TEST_POSTGRES")
+	if url == "" && os.Getenv("ACTORSNAP_REQUIRE_POSTGRES") != "" {
+		t.Fatal("ACTORSNAP_TEST_POSTGRES is not set, and ACTORSNAP_REQUIRE_POSTGRES says the PostgreSQL tests must run")
+	}
 	if url == "" {
 		t.Skip("set ACTORSNAP_TEST_POSTGRES to a PostgreSQL URL to run this test; `eval \"$(bash .ci/postgres.sh)\"` starts a server and sets it")
 	}

@@ -31,10 +31,14 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // envURL names the environment variable holding the test server's URL.
 const envURL = "ACTORSNAP_TEST_POSTGRES"
 
-// serverURL returns the test server's URL, or skips the test.
+// serverURL returns the test server's URL, or skips the test; where
+// ACTORSNAP_REQUIRE_POSTGRES is set (CI), a missing server fails it.
 func serverURL(t testing.TB) string {
 	t.Helper()
 	u := os.Getenv(envURL)
+	if u == "" && os.Getenv("ACTORSNAP_REQUIRE_POSTGRES") != "" {
+		t.Fatal(envURL + " is not set, and ACTORSNAP_REQUIRE_POSTGRES says the PostgreSQL tests must run")
+	}
 	if u == "" {
 		t.Skip(envURL + ` is not set, so there is no PostgreSQL server to test against. ` +
 			`From the module root, run: eval "$(bash .ci/postgres.sh)" && go test -race ./persistence/postgres/ ` +
