@@ -301,27 +301,23 @@ func (c *Coordinator) awaited(from SnapshotID, live []ProcessID) {
 // run, if the snapshot is still in progress. The error says why the run
 // refused it.
 func (c *Coordinator) Record(now time.Time, rec LocalRecord) error {
-	c.now = now
-	r := c.run(rec.Snapshot)
-	if r == nil {
-		c.check()
-		return nil
-	}
-	err := r.asm.AddRecord(rec)
-	c.check()
-	return err
+	return c.add(now, rec.Snapshot, func(a *Assembler) error { return a.AddRecord(rec) })
 }
 
 // Channel adds, at now, a participant's recording of one of its incoming
 // channels to its snapshot's run, if the snapshot is still in progress.
 func (c *Coordinator) Channel(now time.Time, cr ChannelRecord) error {
+	return c.add(now, cr.Snapshot, func(a *Assembler) error { return a.AddChannel(cr) })
+}
+
+// add applies an input to snapshot id's run, if in progress, at now, and
+// ends what the input (or the time) ends.
+func (c *Coordinator) add(now time.Time, id SnapshotID, input func(*Assembler) error) error {
 	c.now = now
-	r := c.run(cr.Snapshot)
-	if r == nil {
-		c.check()
-		return nil
+	var err error
+	if r := c.run(id); r != nil {
+		err = input(r.asm)
 	}
-	err := r.asm.AddChannel(cr)
 	c.check()
 	return err
 }
