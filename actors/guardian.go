@@ -118,6 +118,12 @@ type guardian struct {
 
 	// Aligned mode: whose barriers each participant was last handed.
 	awaited map[snapshot.ProcessID][]snapshot.ProcessID
+
+	// In a cluster (WithTransport): the members last known, and this
+	// member's Snapshot calls waiting on the coordinator, by token.
+	known []string
+	token uint64
+	asked map[uint64]chan<- result
 }
 
 func newGuardian(s *System) *guardian {
@@ -126,9 +132,14 @@ func newGuardian(s *System) *guardian {
 		runs:    make(map[snapshot.SnapshotID]*run),
 		rng:     rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0)),
 		awaited: make(map[snapshot.ProcessID][]snapshot.ProcessID),
+		asked:   make(map[uint64]chan<- result),
 	}
-	// Ids the store has held are never used again.
-	g.coord = g.newCoordinator(s.lease.High(), nil)
+	if s.cfg.transport == nil {
+		// Ids the store has held are never used again.
+		g.coord = g.newCoordinator(s.lease.High(), nil)
+	}
+	// A member of a cluster coordinates once it is the coordinating
+	// member (members).
 	return g
 }
 
@@ -166,30 +177,48 @@ func (g *guardian) Receive(ctx actor.Context) {
 	case *actor.Started:
 		g.self = ctx.Self()
 		g.every(g.s.cfg.interval)
+		if g.clustered() {
+			g.members()
+		}
 	case *actor.Stopped:
 		close(g.s.guardSTW)
+	case *membersMsg:
+		g.members()
+	case *memberFrame:
+		g.memberFrame(m.from, m.f)
+	case *announceMsg:
+		g.announce([]snapshot.ProcessID{m.id}, nil)
 	case *reportMsg:
-		g.report(m)
+		if !g.forward(m) {
+			g.report(m)
+		}
 	case *failMsg:
-		g.coord.Abort(now(), m.id, fmt.Errorf("%s: %w", m.from, m.err))
+		if !g.forward(m) {
+			g.coord.Abort(now(), m.id, fmt.Errorf("%s: %w", m.from, m.err))
+		}
 	case *registered:
-		for _, id := range g.coord.Pending() {
-			if m.horizon < id && !slices.Contains(m.finished, id) {
-				g.coord.Require(id, m.id)
-			}
+		if !g.forward(m) {
+			g.registered(m)
 		}
 	case *stoppedMsg:
-		// Kept even if it sent nothing: participants that sent to it name
-		// it in their records, and a snapshot must know it stopped rather
-		// than wait for its record.
-		_ = g.coord.Stopped(now(), m.id, m.final, m.recorded, m.after)
+		g.announce(nil, []snapshot.ProcessID{m.id})
+		if !g.forward(m) {
+			// Kept even if it sent nothing: participants that sent to it
+			// name it in their records, and a snapshot must know it
+			// stopped rather than wait for its record.
+			_ = g.coord.Stopped(now(), m.id, m.final, m.recorded, m.after)
+		}
 	case *restartedMsg:
-		g.coord.Fail(now(), m.id, fmt.Errorf("%w: %s", ErrParticipantRestarted, m.id))
+		if !g.forward(m) {
+			g.coord.Fail(now(), m.id, fmt.Errorf("%w: %s", ErrParticipantRestarted, m.id))
+		}
 	case *timerMsg:
 		g.timer(m)
 	case *tickMsg:
 		if !g.down && m.schedule == g.schedule {
-			g.start(nil, false)
+			if g.coordinating() {
+				g.start(nil, false)
+			}
 			g.ticker = g.later(g.interval, &tickMsg{schedule: g.schedule})
 		}
 	case *everyRequest:
@@ -200,13 +229,20 @@ func (g *guardian) Receive(ctx actor.Context) {
 		g.every(m.interval)
 		m.reply <- nil
 	case *startRequest:
+		if g.clustered() && !g.coordinating() {
+			g.ask(m.reply)
+			break
+		}
 		g.start(m.reply, false)
 	case *restoreRequest:
 		g.coord = g.newCoordinator(m.base, m.from)
 		g.start(m.reply, true)
 		close(m.started)
 	case *missingRequest:
-		missing, _ := g.coord.Missing(m.id)
+		var missing snapshot.Missing
+		if g.coordinating() {
+			missing, _ = g.coord.Missing(m.id)
+		}
 		m.reply <- missing.Participants
 	case *savedMsg:
 		for _, out := range g.saver.outcomes() {
@@ -224,6 +260,16 @@ func (g *guardian) Receive(ctx actor.Context) {
 	g.carry()
 }
 
+// registered takes a participant born while snapshots ran: those it
+// had not finished at birth require it.
+func (g *guardian) registered(m *registered) {
+	for _, id := range g.coord.Pending() {
+		if m.horizon < id && !slices.Contains(m.finished, id) {
+			g.coord.Require(id, m.id)
+		}
+	}
+}
+
 // shutdown refuses further starts, aborts the snapshots in progress and
 // waits for the saves under way. It returns how many snapshots ended
 // aborted meanwhile, each published as a SnapshotAborted: those in
@@ -237,10 +283,16 @@ func (g *guardian) shutdown() int {
 		reply <- result{err: ErrShutdown}
 	}
 	g.postponed = nil
-	for _, id := range g.coord.Pending() {
-		g.coord.Abort(g.s.cfg.clock.Now(), id, ErrShutdown)
+	for t, reply := range g.asked {
+		reply <- result{err: ErrShutdown}
+		delete(g.asked, t)
 	}
-	g.carry()
+	if g.coordinating() {
+		for _, id := range g.coord.Pending() {
+			g.coord.Abort(g.s.cfg.clock.Now(), id, ErrShutdown)
+		}
+		g.carry()
+	}
 	// The saves under way end before the system does, and before it gives
 	// up its store.
 	if g.saver != nil {
@@ -269,7 +321,7 @@ func (g *guardian) every(d time.Duration) {
 // the time.
 func (g *guardian) timer(m *timerMsg) {
 	r := g.runs[m.id]
-	if r == nil || r.saving != nil {
+	if r == nil || r.saving != nil || !g.coordinating() {
 		return
 	}
 	g.coord.Tick(g.now())
@@ -285,7 +337,7 @@ func (g *guardian) timer(m *timerMsg) {
 // the same.
 func (g *guardian) now() time.Time {
 	now := g.s.cfg.clock.Now()
-	if g.s.cfg.mode != snapshot.Aligned {
+	if g.s.cfg.mode != snapshot.Aligned || !g.coordinating() {
 		return now
 	}
 	for _, id := range g.coord.Pending() {
@@ -301,11 +353,16 @@ func (g *guardian) now() time.Time {
 // start begins a new snapshot, or answers why it cannot. direct posts the
 // start to every participant from here, before start returns (a restore
 // needs it in every queue before the replayed messages).
-func (g *guardian) start(reply chan<- result, direct bool) {
+func (g *guardian) start(reply chan<- result, direct bool, remote ...remoteWaiter) {
 	fail := func(err error) {
-		if reply != nil {
+		switch {
+		case reply != nil:
 			reply <- result{err: err}
-		} else {
+		case len(remote) > 0:
+			for _, w := range remote {
+				g.s.sendFrame(w.member, &frame{K: fOver, Err: err.Error(), Recorded: []snapshot.SnapshotID{snapshot.SnapshotID(w.token)}})
+			}
+		default:
 			g.s.log.Warn("periodic snapshot skipped", slog.Any("error", err))
 		}
 	}
@@ -328,6 +385,9 @@ func (g *guardian) start(reply chan<- result, direct bool) {
 		// as when too many run.
 		if reply != nil {
 			g.postponed = append(g.postponed, reply)
+		}
+		if len(remote) > 0 {
+			fail(fmt.Errorf("%w: stopped participants wait to be dropped", ErrBusy))
 		}
 		return
 	}
@@ -354,7 +414,11 @@ func (g *guardian) start(reply chan<- result, direct bool) {
 	if g.s.cfg.initiation == Flooding && g.s.cfg.mode == snapshot.Unaligned && len(parts) > 0 && !direct {
 		initiator = parts[g.rng.IntN(len(parts))].id
 	}
-	id, err := g.coord.Start(now, g.partIDs, initiator)
+	live := g.liveIDs(g.partIDs)
+	if g.s.cfg.initiation == Flooding && g.s.cfg.mode == snapshot.Unaligned && len(live) > len(parts) && !direct {
+		initiator = live[g.rng.IntN(len(live))]
+	}
+	id, err := g.coord.Start(now, live, initiator)
 	if err != nil {
 		reg.mu.Unlock()
 		fail(err)
@@ -372,10 +436,11 @@ func (g *guardian) start(reply chan<- result, direct bool) {
 	reg.started = id
 	reg.mu.Unlock()
 
-	r := &run{id: id, start: now}
+	r := &run{id: id, start: now, remote: remote}
 	if reply != nil {
 		r.waiters = append(r.waiters, reply)
 	}
+	g.fanOut(id, !direct && g.s.cfg.initiation != Flooding, initiator)
 	g.runs[id] = r
 	g.s.metrics.started.Add(context.Background(), 1)
 	g.s.log.Debug("snapshot started", slog.Uint64("id", uint64(id)), slog.Int("participants", len(parts)))
@@ -391,7 +456,9 @@ func (g *guardian) start(reply chan<- result, direct bool) {
 	case g.s.cfg.initiation == Flooding:
 		msg := &initiateMsg{id: id}
 		if initiator != "" {
-			parts[slices.IndexFunc(parts, func(p *participant) bool { return p.id == initiator })].mb.PostFrom(controlKey, msg)
+			if i := slices.IndexFunc(parts, func(p *participant) bool { return p.id == initiator }); i >= 0 {
+				parts[i].mb.PostFrom(controlKey, msg)
+			}
 		} else {
 			// Aligned: as Flink injects barriers at the sources, every
 			// participant that waits for no one starts; one started at
@@ -413,11 +480,13 @@ func (g *guardian) start(reply chan<- result, direct bool) {
 // Ready's fields. Starts and awaited sets come from Start only, which
 // carries them out itself.
 func (g *guardian) carry() {
-	for g.coord.HasReady() {
+	for g.coordinating() && g.coord.HasReady() {
 		rd := g.coord.Ready()
 		for _, in := range rd.Initiates {
 			if p := g.s.reg.lookup(in.Process); p != nil {
 				p.mb.PostFrom(controlKey, &initiateMsg{id: in.Snapshot})
+			} else if g.clustered() {
+				g.initiateRemote(in.Process, in.Snapshot)
 			}
 		}
 		for _, o := range rd.Over {
@@ -508,6 +577,7 @@ func (g *guardian) drop(drops []snapshot.Drop) {
 			}
 		}
 	}
+	g.dropRemote(drops)
 	g.s.reg.drop(dropped) // after the handovers: a new one under the name finds them
 	if len(g.postponed) > 0 {
 		g.s.root.Send(g.self, &postponedMsg{})
@@ -559,6 +629,7 @@ func (g *guardian) finish(r *run, gl *snapshot.Global, err error, unrecorded []s
 	for _, w := range r.waiters {
 		w <- result{global: gl, err: err}
 	}
+	g.overRemote(r, gl, err)
 	// Participants let go of r themselves, when they next record or report
 	// (participant.forgetFinished): no message per participant.
 }

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,9 @@ type participant struct {
 	mb      *mailbox.Mailbox
 	pid     *actor.PID
 	stopped atomic.Bool
+	// addr is the member a stand-in for a participant of another member
+	// lives on (WithTransport); empty for this member's participants.
+	addr string
 	// awaits holds whose barriers to wait for (aligned mode), each for the
 	// snapshot the guardian is starting and those after it, left by the
 	// guardian before it posts that start; awaitsNew says there are some.
@@ -299,20 +303,36 @@ func (p *participant) target(pid *actor.PID) *participant {
 	}
 	t := p.targets[pid]
 	if t == nil || t.stopped.Load() {
-		if pid == nil || pid.Address != p.sys.actors.Address() {
+		if pid == nil {
 			return nil
+		}
+		if pid.Address != p.sys.actors.Address() {
+			if p.sys.cfg.transport == nil {
+				return nil
+			}
+			if t = p.sys.reg.lookupRemote(snapshot.ProcessID(pid.Id), pid.Address); t == nil {
+				return nil
+			}
+			p.cacheTarget(pid, t)
+			return t
 		}
 		p.takeDrops()
 		if t = p.sys.reg.lookupOrStopped(snapshot.ProcessID(pid.Id), p); t == nil {
 			return nil
 		}
-		if len(p.targets) >= maxTargets {
-			clear(p.targets)
-		}
-		p.targets[pid] = t
+		p.cacheTarget(pid, t)
+		return t
 	}
 	p.lastPID, p.lastT = pid, t
 	return t
+}
+
+func (p *participant) cacheTarget(pid *actor.PID, t *participant) {
+	if len(p.targets) >= maxTargets {
+		clear(p.targets)
+	}
+	p.targets[pid] = t
+	p.lastPID, p.lastT = pid, t
 }
 
 // targetByID returns the live participant id, or nil.
@@ -320,7 +340,12 @@ func (p *participant) targetByID(id snapshot.ProcessID) *participant {
 	t := p.byID[id]
 	if t == nil || t.stopped.Load() {
 		if t = p.sys.reg.lookup(id); t == nil {
-			return nil
+			if p.sys.cfg.transport == nil {
+				return nil
+			}
+			if t = p.sys.reg.lookupRemote(id, ""); t == nil {
+				return nil
+			}
 		}
 		p.byID[id] = t
 	}
@@ -336,6 +361,15 @@ func (p *participant) send(ctx actor.Context, pid *actor.PID, msg interface{}) {
 		ctx.Send(pid, msg)
 		return
 	}
+	if t.addr != "" {
+		// To another member: only a registered type can cross, and a
+		// message that cannot is refused before it counts.
+		if err := p.canCross(msg); err != nil {
+			p.sys.log.Error("message not sent", slog.Any("error", err))
+			p.sys.actors.DeadLetter.SendUserMessage(pid, msg)
+			return
+		}
+	}
 	st := p.proc.Send(t.id)
 	if tr := p.sys.trace; tr != nil {
 		tr.Sent(snapshot.Channel{From: p.id, To: t.id}, st.Seq)
@@ -348,10 +382,30 @@ func (p *participant) send(ctx actor.Context, pid *actor.PID, msg interface{}) {
 		ctx.Send(pid, msg)
 		return
 	}
+	if t.addr != "" {
+		if err := p.sendRemote(t, st, msg); err != nil {
+			p.sys.log.Error("message lost: encoding failed", slog.String("from", string(p.id)), slog.String("to", string(t.id)), slog.Any("error", err))
+		}
+		return
+	}
 	if st.Seq == 1 && (len(st.Recorded) > 0 || st.Horizon > 0) {
 		msg = &firstMsg{stamp: st, msg: msg}
 	}
 	t.mb.PostFrom(p.key, msg)
+}
+
+// post posts a marker or a departure to participant t, on the channel
+// from p: into its queue for p, or through the transport to its member.
+func (p *participant) post(t *participant, msg interface{}) {
+	if t.addr == "" {
+		t.mb.PostFrom(p.key, msg)
+		return
+	}
+	f := &frame{K: fDeparted, From: p.id, To: t.id}
+	if m, ok := msg.(*markerMsg); ok {
+		f.K, f.ID = fMarker, m.id
+	}
+	p.sys.sendFrame(t.addr, f)
 }
 
 // act carries out the snapshot actions the last input produced, and those
@@ -418,7 +472,7 @@ func (p *participant) actOnce() (held bool) {
 			marker = &markerMsg{id: m.Snapshot}
 		}
 		if t := p.targetByID(m.To); t != nil {
-			t.mb.PostFrom(p.key, marker)
+			p.post(t, marker)
 		}
 	}
 	for _, c := range rd.Channels {
@@ -526,7 +580,7 @@ func (p *participant) depart() {
 	final := p.proc.Counters()
 	for _, pc := range final.Sent {
 		if t := p.targetByID(pc.Peer); t != nil {
-			t.mb.PostFrom(p.key, &departedMsg{})
+			p.post(t, &departedMsg{})
 		}
 	}
 	p.sys.root.Send(p.sys.guardian, &stoppedMsg{id: p.id, final: final, recorded: recorded, after: after})

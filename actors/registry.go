@@ -32,6 +32,9 @@ type registry struct {
 	// to it since it stopped: their channels to it count (lookupOrStopped),
 	// so they drop it too, though no snapshot may show them as its peers.
 	senders map[snapshot.ProcessID]map[*participant]struct{}
+	// remotes holds the stand-ins of other members' participants
+	// (WithTransport): their keys are in byKey too.
+	remotes map[snapshot.ProcessID]*participant
 }
 
 func newRegistry() registry {
@@ -40,6 +43,7 @@ func newRegistry() registry {
 		byKey:   make(map[mailbox.SenderKey]*participant),
 		stopped: make(map[snapshot.ProcessID]mailbox.SenderKey),
 		senders: make(map[snapshot.ProcessID]map[*participant]struct{}),
+		remotes: make(map[snapshot.ProcessID]*participant),
 	}
 }
 
@@ -47,7 +51,10 @@ func newRegistry() registry {
 func (r *registry) isPending(id snapshot.SnapshotID) bool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return slices.Contains(r.pending, id)
+	// An id after the last started is one the cluster's coordinator has
+	// started and whose start has not reached this member yet: a marker
+	// of it overtook the start.
+	return slices.Contains(r.pending, id) || id > r.started
 }
 
 // stop moves a participant that stopped from the live ones to the
@@ -100,6 +107,10 @@ func (r *registry) drop(ids map[snapshot.ProcessID]bool) {
 				delete(r.byKey, k)
 			}
 			delete(r.stopped, id)
+		}
+		if e := r.remotes[id]; e != nil && e.stopped.Load() {
+			delete(r.byKey, e.key)
+			delete(r.remotes, id)
 		}
 	}
 }

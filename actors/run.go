@@ -13,6 +13,7 @@ type run struct {
 	id      snapshot.SnapshotID
 	start   time.Time
 	waiters []chan<- result
+	remote  []remoteWaiter // Snapshot calls of other members
 	timers  []timer
 	held    int64            // recorded messages reported, counted in System.recorded until it ends
 	saving  *snapshot.Global // complete, and being saved: the outcome waits for the store

@@ -164,6 +164,9 @@ func (s *System) spawn(props *actor.Props, parent actor.SpawnerContext, kindName
 	} else if len(joins) > 0 {
 		s.root.Send(s.guardian, &registered{id: id})
 	}
+	if s.cfg.transport != nil {
+		s.root.Send(s.guardian, &announceMsg{id: id})
+	}
 	return pid, nil
 }
 

@@ -147,6 +147,10 @@ func NewSystem(opts ...Option) (*System, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.transport != nil {
+		// A member claims the store when it coordinates.
+		return newSystem(cfg, nil)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
 	defer cancel()
 	lease, err := cfg.store.Claim(ctx, cfg.name, persistence.ClaimNew)
@@ -216,6 +220,11 @@ func newSystem(cfg config, lease persistence.Lease) (*System, error) {
 	// The guardian's PID is known before it runs: it sends to itself from
 	// its first message on (a periodic tick, say), so s.guardian must not
 	// be written after the spawn.
+	if t := cfg.transport; t != nil {
+		if err := t.Attach(as, s.deliver); err != nil {
+			return fail(fmt.Errorf("actors: joining the cluster: %w", err))
+		}
+	}
 	s.guardian = actor.NewPID(s.actors.Address(), guardianName)
 	_, err = s.root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return newGuardian(s) },
 		actor.WithDispatcher(s.guardLoop)), guardianName)
@@ -342,6 +351,9 @@ func (s *System) shutdown() error {
 
 // release gives the store up: no snapshot is saved afterwards.
 func (s *System) release() error {
+	if s.lease == nil {
+		return nil // a member that never coordinated
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.timeout)
 	defer cancel()
 	return s.lease.Release(ctx)

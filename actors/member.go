@@ -1,0 +1,369 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/actorsnap/actorsnap/persistence"
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+// The guardian as one member of a cluster (WithTransport). The member
+// Transport.Coordinator names runs the snapshot.Coordinator for the whole
+// cluster; every guardian fans the starts out to its own participants, so
+// that a snapshot costs O(members) messages between members besides the
+// markers on channels that cross them, and sends its participants' records
+// to the coordinator, which assembles, verifies and stores them: a
+// participant's state crosses the network once per snapshot, or not at
+// all on the coordinator's member.
+
+// membersMsg tells the guardian that the cluster's members changed.
+type membersMsg struct{}
+
+// announceMsg tells the guardian a participant was born here: the other
+// members hear of it, to count their sends to it on its channel.
+type announceMsg struct{ id snapshot.ProcessID }
+
+// MembersChanged tells the system that the cluster's members, or its
+// coordinator, changed (the Transport calls it): snapshots in progress
+// that a departed member took part in abort, naming it, and a member
+// that became the coordinator takes over.
+func (s *System) MembersChanged() { s.root.Send(s.guardian, &membersMsg{}) }
+
+// clustered reports whether the system is one member of a cluster.
+func (g *guardian) clustered() bool { return g.s.cfg.transport != nil }
+
+// coordinating reports whether this guardian runs the Coordinator: on the
+// one system of a process, or on the cluster's coordinating member once it
+// took over.
+func (g *guardian) coordinating() bool { return g.coord != nil }
+
+// forward sends a participant's input for the Coordinator to the
+// coordinating member. It reports false on the coordinating member, which
+// takes it itself.
+func (g *guardian) forward(msg interface{}) bool {
+	if !g.clustered() || g.coordinating() {
+		return false
+	}
+	f := &frame{}
+	switch m := msg.(type) {
+	case *reportMsg:
+		f.K, f.ID, f.IDs, f.Chans = fReport, m.id, m.children, toWire(m.channels)
+		if m.hasRec {
+			rec := m.rec
+			f.Rec = &rec
+		}
+		// The messages leave this member: they count against the
+		// coordinator's budget, not this one's.
+		g.s.recorded.Add(-int64(m.held))
+	case *failMsg:
+		f.K, f.ID, f.From, f.Err = fFail, m.id, m.from, m.err.Error()
+	case *stoppedMsg:
+		final := m.final
+		f.K, f.From, f.Rec, f.Recorded, f.After = fStopped, m.id, &final, m.recorded, m.after
+	case *restartedMsg:
+		f.K, f.From = fRestarted, m.id
+	case *registered:
+		f.K, f.From, f.Finished, f.Horizon = fRegistered, m.id, m.finished, m.horizon
+	default:
+		return false
+	}
+	g.s.sendFrame(g.s.cfg.transport.Coordinator(), f)
+	return true
+}
+
+// announce tells the other members of participants born or stopped here.
+func (g *guardian) announce(live, left []snapshot.ProcessID) {
+	if !g.clustered() {
+		return
+	}
+	for _, m := range g.s.others() {
+		g.s.sendFrame(m, &frame{K: fJoined, IDs: live, Left: left})
+	}
+}
+
+// liveIDs returns the participants live in the whole cluster, sorted: this
+// member's and the other members' stand-ins.
+func (g *guardian) liveIDs(local []snapshot.ProcessID) []snapshot.ProcessID {
+	if !g.clustered() {
+		return local
+	}
+	remote := g.s.reg.remoteLive()
+	if len(remote) == 0 {
+		return local
+	}
+	ids := slices.Clone(local)
+	for id := range remote {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+// fanOut tells the other members of snapshot id: each posts the start to
+// its own participants if broadcast, and takes id as in progress. An
+// initiator on another member then hears it from its member.
+func (g *guardian) fanOut(id snapshot.SnapshotID, broadcast bool, initiator snapshot.ProcessID) {
+	if !g.clustered() {
+		return
+	}
+	for _, m := range g.s.others() {
+		g.s.sendFrame(m, &frame{K: fStart, ID: id, Start: broadcast})
+	}
+	if initiator != "" && g.s.reg.lookup(initiator) == nil {
+		g.initiateRemote(initiator, id)
+	}
+}
+
+// initiateRemote asks the member of participant p to initiate id there.
+func (g *guardian) initiateRemote(p snapshot.ProcessID, id snapshot.SnapshotID) bool {
+	if e := g.s.reg.lookupRemote(p, ""); e != nil {
+		g.s.sendFrame(e.addr, &frame{K: fInitiate, ID: id, To: p})
+		return true
+	}
+	return false
+}
+
+// overRemote tells the other members that snapshot id is over, and those
+// that asked for it how it ended.
+func (g *guardian) overRemote(r *run, gl *snapshot.Global, err error) {
+	if !g.clustered() {
+		return
+	}
+	for _, m := range g.s.others() {
+		f := &frame{K: fOver, ID: r.id}
+		if err != nil {
+			f.Err = err.Error()
+		} else {
+			f.Summary = &snapshotSummary{Participants: len(gl.Participants), InFlight: gl.TotalInFlight()}
+		}
+		for _, w := range r.remote {
+			if w.member == m {
+				f.Recorded = append(f.Recorded, snapshot.SnapshotID(w.token))
+			}
+		}
+		g.s.sendFrame(m, f)
+	}
+}
+
+// dropRemote hands the drops to the other members: their participants
+// among the peers forget the dropped, and their stand-ins go.
+func (g *guardian) dropRemote(drops []snapshot.Drop) {
+	if !g.clustered() {
+		return
+	}
+	for _, m := range g.s.others() {
+		g.s.sendFrame(m, &frame{K: fDrop, Drops: drops})
+	}
+}
+
+// remoteWaiter is a member's Snapshot call waiting on a run.
+type remoteWaiter struct {
+	member string
+	token  uint64
+}
+
+// ask forwards a Snapshot call to the coordinating member.
+func (g *guardian) ask(reply chan<- result) {
+	if g.down {
+		reply <- result{err: ErrShutdown}
+		return
+	}
+	g.token++
+	g.asked[g.token] = reply
+	g.s.sendFrame(g.s.cfg.transport.Coordinator(), &frame{K: fAsk, Token: g.token})
+}
+
+// memberFrame takes a frame from another member's guardian.
+func (g *guardian) memberFrame(from string, f *frame) {
+	reg := &g.s.reg
+	switch f.K {
+	case fStart:
+		reg.mu.Lock()
+		if !slices.Contains(reg.pending, f.ID) {
+			reg.pending = append(reg.pending, f.ID)
+		}
+		reg.started = max(reg.started, f.ID)
+		reg.mu.Unlock()
+		if f.Start {
+			broadcast(f.ID, reg.live())
+		}
+	case fInitiate:
+		if p := reg.lookup(f.To); p != nil {
+			p.mb.PostFrom(controlKey, &initiateMsg{id: f.ID})
+		}
+	case fOver:
+		reg.mu.Lock()
+		reg.pending = slices.DeleteFunc(reg.pending, func(id snapshot.SnapshotID) bool { return id == f.ID })
+		reg.started = max(reg.started, f.ID)
+		reg.mu.Unlock()
+		for _, t := range f.Recorded {
+			g.answer(uint64(t), f)
+		}
+	case fDrop:
+		dropped := make(map[snapshot.ProcessID]bool, len(f.Drops))
+		for _, d := range f.Drops {
+			dropped[d.Process] = true
+			for _, id := range d.Peers {
+				if p := reg.lookup(id); p != nil {
+					p.handDrop(d.Process)
+				}
+			}
+		}
+		reg.drop(dropped)
+	case fAsk:
+		if !g.coordinating() {
+			g.s.sendFrame(from, &frame{K: fOver, Err: "no coordinator: it is changing", Recorded: []snapshot.SnapshotID{snapshot.SnapshotID(f.Token)}})
+			return
+		}
+		g.start(nil, false, remoteWaiter{member: from, token: f.Token})
+	default:
+		if g.coordinating() {
+			g.coordinatorFrame(f)
+		}
+	}
+}
+
+// coordinatorFrame takes a participant's input that its member forwarded.
+func (g *guardian) coordinatorFrame(f *frame) {
+	switch f.K {
+	case fReport:
+		m := &reportMsg{id: f.ID, children: f.IDs, channels: fromWire(f.Chans)}
+		if f.Rec != nil {
+			m.hasRec, m.rec = true, *f.Rec
+		}
+		for _, c := range m.channels {
+			m.held += len(c.Messages)
+		}
+		g.s.recorded.Add(int64(m.held))
+		g.report(m)
+	case fFail:
+		g.coord.Abort(g.now(), f.ID, fmt.Errorf("%s: %s", f.From, f.Err))
+	case fStopped:
+		_ = g.coord.Stopped(g.now(), f.From, *f.Rec, f.Recorded, f.After)
+	case fRestarted:
+		g.coord.Fail(g.now(), f.From, fmt.Errorf("%w: %s", ErrParticipantRestarted, f.From))
+	case fRegistered:
+		g.registered(&registered{id: f.From, finished: f.Finished, horizon: f.Horizon})
+	}
+}
+
+// answer ends a Snapshot call of this member that the coordinator ran.
+func (g *guardian) answer(token uint64, f *frame) {
+	reply, ok := g.asked[token]
+	if !ok {
+		return
+	}
+	delete(g.asked, token)
+	if f.Err != "" {
+		reply <- result{err: fmt.Errorf("%w: %s", snapshot.ErrAborted, f.Err)}
+		return
+	}
+	// Stored by the coordinator in the store the members share.
+	store, timeout, id := g.s.cfg.store, g.s.cfg.timeout, f.ID
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		gl, err := store.Load(ctx, id)
+		reply <- result{global: gl, err: err}
+	}()
+}
+
+// members takes a change of the cluster's members: this member's
+// participants are announced to the new ones; the snapshots in progress
+// abort if a member that left held participants, naming it; and a member
+// that finds itself the coordinator takes over.
+func (g *guardian) members() {
+	t := g.s.cfg.transport
+	now := t.Members()
+	was := g.known
+	g.known = now
+	var gone []string
+	for _, m := range was {
+		if !slices.Contains(now, m) {
+			gone = append(gone, m)
+		}
+	}
+	if live := g.s.Participants(); len(live) > 0 {
+		for _, m := range now {
+			if m != t.Self() && !slices.Contains(was, m) {
+				g.s.sendFrame(m, &frame{K: fJoined, IDs: live})
+			}
+		}
+	}
+	for _, m := range gone {
+		left := g.s.reg.memberLeft(m)
+		if g.coordinating() && len(left) > 0 {
+			reason := fmt.Errorf("%w: %s, with %d participants (%s)", ErrMemberLeft, m, len(left), names(left))
+			for _, id := range g.coord.Pending() {
+				g.coord.Abort(g.s.cfg.clock.Now(), id, reason)
+			}
+		}
+	}
+	switch coordinator := t.Coordinator() == t.Self(); {
+	case coordinator && !g.coordinating():
+		g.takeOver()
+	case !coordinator && g.coordinating():
+		// Another member coordinates now (one that was away came back
+		// with a lower address): this one's runs end here.
+		for _, id := range g.coord.Pending() {
+			g.coord.Abort(g.s.cfg.clock.Now(), id, fmt.Errorf("%w: coordination moved to %s", ErrMemberLeft, t.Coordinator()))
+		}
+		g.carry()
+		g.coord = nil
+	}
+	if !g.coordinating() {
+		// Starts of a coordinator that left never end: let them go.
+		reg := &g.s.reg
+		reg.mu.Lock()
+		reg.pending = nil
+		reg.mu.Unlock()
+	}
+}
+
+// takeOver makes this member the coordinator: it claims the store the
+// members share, to continue its snapshots (persistence.ClaimRestore:
+// the member that coordinated before held it and let it go, or died), and
+// numbers after both the highest id the store has held and the last
+// start this member saw, so ids keep increasing across the change.
+func (g *guardian) takeOver() {
+	ctx, cancel := context.WithTimeout(context.Background(), g.s.cfg.timeout)
+	defer cancel()
+	if g.s.lease == nil {
+		lease, err := claimRetry(ctx, g.s.cfg.store, g.s.cfg.name)
+		if err != nil {
+			g.s.log.Error("taking over as coordinator: claiming the store failed", slog.Any("error", err))
+			return
+		}
+		g.s.lease = lease
+	}
+	g.s.reg.mu.RLock()
+	seen := g.s.reg.started
+	g.s.reg.mu.RUnlock()
+	g.coord = g.newCoordinator(max(g.s.lease.High(), seen), nil)
+	g.s.log.Info("coordinating the cluster's snapshots", slog.String("member", g.s.cfg.transport.Self()),
+		slog.Uint64("after", uint64(g.coord.Last())))
+}
+
+// claimRetry claims store, retrying while the coordinator before still
+// holds it (it is leaving, or its death has not freed the lock yet).
+func claimRetry(ctx context.Context, store persistence.Store, name string) (persistence.Lease, error) {
+	for {
+		lease, err := store.Claim(ctx, name, persistence.ClaimRestore)
+		if err == nil || !errors.Is(err, persistence.ErrLocked) {
+			return lease, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-afterRetry():
+		}
+	}
+}
+
+// afterRetry is the pause between two claims of a store still locked.
+func afterRetry() <-chan time.Time { return time.After(50 * time.Millisecond) }

@@ -1,0 +1,333 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/actorsnap/actorsnap/mailbox"
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+// Transport connects a System to the other members of a cluster: package
+// cluster implements it over Proto.Actor remote. With a Transport, a
+// participant sends to a participant on another member with the same
+// ctx.Send and ctx.Request it uses locally (the PID's Address names the
+// member), and one guardian, on the member Coordinator names, coordinates
+// every snapshot of the cluster while the others fan its starts out to
+// their own participants and send their participants' records to it.
+//
+// The Transport must deliver what Send is given to the named member
+// exactly once and in order with everything sent there before (FIFO per
+// member pair): the snapshots' channels between members are as ordered
+// as the transport, and their counters show a message lost or repeated.
+type Transport interface {
+	// Attach starts the transport on the System's actor system (its
+	// remote, membership and links): deliver takes every message another
+	// member sent, in order per member. It is called once, by NewSystem,
+	// before any participant runs.
+	Attach(as *actor.ActorSystem, deliver func(from string, b []byte)) error
+	// Self is this member's address: the Address of its participants'
+	// PIDs.
+	Self() string
+	// Members returns the members' addresses, sorted, this one included.
+	Members() []string
+	// Coordinator is the address of the member whose guardian coordinates
+	// the snapshots.
+	Coordinator() string
+	// Send carries b to member to, after everything sent to it before. It
+	// may block while the link to that member is full (back-pressure),
+	// and fails when the member has left.
+	Send(to string, b []byte) error
+}
+
+// WithTransport makes the system one member of a cluster (package
+// cluster gives one). Only the coordinating member claims and writes the
+// store; a member that becomes coordinator claims it then, numbering
+// after the highest id it holds.
+func WithTransport(t Transport) Option { return func(c *config) { c.transport = t } }
+
+// ErrMemberLeft is the reason of a snapshot aborted because a member that
+// held some of its participants left the cluster.
+var ErrMemberLeft = errors.New("actors: cluster member left")
+
+// Frame kinds between members.
+const (
+	fMessage    uint8 = iota + 1 // a participant's message to another
+	fMarker                      // a marker, on the channel From->To
+	fDeparted                    // From stopped: nothing more on From->To
+	fJoined                      // participants live on the sending member
+	fStart                       // coordinator: start snapshot ID at your participants
+	fInitiate                    // coordinator: initiate ID at To
+	fOver                        // coordinator: snapshot ID is over (Err if aborted)
+	fDrop                        // coordinator: forget the stopped Drops
+	fReport                      // member: a participant's report
+	fFail                        // member: ID cannot complete at From
+	fStopped                     // member: From stopped
+	fRestarted                   // member: From restarted
+	fRegistered                  // member: From was born while snapshots ran
+	fAsk                         // member: start a snapshot for waiter Token
+)
+
+// frame is what crosses between members, msgpack-encoded: one shape for
+// every kind, its fields set as the kind needs.
+type frame struct {
+	K        uint8                 `msgpack:"k"`
+	From     snapshot.ProcessID    `msgpack:"f,omitempty"`
+	To       snapshot.ProcessID    `msgpack:"t,omitempty"`
+	ID       snapshot.SnapshotID   `msgpack:"i,omitempty"`
+	Start    bool                  `msgpack:"b,omitempty"`
+	Stamp    *snapshot.Stamp       `msgpack:"s,omitempty"`
+	Msg      *RecordedMessage      `msgpack:"m,omitempty"`
+	IDs      []snapshot.ProcessID  `msgpack:"p,omitempty"`
+	Left     []snapshot.ProcessID  `msgpack:"l,omitempty"`
+	Rec      *snapshot.LocalRecord `msgpack:"r,omitempty"`
+	Chans    []wireChannel         `msgpack:"c,omitempty"`
+	Err      string                `msgpack:"e,omitempty"`
+	Recorded []snapshot.SnapshotID `msgpack:"d,omitempty"`
+	After    snapshot.SnapshotID   `msgpack:"a,omitempty"`
+	Drops    []snapshot.Drop       `msgpack:"x,omitempty"`
+	Token    uint64                `msgpack:"o,omitempty"`
+	Horizon  snapshot.SnapshotID   `msgpack:"h,omitempty"`
+	Finished []snapshot.SnapshotID `msgpack:"n,omitempty"`
+	Unrec    []snapshot.ProcessID  `msgpack:"u,omitempty"`
+	Summary  *snapshotSummary      `msgpack:"y,omitempty"`
+}
+
+// snapshotSummary is what members hear of a complete snapshot.
+type snapshotSummary struct {
+	Participants int
+	InFlight     int
+}
+
+// wireChannel is a channel recording on its way to the coordinator: its
+// messages are encoded already (participant.actOnce).
+type wireChannel struct {
+	Snapshot snapshot.SnapshotID
+	Channel  snapshot.Channel
+	Seqs     []uint64
+	Msgs     []RecordedMessage
+}
+
+func toWire(cs []snapshot.ChannelRecord) []wireChannel {
+	out := make([]wireChannel, len(cs))
+	for i, c := range cs {
+		w := wireChannel{Snapshot: c.Snapshot, Channel: c.Channel, Seqs: make([]uint64, len(c.Messages)), Msgs: make([]RecordedMessage, len(c.Messages))}
+		for j, m := range c.Messages {
+			w.Seqs[j] = m.Seq
+			w.Msgs[j], _ = m.Payload.(RecordedMessage)
+		}
+		out[i] = w
+	}
+	return out
+}
+
+func fromWire(ws []wireChannel) []snapshot.ChannelRecord {
+	out := make([]snapshot.ChannelRecord, len(ws))
+	for i, w := range ws {
+		c := snapshot.ChannelRecord{Snapshot: w.Snapshot, Channel: w.Channel, Messages: make([]snapshot.Message, len(w.Msgs))}
+		for j := range w.Msgs {
+			c.Messages[j] = snapshot.Message{Seq: w.Seqs[j], Payload: w.Msgs[j]}
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// sendFrame encodes f and sends it to member to. A member that left takes
+// nothing more: the coordinator aborts what needed it.
+func (s *System) sendFrame(to string, f *frame) {
+	b, err := msgpack.Marshal(f)
+	if err == nil {
+		err = s.cfg.transport.Send(to, b)
+	}
+	if err != nil {
+		s.log.Warn("sending to a cluster member failed", slog.String("member", to), slog.Any("error", err))
+	}
+}
+
+// others returns the other members' addresses.
+func (s *System) others() []string {
+	self := s.cfg.transport.Self()
+	return slices.DeleteFunc(s.cfg.transport.Members(), func(m string) bool { return m == self })
+}
+
+// deliver takes a frame from member from: messages between participants
+// go to their receivers' queues for their senders, and the rest to the
+// guardian.
+func (s *System) deliver(from string, b []byte) {
+	var f frame
+	if err := msgpack.Unmarshal(b, &f); err != nil {
+		s.log.Error("undecodable frame from a cluster member", slog.String("member", from), slog.Any("error", err))
+		return
+	}
+	switch f.K {
+	case fMessage, fMarker, fDeparted:
+		s.deliverChannel(from, &f)
+	case fJoined:
+		s.reg.joined(from, f.IDs, f.Left, &s.nextKey)
+	default:
+		s.root.Send(s.guardian, &memberFrame{from: from, f: &f})
+	}
+}
+
+// memberFrame is a frame for the guardian.
+type memberFrame struct {
+	from string
+	f    *frame
+}
+
+// deliverChannel posts a participant's message, marker or departure to
+// its receiver, in the queue of the remote sender's stand-in.
+func (s *System) deliverChannel(from string, f *frame) {
+	sender := s.reg.remote(f.From, from, &s.nextKey)
+	t := s.reg.lookup(f.To)
+	var msg interface{}
+	switch f.K {
+	case fMarker:
+		msg = &markerMsg{id: f.ID}
+	case fDeparted:
+		msg = &departedMsg{}
+	default:
+		if f.Msg == nil {
+			s.log.Error("a cluster message without payload", slog.String("from", string(f.From)))
+			return
+		}
+		v, err := s.types.decode(*f.Msg)
+		if err != nil {
+			s.log.Error("undecodable message from a cluster member", slog.String("from", string(f.From)), slog.String("to", string(f.To)), slog.Any("error", err))
+			return
+		}
+		msg = v
+		if f.Stamp != nil {
+			msg = &firstMsg{stamp: *f.Stamp, msg: v}
+		}
+	}
+	if t == nil || t.stopped.Load() {
+		if f.K == fMessage {
+			// Lost with its receiver, as locally: counted at its sender,
+			// so a snapshot that needs it aborts rather than miss it.
+			s.actors.DeadLetter.SendUserMessage(actor.NewPID(s.actors.Address(), string(f.To)), msg)
+		}
+		return
+	}
+	t.mb.PostFrom(sender.key, msg)
+}
+
+// sendRemote sends msg from p to participant t on another member: encoded,
+// with its stamp when it must carry one, through the transport, which keeps
+// the channel's order.
+func (p *participant) sendRemote(t *participant, st snapshot.Stamp, msg interface{}) error {
+	enc, err := p.enc.messages([]snapshot.Message{{Payload: msg}})
+	if err != nil {
+		return err
+	}
+	rm := enc[0].Payload.(RecordedMessage)
+	f := &frame{K: fMessage, From: p.id, To: t.id, Msg: &rm}
+	if st.Seq == 1 && (len(st.Recorded) > 0 || st.Horizon > 0) {
+		f.Stamp = &st
+	}
+	p.sys.sendFrame(t.addr, f)
+	return nil
+}
+
+// encodeFirst checks that msg can cross to another member before it is
+// counted on its channel.
+func (p *participant) canCross(msg interface{}) error {
+	payload := actor.UnwrapEnvelopeMessage(msg)
+	_, err := p.enc.name(payload)
+	if err != nil {
+		return fmt.Errorf("actors: %s cannot send %T to another member: %w", p.id, payload, err)
+	}
+	return nil
+}
+
+// remote returns the stand-in of participant id on member addr: the
+// sender key its messages are queued under here, and where markers and
+// departures to it go. A stand-in is made at the first word of it (its
+// member's announcement, or a message of its that overtook it).
+func (r *registry) remote(id snapshot.ProcessID, addr string, keys interface{ Add(uint64) uint64 }) *participant {
+	r.mu.RLock()
+	e := r.remotes[id]
+	r.mu.RUnlock()
+	if e != nil && e.addr == addr && !e.stopped.Load() {
+		return e
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.remoteLocked(id, addr, keys)
+}
+
+func (r *registry) remoteLocked(id snapshot.ProcessID, addr string, keys interface{ Add(uint64) uint64 }) *participant {
+	if e := r.remotes[id]; e != nil && e.addr == addr && !e.stopped.Load() {
+		return e
+	}
+	e := &participant{id: id, addr: addr, key: mailbox.SenderKey(keys.Add(1))}
+	r.remotes[id] = e
+	r.byKey[e.key] = e
+	r.version++
+	return e
+}
+
+// joined applies a member's announcement: participants live there, and
+// those that stopped.
+func (r *registry) joined(addr string, live, left []snapshot.ProcessID, keys interface{ Add(uint64) uint64 }) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, id := range live {
+		r.remoteLocked(id, addr, keys)
+	}
+	for _, id := range left {
+		if e := r.remotes[id]; e != nil && e.addr == addr {
+			e.stopped.Store(true)
+			r.version++
+		}
+	}
+}
+
+// memberLeft marks every stand-in on member addr stopped, and returns
+// their ids.
+func (r *registry) memberLeft(addr string) []snapshot.ProcessID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ids []snapshot.ProcessID
+	for id, e := range r.remotes {
+		if e.addr == addr && !e.stopped.Load() {
+			e.stopped.Store(true)
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) > 0 {
+		r.version++
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// remoteLive returns the live stand-ins' ids and members.
+func (r *registry) remoteLive() map[snapshot.ProcessID]string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make(map[snapshot.ProcessID]string, len(r.remotes))
+	for id, e := range r.remotes {
+		if !e.stopped.Load() {
+			out[id] = e.addr
+		}
+	}
+	return out
+}
+
+// lookupRemote returns the live stand-in of id on member addr, or nil.
+func (r *registry) lookupRemote(id snapshot.ProcessID, addr string) *participant {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e := r.remotes[id]
+	if e == nil || e.stopped.Load() || (addr != "" && e.addr != addr) {
+		return nil
+	}
+	return e
+}
