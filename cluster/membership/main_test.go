@@ -1,0 +1,377 @@
+package membership
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/goleak"
+)
+
+// childEnv, when set, makes the test binary a cluster member rather than a
+// test run: its value is a childSpec as JSON. Several members in
+// one process trip data races inside Proto.Actor and gRPC under -race, so
+// every member runs in a process of its own, and the test process starts
+// no actor system at all.
+const childEnv = "ACTORSNAP_MEMBERSHIP_CHILD"
+
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(childEnv); spec != "" {
+		os.Exit(runChild(spec))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// childSpec is what a member process does.
+type childSpec struct {
+	Config Config
+	// JoinTimeout bounds Join (30 s if zero).
+	JoinTimeout time.Duration
+}
+
+// runChild is a member process. It joins as spec says, then tells on
+// standard output, one line each:
+//
+//	joinerror MESSAGE        if Join failed (and exits with status 3)
+//	self ADDRESS JOIN_MS     once joined, with how long Join took
+//	members A,B,C            the member list, first and at each change
+//	left LEAVE_MS            after Leave, which it does when stdin ends
+//
+// Errors and Proto.Actor's warnings go to standard error.
+func runChild(spec string) int {
+	var sp childSpec
+	if err := json.Unmarshal([]byte(spec), &sp); err != nil {
+		fmt.Fprintln(os.Stderr, "child: bad spec:", err)
+		return 2
+	}
+	if sp.JoinTimeout == 0 {
+		sp.JoinTimeout = 30 * time.Second
+	}
+	as := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}))
+	ctx, cancel := context.WithTimeout(context.Background(), sp.JoinTimeout)
+	defer cancel()
+	start := time.Now()
+	m, err := Join(ctx, as, sp.Config)
+	if err != nil {
+		fmt.Printf("joinerror %v\n", err)
+		return 3
+	}
+	fmt.Printf("self %s %d\n", m.Self(), time.Since(start).Milliseconds())
+
+	stdinEnded := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		close(stdinEnded)
+	}()
+	lists, stop := m.Watch()
+	for {
+		select {
+		case l := <-lists:
+			fmt.Printf("members %s\n", strings.Join(l, ","))
+			continue
+		case <-stdinEnded:
+		}
+		break
+	}
+	stop()
+	start = time.Now()
+	m.Leave()
+	fmt.Printf("left %d\n", time.Since(start).Milliseconds())
+	return 0
+}
+
+// child is a member process seen from the test.
+type child struct {
+	t      *testing.T
+	name   string
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan line // closed at the end of its standard output
+	stderr *syncBuffer
+	exited chan struct{}
+	err    error // of Wait, once exited is closed
+
+	self    string
+	joinMS  string
+	leaveMS string
+	members []string
+}
+
+type line struct {
+	text string
+	at   time.Time
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// startChild starts a member process with spec. Cleanup kills it if it is
+// still running and logs its standard error if the test failed.
+func startChild(t *testing.T, name string, spec childSpec) *child {
+	t.Helper()
+	specJSON, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	// halt_on_error=0, whatever the caller's GORACE: Proto.Actor's own
+	// races must not stop a member (see races).
+	cmd.Env = append(os.Environ(), childEnv+"="+string(specJSON), "GORACE=halt_on_error=0")
+	c := &child{
+		t: t, name: name, cmd: cmd,
+		lines:  make(chan line, 64),
+		stderr: &syncBuffer{},
+		exited: make(chan struct{}),
+	}
+	cmd.Stderr = c.stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			c.lines <- line{sc.Text(), time.Now()}
+		}
+		close(c.lines)
+		c.err = cmd.Wait()
+		close(c.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-c.exited:
+		default:
+			_ = cmd.Process.Kill()
+			<-c.exited
+		}
+		if t.Failed() {
+			t.Logf("%s standard error:\n%s", c.name, c.stderr.String())
+		}
+	})
+	return c
+}
+
+// next returns the next line of the child's standard output, failing the
+// test at the deadline or when the output ends.
+func (c *child) next(deadline time.Time, waitingFor string) line {
+	c.t.Helper()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	select {
+	case l, ok := <-c.lines:
+		if !ok {
+			<-c.exited
+			c.t.Fatalf("%s ended (%v) while the test waited for %s; standard error:\n%s",
+				c.name, c.err, waitingFor, c.stderr.String())
+		}
+		if rest, ok := strings.CutPrefix(l.text, "members "); ok {
+			c.members = splitList(rest)
+		}
+		return l
+	case <-timer.C:
+		c.t.Fatalf("%s: no %s by the deadline; its last list: %v", c.name, waitingFor, c.members)
+	}
+	panic("unreachable")
+}
+
+func splitList(s string) []string {
+	if s == "" {
+		return []string{}
+	}
+	return strings.Split(s, ",")
+}
+
+// waitJoined waits for the child's self line.
+func (c *child) waitJoined(timeout time.Duration) {
+	c.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		l := c.next(deadline, "self line")
+		if rest, ok := strings.CutPrefix(l.text, "self "); ok {
+			c.self, c.joinMS, _ = strings.Cut(rest, " ")
+			return
+		}
+	}
+}
+
+// waitMembers waits until the child's member list is want, and returns
+// when the test read that list.
+func (c *child) waitMembers(want []string, timeout time.Duration) time.Time {
+	c.t.Helper()
+	deadline := time.Now().Add(timeout)
+	if slices.Equal(c.members, want) {
+		return time.Now()
+	}
+	for {
+		l := c.next(deadline, fmt.Sprintf("member list %v", want))
+		if strings.HasPrefix(l.text, "members ") && slices.Equal(c.members, want) {
+			return l.at
+		}
+	}
+}
+
+// leave ends the child's standard input, and waits for it to leave and
+// exit. An exit status other than 0 (66 is the race detector's) fails the
+// test.
+func (c *child) leave(timeout time.Duration) {
+	c.t.Helper()
+	_ = c.stdin.Close()
+	deadline := time.Now().Add(timeout)
+	for {
+		l := c.next(deadline, "left line")
+		if rest, ok := strings.CutPrefix(l.text, "left "); ok {
+			c.leaveMS = rest
+			break
+		}
+	}
+	select {
+	case <-c.exited:
+	case <-time.After(time.Until(deadline)):
+		c.t.Fatalf("%s did not exit after leaving", c.name)
+	}
+	c.checkExit(0)
+}
+
+// checkExit fails the test unless the child, which has exited, exited with
+// status want, or with the race detector's status when every race it
+// reported is Proto.Actor's own.
+func (c *child) checkExit(want int) {
+	c.t.Helper()
+	ours, theirs := c.races()
+	code := 0
+	var exit *exec.ExitError
+	if errors.As(c.err, &exit) {
+		code = exit.ExitCode()
+	} else if c.err != nil {
+		c.t.Fatalf("%s: %v", c.name, c.err)
+	}
+	if code == want || (code == raceExitCode && theirs > 0 && ours == 0) {
+		return
+	}
+	c.t.Fatalf("%s exited with status %d, want %d; standard error:\n%s", c.name, code, want, c.stderr.String())
+}
+
+// raceExitCode is the race detector's exit status (GORACE exitcode).
+const raceExitCode = 66
+
+// races counts the data race reports on the child's standard error: ours
+// are those where either racing access is made by this module's code (the
+// top frame of its stack); theirs are the others. A member process has
+// races of Proto.Actor's own under -race: the etcd provider's shutdown
+// flag (written by Shutdown, read by its keep-alive goroutine without a
+// lock) and remote.BlockList (IsBlocked and BlockedMembers read what Block
+// writes under its lock). Those are logged; ours fail the test.
+func (c *child) races() (ours, theirs int) {
+	c.t.Helper()
+	var pairs []string
+	for _, r := range strings.Split(c.stderr.String(), "WARNING: DATA RACE")[1:] {
+		r, _, _ = strings.Cut(r, "==================")
+		if racesInOurCode(r) {
+			ours++
+			c.t.Errorf("%s: a data race in this module's code:%s", c.name, r)
+			continue
+		}
+		theirs++
+		pair := strings.Join(accessFrames(r), " vs ")
+		if !slices.Contains(pairs, pair) {
+			pairs = append(pairs, pair)
+		}
+	}
+	if theirs > 0 {
+		c.t.Logf("%s: %d data races inside Proto.Actor, not in this module's code (logged, not failed): %s",
+			c.name, theirs, strings.Join(pairs, "; "))
+	}
+	return ours, theirs
+}
+
+// accessFrames returns the functions that make the two accesses of a race
+// report: the frame after each line "Read at 0x... by goroutine N:" (or
+// Write, or Previous ...).
+func accessFrames(report string) []string {
+	var frames []string
+	lines := strings.Split(report, "\n")
+	for i, l := range lines {
+		l = strings.TrimSpace(l)
+		lower := strings.ToLower(l)
+		access := strings.Contains(l, " at 0x") && strings.HasSuffix(l, ":") &&
+			(strings.Contains(lower, "read") || strings.Contains(lower, "write"))
+		if access && i+1 < len(lines) {
+			frames = append(frames, strings.TrimSpace(lines[i+1]))
+		}
+	}
+	return frames
+}
+
+// racesInOurCode reports whether one of the two accesses of a race report
+// is made by a function of this module.
+func racesInOurCode(report string) bool {
+	for _, f := range accessFrames(report) {
+		if strings.HasPrefix(f, "github.com/actorsnap/actorsnap/") {
+			return true
+		}
+	}
+	return false
+}
+
+// kill kills the child with SIGKILL and waits for it to be gone.
+func (c *child) kill() time.Time {
+	c.t.Helper()
+	at := time.Now()
+	if err := c.cmd.Process.Kill(); err != nil {
+		c.t.Fatal(err)
+	}
+	<-c.exited
+	var exit *exec.ExitError
+	if !errors.As(c.err, &exit) {
+		c.t.Fatalf("%s: killed, but Wait says %v", c.name, c.err)
+	}
+	c.races()
+	return at
+}
+
+// freePort returns a TCP port free on loopback a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}

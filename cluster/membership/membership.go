@@ -1,0 +1,457 @@
+package membership
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
+	"github.com/asynkron/protoactor-go/eventstream"
+	"github.com/asynkron/protoactor-go/remote"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Provider is the cluster provider that finds the members.
+type Provider uint8
+
+const (
+	// Etcd registers each member under a lease of an etcd server
+	// (Config.Etcd); Proto.Actor's cluster/clusterproviders/etcd.
+	Etcd Provider = iota + 1
+	// Automanaged polls the members' own HTTP ports (Config.Seeds);
+	// Proto.Actor's cluster/clusterproviders/automanaged.
+	Automanaged
+)
+
+func (p Provider) String() string {
+	switch p {
+	case Etcd:
+		return "etcd"
+	case Automanaged:
+		return "automanaged"
+	}
+	return "Provider(" + strconv.Itoa(int(p)) + ")"
+}
+
+// Defaults of Config.TTL: Proto.Actor's own.
+const (
+	DefaultEtcdTTL        = 3 * time.Second
+	DefaultAutomanagedTTL = 2 * time.Second
+)
+
+// EtcdBaseKey is the etcd key prefix of the members: each member is a key
+// EtcdBaseKey/ClusterName/ClusterName@ActorSystemID holding its address.
+const EtcdBaseKey = "/actorsnap/members"
+
+// Config says which cluster to join and how.
+type Config struct {
+	// ClusterName names the cluster: only members of the same name see
+	// each other (with etcd, it is part of the key).
+	ClusterName string
+	// Host and Port are where this member's Proto.Actor remote listens,
+	// and, as Host:port, the member's address that the others see: Host
+	// must be reachable from them (not 0.0.0.0). Port 0 takes a free port;
+	// Self tells which.
+	Host string
+	Port int
+
+	Provider Provider
+	// Etcd lists the etcd endpoints (host:port), for Etcd.
+	Etcd []string
+	// Seeds lists the automanaged HTTP ports (host:port) of every member
+	// that may ever be in the cluster, for Automanaged. This member's own
+	// (Host:AutomanagedPort) is added if missing.
+	Seeds []string
+	// AutomanagedPort is the port on which this member serves its state to
+	// the others, for Automanaged. Proto.Actor listens on it on all
+	// interfaces (0.0.0.0), whatever Host is.
+	AutomanagedPort int
+
+	// TTL is how soon a member that died without leaving is dropped. With
+	// Etcd it is the lease's time to live, in whole seconds (rounded up;
+	// etcd raises it to its own minimum, 2 s by default), renewed every
+	// third of it; zero means DefaultEtcdTTL. With Automanaged it is the
+	// period of the polls, and a dead member goes at the first poll after
+	// its death; zero means DefaultAutomanagedTTL.
+	TTL time.Duration
+}
+
+func (cfg *Config) check() error {
+	if cfg.ClusterName == "" {
+		return errors.New("membership: no ClusterName")
+	}
+	if cfg.Host == "" {
+		return errors.New("membership: no Host")
+	}
+	if ip := net.ParseIP(cfg.Host); ip != nil && ip.IsUnspecified() {
+		return fmt.Errorf("membership: Host %s is no address the others can reach", cfg.Host)
+	}
+	if cfg.Port < 0 || cfg.Port > 65535 {
+		return fmt.Errorf("membership: Port %d out of range", cfg.Port)
+	}
+	if cfg.TTL < 0 {
+		return fmt.Errorf("membership: negative TTL %v", cfg.TTL)
+	}
+	switch cfg.Provider {
+	case Etcd:
+		if len(cfg.Etcd) == 0 {
+			return errors.New("membership: Etcd provider without etcd endpoints")
+		}
+	case Automanaged:
+		if cfg.AutomanagedPort <= 0 || cfg.AutomanagedPort > 65535 {
+			return fmt.Errorf("membership: Automanaged provider needs AutomanagedPort in 1..65535, not %d", cfg.AutomanagedPort)
+		}
+	default:
+		return fmt.Errorf("membership: unknown provider %v", cfg.Provider)
+	}
+	return nil
+}
+
+// Membership is this actor system's membership of a cluster.
+type Membership struct {
+	cluster *cluster.Cluster
+	self    string
+	sub     *eventstream.Subscription
+
+	mu       sync.Mutex
+	members  []string
+	changed  chan struct{} // closed and replaced on each new list
+	watchers map[*watcher]struct{}
+	left     bool
+
+	leaveOnce sync.Once
+}
+
+// watcher is one Watch: the lists not yet taken from ch.
+type watcher struct {
+	ch chan []string
+}
+
+// watchBuffer is how many lists a Watch channel holds; when a reader lags
+// further behind, the oldest is dropped, so the newest is always there.
+const watchBuffer = 16
+
+// Join starts Proto.Actor remote on cfg.Host:cfg.Port and a cluster member
+// on as, and returns once this member sees itself in the member list, or
+// with ctx's error if that does not happen before ctx ends.
+//
+// An actor system joins at most once, and the cluster owns it from then
+// on: Leave shuts it down. Proto.Actor starts a member in about a second
+// whatever ctx says; the etcd servers are asked first, within ctx, so that
+// an unreachable etcd is an error that leaves as untouched rather than
+// Proto.Actor's panic. If Join fails later (a port taken, say, or no list
+// with this member before ctx ends), it deregisters the member and shuts
+// as down as far as Proto.Actor lets it: do not use as again.
+func Join(ctx context.Context, as *actor.ActorSystem, cfg Config) (*Membership, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	var provider cluster.ClusterProvider
+	switch cfg.Provider {
+	case Etcd:
+		ttl := cfg.TTL
+		if ttl == 0 {
+			ttl = DefaultEtcdTTL
+		}
+		if err := setEtcdTTL(&etcd.Provider{}, ttl); err != nil {
+			return nil, err
+		}
+		if err := probeEtcd(ctx, cfg.Etcd); err != nil {
+			return nil, err
+		}
+		provider = &lateEtcd{endpoints: cfg.Etcd, ttl: ttl}
+	case Automanaged:
+		ttl := cfg.TTL
+		if ttl == 0 {
+			ttl = DefaultAutomanagedTTL
+		}
+		own := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.AutomanagedPort))
+		seeds := slices.Clone(cfg.Seeds)
+		if !slices.Contains(seeds, own) {
+			seeds = append(seeds, own)
+		}
+		provider = automanaged.NewWithConfig(ttl, cfg.AutomanagedPort, seeds...)
+	}
+
+	ccfg := cluster.Configure(cfg.ClusterName, provider, disthash.New(),
+		remote.Configure(cfg.Host, cfg.Port))
+	c := cluster.New(as, ccfg)
+
+	m := &Membership{
+		cluster:  c,
+		changed:  make(chan struct{}),
+		watchers: map[*watcher]struct{}{},
+	}
+	// Subscribed before the start, so that the first list is not missed.
+	m.sub = as.EventStream.Subscribe(func(evt any) {
+		if t, ok := evt.(*cluster.ClusterTopology); ok {
+			m.update(t.Members)
+		}
+	})
+
+	if err := startMember(c); err != nil {
+		m.abort()
+		return nil, err
+	}
+	m.self = as.Address()
+
+	for {
+		m.mu.Lock()
+		seen := slices.Contains(m.members, m.self)
+		changed := m.changed
+		m.mu.Unlock()
+		if seen {
+			return m, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			defer m.abort()
+			return nil, fmt.Errorf("membership: %s did not see itself in the %v member list of %q (it has %v): %w",
+				m.self, cfg.Provider, cfg.ClusterName, m.Members(), ctx.Err())
+		}
+	}
+}
+
+// startMember runs Proto.Actor's StartMember, which panics on errors.
+func startMember(c *cluster.Cluster) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("membership: starting the cluster member: %v", r)
+		}
+	}()
+	c.StartMember()
+	return nil
+}
+
+// abort undoes a Join that failed, as far as Proto.Actor lets it: the
+// provider's Shutdown deregisters the member and stops its goroutines, and
+// the cluster's shuts down the actor system and remote. Both panic on
+// parts never started.
+func (m *Membership) abort() {
+	m.mu.Lock()
+	m.left = true
+	m.mu.Unlock()
+	m.cluster.ActorSystem.EventStream.Unsubscribe(m.sub)
+	func() {
+		defer func() { _ = recover() }()
+		_ = m.cluster.Config.ClusterProvider.Shutdown(true)
+	}()
+	func() {
+		defer func() { _ = recover() }()
+		m.cluster.Shutdown(false)
+	}()
+}
+
+// probeEtcd asks each etcd endpoint for its /health over HTTP, within ctx
+// and at most 5 s, until one answers healthy: Proto.Actor's etcd provider
+// panics when none does. Plain HTTP rather than an etcd client, because
+// any gRPC use before Proto.Actor's remote starts races with the gRPC
+// logger that remote sets (grpclog.SetLoggerV2 is not synchronised).
+func probeEtcd(ctx context.Context, endpoints []string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	tr := &http.Transport{Proxy: nil}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	var errs []error
+	for _, ep := range endpoints {
+		url := ep
+		if !strings.Contains(url, "://") {
+			url = "http://" + url
+		}
+		err := func() error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/health", nil)
+			if err != nil {
+				return err
+			}
+			resp, err := hc.Do(req)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			var h struct{ Health string }
+			if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&h); err != nil {
+				return fmt.Errorf("%s/health: %s, %w", url, resp.Status, err)
+			}
+			if h.Health != "true" {
+				return fmt.Errorf("%s/health: %s, health %q", url, resp.Status, h.Health)
+			}
+			return nil
+		}()
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+	}
+	return fmt.Errorf("membership: etcd %v does not answer: %w", endpoints, errors.Join(errs...))
+}
+
+// lateEtcd is Proto.Actor's etcd provider, made only when the cluster
+// member starts: its etcd client uses gRPC, which must wait until
+// Proto.Actor's remote has set the gRPC logger (see probeEtcd).
+type lateEtcd struct {
+	endpoints []string
+	ttl       time.Duration
+	p         *etcd.Provider
+}
+
+func (l *lateEtcd) start(c *cluster.Cluster, member bool) error {
+	p, err := etcd.NewWithConfig(EtcdBaseKey, clientv3.Config{
+		Endpoints:   l.endpoints,
+		DialTimeout: 5 * time.Second,
+	})
+	if err != nil {
+		return fmt.Errorf("etcd client: %w", err)
+	}
+	if err := setEtcdTTL(p, l.ttl); err != nil {
+		return err
+	}
+	l.p = p
+	if member {
+		return p.StartMember(c)
+	}
+	return p.StartClient(c)
+}
+
+func (l *lateEtcd) StartMember(c *cluster.Cluster) error { return l.start(c, true) }
+func (l *lateEtcd) StartClient(c *cluster.Cluster) error { return l.start(c, false) }
+
+func (l *lateEtcd) Shutdown(graceful bool) error {
+	if l.p == nil {
+		return nil
+	}
+	return l.p.Shutdown(graceful)
+}
+
+// setEtcdTTL sets the lease TTL of Proto.Actor's etcd provider, which has
+// no option for it (3 s, fixed): its unexported field keepAliveTTL, found
+// by name and type so that a change of the pinned version is an error
+// here, not a silent default.
+func setEtcdTTL(p *etcd.Provider, ttl time.Duration) error {
+	if ttl%time.Second != 0 {
+		ttl = ttl.Truncate(time.Second) + time.Second
+	}
+	f := reflect.ValueOf(p).Elem().FieldByName("keepAliveTTL")
+	if !f.IsValid() || f.Type() != reflect.TypeFor[time.Duration]() {
+		return errors.New("membership: this Proto.Actor's etcd provider has no keepAliveTTL time.Duration field; the TTL cannot be set")
+	}
+	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Set(reflect.ValueOf(ttl))
+	return nil
+}
+
+// etcdTTL reads what setEtcdTTL set.
+func etcdTTL(p *etcd.Provider) time.Duration {
+	f := reflect.ValueOf(p).Elem().FieldByName("keepAliveTTL")
+	return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Interface().(time.Duration)
+}
+
+// update takes a new member list from Proto.Actor. It runs on the
+// publisher's goroutine, under the member list's lock: it never blocks.
+func (m *Membership) update(members []*cluster.Member) {
+	list := make([]string, 0, len(members))
+	for _, mem := range members {
+		list = append(list, net.JoinHostPort(mem.Host, strconv.Itoa(int(mem.Port))))
+	}
+	slices.Sort(list)
+	list = slices.Compact(list)
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.left || slices.Equal(list, m.members) {
+		return
+	}
+	m.members = list
+	close(m.changed)
+	m.changed = make(chan struct{})
+	for w := range m.watchers {
+		w.push(list)
+	}
+}
+
+// push queues list, dropping the oldest queued list if the buffer is full.
+// Only update pushes, under Membership.mu, so the second send cannot block.
+func (w *watcher) push(list []string) {
+	select {
+	case w.ch <- list:
+		return
+	default:
+	}
+	select {
+	case <-w.ch:
+	default:
+	}
+	w.ch <- list
+}
+
+// Self returns this member's address, host:port: the Address of the PIDs
+// of its actors.
+func (m *Membership) Self() string { return m.self }
+
+// Members returns the addresses of the current members, sorted, this one
+// included (unless the provider dropped it: see docs/architecture.md).
+// After Leave it returns the last list seen.
+func (m *Membership) Members() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.members)
+}
+
+// Watch returns a channel that first holds the current list, then each new
+// one, sorted, as Members would return it, and a function that ends the
+// watch and closes the channel. A reader that lags more than 16 lists
+// behind loses the oldest of them, never the newest. Leave closes the
+// channel too.
+func (m *Membership) Watch() (<-chan []string, func()) {
+	w := &watcher{ch: make(chan []string, watchBuffer)}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.left {
+		close(w.ch)
+		return w.ch, func() {}
+	}
+	w.ch <- slices.Clone(m.members)
+	m.watchers[w] = struct{}{}
+	return w.ch, func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if _, ok := m.watchers[w]; ok {
+			delete(m.watchers, w)
+			close(w.ch)
+		}
+	}
+}
+
+// Leave leaves the cluster gracefully and shuts down the actor system, its
+// remote and the provider. It takes 2 to 5 s (measured): Proto.Actor waits
+// 2 s for grains to move, then up to 10 s for gRPC to stop. The others
+// drop this member at once with Etcd (its key is deleted), at their next
+// poll with Automanaged. Further calls do nothing.
+func (m *Membership) Leave() {
+	m.leaveOnce.Do(func() {
+		m.mu.Lock()
+		m.left = true
+		for w := range m.watchers {
+			delete(m.watchers, w)
+			close(w.ch)
+		}
+		m.mu.Unlock()
+		m.cluster.ActorSystem.EventStream.Unsubscribe(m.sub)
+		m.cluster.Shutdown(true)
+	})
+}
