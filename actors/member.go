@@ -87,12 +87,13 @@ func (g *guardian) announce(live, left []snapshot.ProcessID) {
 }
 
 // liveIDs returns the participants live in the whole cluster, sorted: this
-// member's and the other members' stand-ins.
+// member's and the other members' stand-ins. The caller holds the
+// registry's lock.
 func (g *guardian) liveIDs(local []snapshot.ProcessID) []snapshot.ProcessID {
 	if !g.clustered() {
 		return local
 	}
-	remote := g.s.reg.remoteLive()
+	remote := g.s.reg.remoteLiveLocked()
 	if len(remote) == 0 {
 		return local
 	}
@@ -280,6 +281,9 @@ func (g *guardian) answer(token uint64, f *frame) {
 func (g *guardian) members() {
 	t := g.s.cfg.transport
 	now := t.Members()
+	if len(now) == 0 {
+		return // not joined yet: the join's list follows
+	}
 	was := g.known
 	g.known = now
 	var gone []string

@@ -358,6 +358,15 @@ func (p *participant) targetByID(id snapshot.ProcessID) *participant {
 func (p *participant) send(ctx actor.Context, pid *actor.PID, msg interface{}) {
 	t := p.target(pid)
 	if t == nil {
+		if pid != nil && p.sys.cfg.transport != nil && pid.Address != p.sys.actors.Address() && slices.Contains(p.sys.cfg.transport.Members(), pid.Address) {
+			// To another member's actor that no snapshot counts: through
+			// the transport still, which needs no protobuf and loses
+			// nothing.
+			if err := p.sendOutside(pid, msg); err != nil {
+				p.sys.log.Error("message not sent", slog.String("to", pid.String()), slog.Any("error", err))
+			}
+			return
+		}
 		ctx.Send(pid, msg)
 		return
 	}

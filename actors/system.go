@@ -220,17 +220,19 @@ func newSystem(cfg config, lease persistence.Lease) (*System, error) {
 	// The guardian's PID is known before it runs: it sends to itself from
 	// its first message on (a periodic tick, say), so s.guardian must not
 	// be written after the spawn.
-	if t := cfg.transport; t != nil {
-		if err := t.Attach(as, s.deliver); err != nil {
-			return fail(fmt.Errorf("actors: joining the cluster: %w", err))
-		}
-	}
 	s.guardian = actor.NewPID(s.actors.Address(), guardianName)
 	_, err = s.root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return newGuardian(s) },
 		actor.WithDispatcher(s.guardLoop)), guardianName)
 	if err != nil {
 		s.guardLoop.Stop()
 		return fail(fmt.Errorf("actors: starting the guardian: %w", err))
+	}
+	if t := cfg.transport; t != nil {
+		// After the guardian, which other members' frames go to.
+		if err := t.Attach(as, s.deliver); err != nil {
+			s.guardLoop.Stop()
+			return fail(fmt.Errorf("actors: joining the cluster: %w", err))
+		}
 	}
 	return s, nil
 }
@@ -337,7 +339,12 @@ func (s *System) shutdown() error {
 	released := s.release()
 	s.pool.Stop()
 	s.guardLoop.Stop()
-	s.actors.Shutdown()
+	if t := s.cfg.transport; t != nil {
+		t.Detach()
+	}
+	if !s.actors.IsStopped() {
+		s.actors.Shutdown()
+	}
 	switch {
 	case aborted > 0 && released != nil:
 		return fmt.Errorf("%w: %d snapshots aborted; releasing the store: %w", ErrShutdown, aborted, released)

@@ -39,10 +39,27 @@ type Transport interface {
 	// Coordinator is the address of the member whose guardian coordinates
 	// the snapshots.
 	Coordinator() string
+	// Owner returns the address of the member a participant named name
+	// lives on, by a placement every member computes alike.
+	Owner(name string) string
 	// Send carries b to member to, after everything sent to it before. It
 	// may block while the link to that member is full (back-pressure),
 	// and fails when the member has left.
 	Send(to string, b []byte) error
+	// Detach leaves the cluster. Shutdown calls it once the participants
+	// have stopped; it may shut the actor system down.
+	Detach()
+}
+
+// PID returns the PID of the participant named name: on this system, or
+// in a cluster on the member that hosts the name (Transport.Owner). A
+// participant reaches any other by name with it, through SystemOf(ctx),
+// wherever the two live.
+func (s *System) PID(name string) *actor.PID {
+	if t := s.cfg.transport; t != nil {
+		return actor.NewPID(t.Owner(name), name)
+	}
+	return actor.NewPID(s.actors.Address(), name)
 }
 
 // WithTransport makes the system one member of a cluster (package
@@ -71,6 +88,7 @@ const (
 	fRestarted                   // member: From restarted
 	fRegistered                  // member: From was born while snapshots ran
 	fAsk                         // member: start a snapshot for waiter Token
+	fOutside                     // a message to To from outside the snapshots
 )
 
 // frame is what crosses between members, msgpack-encoded: one shape for
@@ -168,6 +186,8 @@ func (s *System) deliver(from string, b []byte) {
 	switch f.K {
 	case fMessage, fMarker, fDeparted:
 		s.deliverChannel(from, &f)
+	case fOutside:
+		s.deliverOutside(&f)
 	case fJoined:
 		s.reg.joined(from, f.IDs, f.Left, &s.nextKey)
 	default:
@@ -216,6 +236,44 @@ func (s *System) deliverChannel(from string, f *frame) {
 		return
 	}
 	t.mb.PostFrom(sender.key, msg)
+}
+
+// deliverOutside delivers a message that no snapshot counts: to a
+// participant as from outside (the root context), or to a plain actor.
+func (s *System) deliverOutside(f *frame) {
+	if f.Msg == nil {
+		return
+	}
+	v, err := s.types.decode(*f.Msg)
+	if err != nil {
+		s.log.Error("undecodable message from a cluster member", slog.String("to", string(f.To)), slog.Any("error", err))
+		return
+	}
+	s.root.Send(actor.NewPID(s.actors.Address(), string(f.To)), v)
+}
+
+// sendOutside sends msg to pid on another member, uncounted: pid names no
+// participant known here (a plain actor, or one whose member has not
+// announced it yet). Only a registered type can cross.
+func (p *participant) sendOutside(pid *actor.PID, msg interface{}) error {
+	enc, err := p.enc.messages([]snapshot.Message{{Payload: msg}})
+	if err != nil {
+		return err
+	}
+	rm := enc[0].Payload.(RecordedMessage)
+	p.sys.sendFrame(pid.Address, &frame{K: fOutside, To: snapshot.ProcessID(pid.Id), Msg: &rm})
+	return nil
+}
+
+// Reachable reports whether a participant named name is known: live on
+// this system, or announced by the member of a cluster that hosts it.
+// Sends to a name not reachable yet are not counted in snapshots.
+func (s *System) Reachable(name string) bool {
+	id := snapshot.ProcessID(name)
+	if p := s.reg.lookup(id); p != nil {
+		return true
+	}
+	return s.cfg.transport != nil && s.reg.lookupRemote(id, "") != nil
 }
 
 // sendRemote sends msg from p to participant t on another member: encoded,
@@ -308,10 +366,9 @@ func (r *registry) memberLeft(addr string) []snapshot.ProcessID {
 	return ids
 }
 
-// remoteLive returns the live stand-ins' ids and members.
-func (r *registry) remoteLive() map[snapshot.ProcessID]string {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+// remoteLiveLocked returns the live stand-ins' ids and members, for a
+// caller that holds r.mu.
+func (r *registry) remoteLiveLocked() map[snapshot.ProcessID]string {
 	out := make(map[snapshot.ProcessID]string, len(r.remotes))
 	for id, e := range r.remotes {
 		if !e.stopped.Load() {

@@ -64,8 +64,11 @@ func (a *Account) pay(ctx actor.Context) {
 		return
 	}
 	if a.pids == nil {
+		// By name: on this system, or on the member of a cluster that
+		// hosts it.
+		sys := actors.SystemOf(ctx)
 		for _, name := range a.Peers {
-			a.pids = append(a.pids, actor.NewPID(ctx.ActorSystem().Address(), name))
+			a.pids = append(a.pids, sys.PID(name))
 		}
 	}
 	if a.rng == nil {
@@ -101,18 +104,29 @@ func (c Config) Total() int64 { return int64(c.Accounts) * c.Initial }
 // start spawns the accounts in sys, whose account kind is Kind, and sets
 // money moving.
 func start(sys *actors.System, cfg Config) (*Bank, error) {
+	return Start(sys, cfg, nil)
+}
+
+// Start spawns the accounts owns says are this system's (all of them if
+// owns is nil: a member of a cluster spawns those placed on it), tells
+// each its peers and sets money moving.
+func Start(sys *actors.System, cfg Config, owns func(name string) bool) (*Bank, error) {
 	if cfg.Accounts < 2 {
 		return nil, errors.New("bankdemo: need at least 2 accounts")
 	}
 	b := &Bank{Config: cfg, System: sys}
+	peers := b.peers()
 	for i := range cfg.Accounts {
+		if owns != nil && !owns(Name(i)) {
+			continue
+		}
 		pid, err := sys.Spawn("account", Name(i))
 		if err != nil {
 			return nil, err
 		}
 		b.PIDs = append(b.PIDs, pid)
+		sys.Root().Send(pid, &Peers{Names: peers[i]})
 	}
-	b.connect()
 	for _, pid := range b.PIDs {
 		sys.Root().Send(pid, &Kick{N: cfg.InFlight})
 	}
@@ -122,18 +136,21 @@ func start(sys *actors.System, cfg Config) (*Bank, error) {
 // Name is the name of account i.
 func Name(i int) string { return fmt.Sprintf("acct-%05d", i) }
 
-// connect tells every account its peers: a ring through all of them plus
-// random chords, a graph with cycles.
-func (b *Bank) connect() {
+// peers returns every account's peers: a ring through all of them plus
+// random chords, a graph with cycles, the same from the same seed on
+// every member.
+func (b *Bank) peers() [][]string {
 	r := rand.New(rand.NewPCG(b.Seed, 1))
-	n := len(b.PIDs)
-	for i, pid := range b.PIDs {
+	n := b.Accounts
+	out := make([][]string, n)
+	for i := range n {
 		ps := []string{Name((i + 1) % n)}
 		for range b.Chords {
 			ps = append(ps, Name(r.IntN(n)))
 		}
-		b.System.Root().Send(pid, &Peers{Names: ps})
+		out[i] = ps
 	}
+	return out
 }
 
 // Check verifies a snapshot of the bank: the counters balance, and the

@@ -1,0 +1,294 @@
+package cluster_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/actorsnap/actorsnap/actors"
+	"github.com/actorsnap/actorsnap/cluster"
+	"github.com/actorsnap/actorsnap/cluster/membership"
+	"github.com/actorsnap/actorsnap/internal/bankdemo"
+	"github.com/actorsnap/actorsnap/persistence"
+)
+
+// Members run as separate processes: the test binary again, with the
+// member's spec in this variable (several members in one process race
+// inside Proto.Actor's remote).
+const childEnv = "ACTORSNAP_CLUSTER_CHILD"
+
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(childEnv); spec != "" {
+		os.Exit(runChild(spec))
+	}
+	os.Exit(m.Run())
+}
+
+// childSpec is one member's part of a cluster bank.
+type childSpec struct {
+	Cluster  string
+	Port     int
+	AutoPort int
+	Seeds    []string
+	Etcd     []string
+	Store    string
+	Accounts int
+	InFlight int
+	Members  int // members to wait for before the bank starts
+	Interval time.Duration
+	Timeout  time.Duration
+}
+
+const (
+	initial    = 1000
+	systemName = "cluster-bank"
+)
+
+// runChild runs one member of a cluster bank until its stdin closes,
+// printing a line per event: "member ADDR", "ready", "complete ID
+// PARTICIPANTS IN-FLIGHT ok|BAD reason", "aborted ID reason", "bye".
+func runChild(raw string) int {
+	var spec childSpec
+	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
+		fmt.Println("error", err)
+		return 2
+	}
+	out := &lineWriter{w: os.Stdout}
+	fail := func(format string, args ...any) int {
+		out.printf("error "+format, args...)
+		return 1
+	}
+	ctx := context.Background()
+	store, err := persistence.Open(ctx, spec.Store)
+	if err != nil {
+		return fail("store: %v", err)
+	}
+	mcfg := membership.Config{ClusterName: spec.Cluster, Host: "127.0.0.1", Port: spec.Port}
+	if len(spec.Etcd) > 0 {
+		mcfg.Provider, mcfg.Etcd, mcfg.TTL = membership.Etcd, spec.Etcd, 2*time.Second
+	} else {
+		mcfg.Provider, mcfg.Seeds, mcfg.AutomanagedPort, mcfg.TTL = membership.Automanaged, spec.Seeds, spec.AutoPort, 500*time.Millisecond
+	}
+	m, err := cluster.Start(cluster.Config{Membership: mcfg},
+		bankdemo.Kind(initial), bankdemo.Messages, actors.WithStore(store), actors.WithSystemName(systemName),
+		actors.WithTimeout(spec.Timeout), actors.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))))
+	if err != nil {
+		return fail("start: %v", err)
+	}
+	sys := m.System()
+	out.printf("member %s", m.Self())
+	total := int64(spec.Accounts) * initial
+	sys.ActorSystem().EventStream.Subscribe(func(evt any) {
+		switch e := evt.(type) {
+		case *actors.SnapshotCompleted:
+			verdict := "ok"
+			if err := bankdemo.Check(e.Global, total); err != nil {
+				verdict = "BAD " + err.Error()
+			}
+			out.printf("complete %d %d %d %s", e.Global.ID, len(e.Global.Participants), e.Global.TotalInFlight(), verdict)
+		case *actors.SnapshotAborted:
+			out.printf("aborted %d %s", e.ID, strings.ReplaceAll(e.Err.Error(), "\n", " "))
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	if !waitFor(deadline, func() bool { return len(m.Members()) >= spec.Members }) {
+		return fail("members: %v, want %d", m.Members(), spec.Members)
+	}
+	bank, err := bankdemo.Start(sys, bankdemo.Config{Accounts: spec.Accounts, Initial: initial, Chords: 2, Seed: 7}, m.Owns)
+	if err != nil {
+		return fail("bank: %v", err)
+	}
+	if !waitFor(deadline, func() bool {
+		for i := range spec.Accounts {
+			if !sys.Reachable(bankdemo.Name(i)) {
+				return false
+			}
+		}
+		return true
+	}) {
+		return fail("accounts not all reachable")
+	}
+	for _, pid := range bank.PIDs {
+		sys.Root().Send(pid, &bankdemo.Kick{N: spec.InFlight})
+	}
+	out.printf("ready %d members %v coordinator %s", len(bank.PIDs), m.Members(), m.Coordinator())
+	if spec.Interval > 0 {
+		if err := sys.SnapshotEvery(spec.Interval); err != nil {
+			return fail("every: %v", err)
+		}
+	}
+	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent closes it
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := m.Shutdown(ctx); err != nil {
+		out.printf("shutdown %v", err)
+	}
+	out.printf("bye")
+	return 0
+}
+
+// waitFor polls cond until it holds or deadline passes: the conditions
+// are another process's state, with no signal to wait on.
+func waitFor(deadline time.Time, cond func() bool) bool {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		<-tick.C
+	}
+	return true
+}
+
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lineWriter) printf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.w, format+"\n", args...)
+}
+
+// child is a member process seen from the test.
+type child struct {
+	name  string
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines chan string
+	log   *strings.Builder
+	mu    sync.Mutex
+	done  chan struct{}
+}
+
+func startChild(t *testing.T, name string, spec childSpec) *child {
+	t.Helper()
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+string(raw))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &child{name: name, cmd: cmd, stdin: stdin, lines: make(chan string, 4096), log: &strings.Builder{}, done: make(chan struct{})}
+	cmd.Stderr = &lockedWriter{c: c}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(c.done)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			c.mu.Lock()
+			c.log.WriteString(sc.Text() + "\n")
+			c.mu.Unlock()
+			select {
+			case c.lines <- sc.Text():
+			default:
+			}
+		}
+		_ = cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = c.cmd.Process.Kill()
+		<-c.done
+		if t.Failed() {
+			c.mu.Lock()
+			t.Logf("member %s output:\n%s", c.name, tail(c.log.String(), 60))
+			c.mu.Unlock()
+		}
+	})
+	return c
+}
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+type lockedWriter struct{ c *child }
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.c.mu.Lock()
+	defer w.c.mu.Unlock()
+	// Proto.Actor logs at length; keep stderr's errors only.
+	for _, l := range strings.Split(string(p), "\n") {
+		if strings.Contains(l, "ERROR") || strings.Contains(l, "WARN") || strings.Contains(l, "coordinating") || strings.Contains(l, "panic") || strings.HasPrefix(l, "\t") || strings.HasPrefix(l, "goroutine") {
+			w.c.log.WriteString("stderr: " + l + "\n")
+		}
+	}
+	return len(p), nil
+}
+
+// expect returns the next line of c that starts with prefix, failing the
+// test at the deadline or on an "error" line.
+func (c *child) expect(t *testing.T, deadline time.Time, prefix string) string {
+	t.Helper()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	for {
+		select {
+		case l := <-c.lines:
+			if strings.HasPrefix(l, "error") {
+				t.Fatalf("member %s: %s", c.name, l)
+			}
+			if strings.HasPrefix(l, prefix) {
+				return l
+			}
+		case <-c.done:
+			t.Fatalf("member %s exited waiting for %q", c.name, prefix)
+		case <-timer.C:
+			t.Fatalf("member %s: no %q line in time", c.name, prefix)
+		}
+	}
+}
+
+// stop closes the member's stdin and waits for it to leave.
+func (c *child) stop(t *testing.T, deadline time.Time) {
+	t.Helper()
+	_ = c.stdin.Close()
+	c.expect(t, deadline, "bye")
+}
+
+// freePorts returns n free loopback ports.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ls []net.Listener
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		_ = l.Close()
+	}
+	return ports
+}
