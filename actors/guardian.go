@@ -121,9 +121,10 @@ type guardian struct {
 
 	// In a cluster (WithTransport): the members last known, and this
 	// member's Snapshot calls waiting on the coordinator, by token.
-	known []string
-	token uint64
-	asked map[uint64]chan<- result
+	known       []string
+	coordinator string // the coordinating member last known
+	token       uint64
+	asked       map[uint64]chan<- result
 }
 
 func newGuardian(s *System) *guardian {

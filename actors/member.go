@@ -319,13 +319,17 @@ func (g *guardian) members() {
 		}
 		g.carry()
 		g.coord = nil
+		g.releaseLease()
 	}
-	if !g.coordinating() {
-		// Starts of a coordinator that left never end: let them go.
-		reg := &g.s.reg
-		reg.mu.Lock()
-		reg.pending = nil
-		reg.mu.Unlock()
+	if c := t.Coordinator(); c != g.coordinator {
+		if g.coordinator != "" && !g.coordinating() {
+			// Starts of a coordinator that left never end: let them go.
+			reg := &g.s.reg
+			reg.mu.Lock()
+			reg.pending = nil
+			reg.mu.Unlock()
+		}
+		g.coordinator = c
 	}
 }
 
@@ -340,7 +344,8 @@ func (g *guardian) takeOver() {
 	if g.s.lease == nil {
 		lease, err := claimRetry(ctx, g.s.cfg.store, g.s.cfg.name)
 		if err != nil {
-			g.s.log.Error("taking over as coordinator: claiming the store failed", slog.Any("error", err))
+			g.s.log.Error("taking over as coordinator: claiming the store failed; trying again", slog.Any("error", err))
+			g.later(g.s.cfg.timeout, &membersMsg{})
 			return
 		}
 		g.s.lease = lease
@@ -351,6 +356,19 @@ func (g *guardian) takeOver() {
 	g.coord = g.newCoordinator(max(g.s.lease.High(), seen), nil)
 	g.s.log.Info("coordinating the cluster's snapshots", slog.String("member", g.s.cfg.transport.Self()),
 		slog.Uint64("after", uint64(g.coord.Last())))
+}
+
+// releaseLease gives the store up for the member that coordinates now.
+func (g *guardian) releaseLease() {
+	if g.s.lease == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), g.s.cfg.timeout)
+	defer cancel()
+	if err := g.s.lease.Release(ctx); err != nil {
+		g.s.log.Warn("releasing the store failed", slog.Any("error", err))
+	}
+	g.s.lease = nil
 }
 
 // claimRetry claims store, retrying while the coordinator before still
@@ -371,3 +389,49 @@ func claimRetry(ctx context.Context, store persistence.Store, name string) (pers
 
 // afterRetry is the pause between two claims of a store still locked.
 func afterRetry() <-chan time.Time { return time.After(50 * time.Millisecond) }
+
+// RestoreMember restores this member's part of a cluster from the stored
+// snapshot id (the latest complete one when id is 0), with opts as for
+// NewSystem, WithTransport among them. After joining, it calls ready,
+// which returns once the members the restore is to run on have all
+// joined: names are placed over them, so every member must see the same
+// list. Each member then respawns the participants placed on it, with
+// their states, and replays the recorded messages of the channels into
+// them (a sender on another member through its stand-in) before anything
+// else reaches them, what other members send meanwhile included. The
+// restored system's first snapshot is numbered after the restored one
+// and every id the shared store has held, on every member alike; the
+// coordinator's RestoreMember returns once it is complete and stored, the
+// others' once their participants run.
+func RestoreMember(ctx context.Context, store persistence.Store, id snapshot.SnapshotID, ready func(context.Context) error, opts ...Option) (*System, error) {
+	cfg, err := newConfig(append([]Option{WithStore(store)}, opts...))
+	if err != nil {
+		return nil, err
+	}
+	if cfg.transport == nil {
+		return nil, fmt.Errorf("%w: RestoreMember needs WithTransport (Restore restores one system)", ErrConfig)
+	}
+	cfg.hold = true
+	s, g, err := restoreOn(ctx, store, id, cfg, nil, opts)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*System, error) {
+		s.releaseFrames()
+		_ = s.Shutdown(context.Background())
+		return nil, fmt.Errorf("%w: snapshot %d: %w", ErrRestore, g.ID, err)
+	}
+	if err := ready(ctx); err != nil {
+		return fail(err)
+	}
+	o, err := store.Ownership(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	// The coordinator takes over before its restore request.
+	s.MembersChanged()
+	if err := s.restore(ctx, g, max(g.ID, o.High)); err != nil {
+		return fail(err)
+	}
+	return s, nil
+}

@@ -55,6 +55,7 @@ type config struct {
 	types       *messageTypes // built from messages
 	storeSet    bool          // WithStore was given
 	transport   Transport     // WithTransport: a member of a cluster
+	hold        bool          // hold other members' frames until the restore replayed
 }
 
 // Defaults and bounds of the options.

@@ -310,8 +310,15 @@ func (p *participant) target(pid *actor.PID) *participant {
 			if p.sys.cfg.transport == nil {
 				return nil
 			}
-			if t = p.sys.reg.lookupRemote(snapshot.ProcessID(pid.Id), pid.Address); t == nil {
-				return nil
+			id := snapshot.ProcessID(pid.Id)
+			if t = p.sys.reg.lookupRemote(id, pid.Address); t == nil {
+				if p.sys.cfg.transport.Owner(pid.Id) != pid.Address {
+					return nil
+				}
+				// Placed there: a participant whose member has not
+				// announced it yet (its spawn may lag this one's). Its
+				// member keeps what comes before its birth.
+				t = p.sys.reg.remote(id, pid.Address, &p.sys.nextKey)
 			}
 			p.cacheTarget(pid, t)
 			return t

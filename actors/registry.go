@@ -35,6 +35,17 @@ type registry struct {
 	// remotes holds the stand-ins of other members' participants
 	// (WithTransport): their keys are in byKey too.
 	remotes map[snapshot.ProcessID]*participant
+	// early holds what other members' participants sent to a name
+	// placed here before a participant of that name was born (its spawn
+	// lags their start), for at most the system's timeout.
+	early map[snapshot.ProcessID][]earlyMsg
+}
+
+// earlyMsg is a message for a participant not born yet, from the stand-in
+// whose key it carries.
+type earlyMsg struct {
+	key mailbox.SenderKey
+	msg interface{}
 }
 
 func newRegistry() registry {
@@ -44,6 +55,7 @@ func newRegistry() registry {
 		stopped: make(map[snapshot.ProcessID]mailbox.SenderKey),
 		senders: make(map[snapshot.ProcessID]map[*participant]struct{}),
 		remotes: make(map[snapshot.ProcessID]*participant),
+		early:   make(map[snapshot.ProcessID][]earlyMsg),
 	}
 }
 

@@ -111,13 +111,17 @@ func restoreOn(ctx context.Context, store persistence.Store, id snapshot.Snapsho
 	if err := g.Verify(); err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrRestore, err)
 	}
+	high := g.ID
+	if lease != nil { // a member of a cluster claims the store when it coordinates
+		high = max(high, lease.High())
+	}
 	switch {
 	case cfg.modeSet && g.Mode != cfg.mode:
 		return nil, nil, fmt.Errorf("%w: snapshot %d: snapshot taken in %s mode, system in %s mode", ErrRestore, g.ID, g.Mode, cfg.mode)
 	case g.Mode != snapshot.Unaligned && g.Mode != snapshot.Aligned:
 		return nil, nil, fmt.Errorf("%w: snapshot %d: %w: mode %s not supported", ErrRestore, g.ID, ErrConfig, g.Mode)
-	case max(g.ID, lease.High()) >= snapshot.MaxSnapshotID:
-		return nil, nil, fmt.Errorf("%w: snapshot %d: %w: the store has held snapshot %d", ErrRestore, g.ID, persistence.ErrIDsExhausted, max(g.ID, lease.High()))
+	case high >= snapshot.MaxSnapshotID:
+		return nil, nil, fmt.Errorf("%w: snapshot %d: %w: the store has held snapshot %d", ErrRestore, g.ID, persistence.ErrIDsExhausted, high)
 	}
 	cfg.mode = g.Mode
 	// A state that no longer decodes would make its actor fail as it
@@ -133,8 +137,19 @@ func restoreOn(ctx context.Context, store persistence.Store, id snapshot.Snapsho
 }
 
 // restore respawns g's participants and replays its messages in flight;
-// the system numbers its snapshots after base.
+// the system numbers its snapshots after base. A member of a cluster
+// respawns the participants placed on it, stands in for the others, and
+// replays the channels whose receivers it hosts, holding what other
+// members send until the replay is in every queue (holdFrames).
 func (s *System) restore(ctx context.Context, g *snapshot.Global, base snapshot.SnapshotID) error {
+	t := s.cfg.transport
+	local := func(snapshot.ProcessID) bool { return true }
+	coordinating := true
+	if t != nil {
+		self := t.Self()
+		local = func(id snapshot.ProcessID) bool { return t.Owner(string(id)) == self }
+		coordinating = t.Coordinator() == self
+	}
 	sent := make(map[snapshot.ProcessID][]snapshot.PeerCount)
 	received := make(map[snapshot.ProcessID][]snapshot.PeerCount)
 	for _, c := range g.Channels {
@@ -150,12 +165,21 @@ func (s *System) restore(ctx context.Context, g *snapshot.Global, base snapshot.
 	}
 	live := make(map[snapshot.ProcessID]restored, len(g.Participants))
 	keys := make(map[snapshot.ProcessID]mailbox.SenderKey, len(g.Participants))
+	departed := make(map[snapshot.ProcessID]bool)
 	for _, pt := range g.Participants {
 		if pt.Departed {
+			departed[pt.ID] = true
 			// Its sender key names it, as a stopped participant's does.
 			stopped := &participant{id: pt.ID, key: mailbox.SenderKey(s.nextKey.Add(1))}
 			s.reg.stop(stopped)
 			keys[pt.ID] = stopped.key
+			continue
+		}
+		if !local(pt.ID) {
+			// Placed on another member: sends to it and its messages
+			// here go through its stand-in.
+			e := s.reg.remote(pt.ID, t.Owner(string(pt.ID)), &s.nextKey)
+			keys[pt.ID] = e.key
 			continue
 		}
 		k, err := s.kind(pt.Kind)
@@ -177,13 +201,27 @@ func (s *System) restore(ctx context.Context, g *snapshot.Global, base snapshot.
 
 	// The first snapshot's start goes into every queue first, so that each
 	// participant records its restored state before any replayed message.
-	started := make(chan struct{})
+	// In a cluster, every member posts it to its own participants: the
+	// coordinator's start (its first id is base+1 on every member) may
+	// come after messages of participants that already recorded it.
 	reply := make(chan result, 1)
-	s.root.Send(s.guardian, &restoreRequest{from: g, base: base, reply: reply, started: started})
-	select {
-	case <-started:
-	case <-ctx.Done():
-		return ctx.Err()
+	if coordinating {
+		started := make(chan struct{})
+		s.root.Send(s.guardian, &restoreRequest{from: g, base: base, reply: reply, started: started})
+		select {
+		case <-started:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	} else {
+		s.reg.mu.Lock()
+		s.reg.pending = append(s.reg.pending, base+1)
+		s.reg.started = base + 1
+		s.reg.mu.Unlock()
+		msg := &initiateMsg{id: base + 1}
+		for _, r := range live {
+			r.p.mb.PostFrom(controlKey, msg)
+		}
 	}
 
 	// Replay each channel's messages as if from their sender; a departed
@@ -205,10 +243,12 @@ func (s *System) restore(ctx context.Context, g *snapshot.Global, base snapshot.
 			}
 			to.p.mb.PostFrom(from, msg)
 		}
-		if _, alive := live[c.Channel.From]; !alive {
+		if departed[c.Channel.From] {
 			to.p.mb.PostFrom(from, &departedMsg{})
 		}
 	}
+	// What other members sent meanwhile follows the replay.
+	s.releaseFrames()
 
 	for _, pt := range g.Participants {
 		if r, ok := live[pt.ID]; ok {
@@ -225,6 +265,9 @@ func (s *System) restore(ctx context.Context, g *snapshot.Global, base snapshot.
 				return err
 			}
 		}
+	}
+	if !coordinating {
+		return nil // the coordinator completes the first snapshot
 	}
 	select {
 	case r := <-reply:

@@ -208,6 +208,12 @@ func (s *System) newParticipant(kindName string, id snapshot.ProcessID, state []
 	s.reg.byID[id] = p
 	s.reg.version++
 	s.reg.byKey[p.key] = p
+	// Messages other members' participants sent to it before it was
+	// born here come first, in their order.
+	for _, e := range s.reg.early[id] {
+		p.mb.PostFrom(e.key, e.msg)
+	}
+	delete(s.reg.early, id)
 	return p, nil
 }
 

@@ -122,6 +122,10 @@ type System struct {
 	// not yet ended, held behind aligned barriers (WithMaxRecorded).
 	recorded atomic.Int64
 
+	// held holds other members' frames while a restore replays (a
+	// member of a cluster).
+	held heldFrames
+
 	// trace, when set by tests, records every send, receipt and record.
 	trace tracer
 }
@@ -195,6 +199,7 @@ func newSystem(cfg config, lease persistence.Lease) (*System, error) {
 		pool:     workpool.New(participantThroughput, workerIdle),
 		reg:      newRegistry(),
 	}
+	s.held.on = cfg.hold
 	// fail stops what has started: the pool's watchdog and the actor
 	// system.
 	fail := func(err error) (*System, error) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/vmihailenco/msgpack/v5"
@@ -178,6 +179,13 @@ func (s *System) others() []string {
 // go to their receivers' queues for their senders, and the rest to the
 // guardian.
 func (s *System) deliver(from string, b []byte) {
+	if s.held.hold(from, b) {
+		return
+	}
+	s.deliverNow(from, b)
+}
+
+func (s *System) deliverNow(from string, b []byte) {
 	var f frame
 	if err := msgpack.Unmarshal(b, &f); err != nil {
 		s.log.Error("undecodable frame from a cluster member", slog.String("member", from), slog.Any("error", err))
@@ -192,6 +200,47 @@ func (s *System) deliver(from string, b []byte) {
 		s.reg.joined(from, f.IDs, f.Left, &s.nextKey)
 	default:
 		s.root.Send(s.guardian, &memberFrame{from: from, f: &f})
+	}
+}
+
+// heldFrames holds what other members send while a restore replays the
+// channels into this member's queues: it is delivered after them, in
+// order.
+type heldFrames struct {
+	mu     sync.Mutex
+	on     bool
+	frames []heldFrame
+}
+
+type heldFrame struct {
+	from string
+	b    []byte
+}
+
+func (h *heldFrames) hold(from string, b []byte) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.on {
+		h.frames = append(h.frames, heldFrame{from, b})
+	}
+	return h.on
+}
+
+// releaseFrames delivers the frames held, and the next ones as they come.
+func (s *System) releaseFrames() {
+	for {
+		s.held.mu.Lock()
+		frames := s.held.frames
+		s.held.frames = nil
+		if len(frames) == 0 {
+			s.held.on = false
+			s.held.mu.Unlock()
+			return
+		}
+		s.held.mu.Unlock()
+		for _, f := range frames {
+			s.deliverNow(f.from, f.b)
+		}
 	}
 }
 
@@ -227,6 +276,9 @@ func (s *System) deliverChannel(from string, f *frame) {
 			msg = &firstMsg{stamp: *f.Stamp, msg: v}
 		}
 	}
+	if t == nil && s.holdEarly(f.To, sender.key, msg) {
+		return
+	}
 	if t == nil || t.stopped.Load() {
 		if f.K == fMessage {
 			// Lost with its receiver, as locally: counted at its sender,
@@ -236,6 +288,45 @@ func (s *System) deliverChannel(from string, f *frame) {
 		return
 	}
 	t.mb.PostFrom(sender.key, msg)
+}
+
+// holdEarly keeps a message for a participant to be born here, if the
+// name is placed on this member and none of that name stopped: other
+// members' participants may reach it before its spawn, which need not
+// wait for theirs. It reports whether it kept msg. What no participant
+// takes within the system's timeout is a dead letter, logged.
+func (s *System) holdEarly(to snapshot.ProcessID, key mailbox.SenderKey, msg interface{}) bool {
+	t := s.cfg.transport
+	if t.Owner(string(to)) != t.Self() {
+		return false
+	}
+	r := &s.reg
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p := r.byID[to]; p != nil {
+		p.mb.PostFrom(key, msg) // born meanwhile
+		return true
+	}
+	if _, stopped := r.stopped[to]; stopped {
+		return false
+	}
+	first := len(r.early[to]) == 0
+	r.early[to] = append(r.early[to], earlyMsg{key: key, msg: msg})
+	if first {
+		s.cfg.clock.AfterFunc(s.cfg.timeout, func() {
+			r.mu.Lock()
+			lost := r.early[to]
+			delete(r.early, to)
+			r.mu.Unlock()
+			if len(lost) > 0 {
+				s.log.Warn("messages to a participant never born here are dead letters", slog.String("to", string(to)), slog.Int("messages", len(lost)))
+				for _, e := range lost {
+					s.actors.DeadLetter.SendUserMessage(actor.NewPID(s.actors.Address(), string(to)), e.msg)
+				}
+			}
+		})
+	}
+	return true
 }
 
 // deliverOutside delivers a message that no snapshot counts: to a

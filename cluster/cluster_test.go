@@ -9,30 +9,67 @@ import (
 	"time"
 )
 
-// cluster starts n members of a bank of accounts accounts, on the
-// automanaged provider (or etcd when given), sharing a file store.
+// startCluster starts n members of a bank of accounts accounts, on the
+// automanaged provider (or etcd when given), sharing a file store, and
+// waits until each is ready.
 func startCluster(t *testing.T, n, accounts int, interval time.Duration, etcd []string) ([]*child, []childSpec) {
 	t.Helper()
-	ports := freePorts(t, 2*n)
-	name := fmt.Sprintf("bank-%d", time.Now().UnixNano())
-	var seeds []string
-	for i := range n {
-		seeds = append(seeds, net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[n+i])))
-	}
-	store := t.TempDir()
-	var kids []*child
-	var specs []childSpec
-	for i := range n {
-		spec := childSpec{Cluster: name, Port: ports[i], AutoPort: ports[n+i], Seeds: seeds, Etcd: etcd, Store: store,
-			Accounts: accounts, InFlight: 2, Members: n, Interval: interval, Timeout: 5 * time.Second}
-		specs = append(specs, spec)
-		kids = append(kids, startChild(t, fmt.Sprintf("m%d", i), spec))
-	}
+	spec := childSpec{Store: t.TempDir(), Etcd: etcd, Accounts: accounts, InFlight: 2, Interval: interval, Timeout: 2 * time.Second}
+	kids, specs := startMembers(t, n, spec, false)
 	deadline := time.Now().Add(60 * time.Second)
 	for _, k := range kids {
+		k.self = strings.Fields(k.expect(t, deadline, "member "))[1]
 		k.expect(t, deadline, "ready")
 	}
 	return kids, specs
+}
+
+// startMembers starts n member processes of a new cluster from spec: the
+// ports are fresh, the rest as spec says.
+func startMembers(t *testing.T, n int, spec childSpec, restore bool) ([]*child, []childSpec) {
+	t.Helper()
+	ports := freePorts(t, 2*n)
+	spec.Cluster = fmt.Sprintf("bank-%d", time.Now().UnixNano())
+	spec.Seeds = nil
+	for i := range n {
+		spec.Seeds = append(spec.Seeds, net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[n+i])))
+	}
+	spec.Members, spec.Restore = n, restore
+	var kids []*child
+	var specs []childSpec
+	for i := range n {
+		s := spec
+		s.Port, s.AutoPort = ports[i], ports[n+i]
+		specs = append(specs, s)
+		kids = append(kids, startChild(t, fmt.Sprintf("m%d", i), s))
+	}
+	return kids, specs
+}
+
+// coordinator returns the member that coordinates: the lowest address.
+func coordinator(kids []*child) *child {
+	c := kids[0]
+	for _, k := range kids[1:] {
+		if k.self < c.self {
+			c = k
+		}
+	}
+	return c
+}
+
+// waitComplete waits for n consistent snapshots from c, failing on an
+// inconsistent one. It returns the last id.
+func waitComplete(t *testing.T, c *child, n int, deadline time.Time) int {
+	t.Helper()
+	var id int
+	for range n {
+		l := c.expect(t, deadline, "complete")
+		if !strings.HasSuffix(l, " ok") {
+			t.Fatalf("inconsistent snapshot: %s", l)
+		}
+		id, _ = strconv.Atoi(strings.Fields(l)[1])
+	}
+	return id
 }
 
 // Every snapshot of a bank spread over three member processes balances:

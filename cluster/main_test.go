@@ -19,6 +19,7 @@ import (
 	"github.com/actorsnap/actorsnap/cluster"
 	"github.com/actorsnap/actorsnap/cluster/membership"
 	"github.com/actorsnap/actorsnap/internal/bankdemo"
+	"github.com/actorsnap/actorsnap/internal/racereport"
 	"github.com/actorsnap/actorsnap/persistence"
 )
 
@@ -47,6 +48,7 @@ type childSpec struct {
 	Members  int // members to wait for before the bank starts
 	Interval time.Duration
 	Timeout  time.Duration
+	Restore  bool // restore the latest snapshot onto Members members
 }
 
 const (
@@ -77,29 +79,30 @@ func runChild(raw string) int {
 	if len(spec.Etcd) > 0 {
 		mcfg.Provider, mcfg.Etcd, mcfg.TTL = membership.Etcd, spec.Etcd, 2*time.Second
 	} else {
-		mcfg.Provider, mcfg.Seeds, mcfg.AutomanagedPort, mcfg.TTL = membership.Automanaged, spec.Seeds, spec.AutoPort, 500*time.Millisecond
+		mcfg.Provider, mcfg.Seeds, mcfg.AutomanagedPort, mcfg.TTL = membership.Automanaged, spec.Seeds, spec.AutoPort, time.Second
 	}
-	m, err := cluster.Start(cluster.Config{Membership: mcfg},
-		bankdemo.Kind(initial), bankdemo.Messages, actors.WithStore(store), actors.WithSystemName(systemName),
-		actors.WithTimeout(spec.Timeout), actors.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))))
+	opts := []actors.Option{bankdemo.Kind(initial), bankdemo.Messages, actors.WithStore(store), actors.WithSystemName(systemName),
+		actors.WithTimeout(spec.Timeout), actors.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))}
+	total := int64(spec.Accounts) * initial
+	var m *cluster.Member
+	if spec.Restore {
+		opts[0] = bankdemo.Kind(0)
+		rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		m, err = cluster.Restore(rctx, cluster.Config{Membership: mcfg}, store, 0, spec.Members, opts...)
+		cancel()
+	} else {
+		m, err = cluster.Start(cluster.Config{Membership: mcfg}, opts...)
+	}
 	if err != nil {
 		return fail("start: %v", err)
 	}
 	sys := m.System()
 	out.printf("member %s", m.Self())
-	total := int64(spec.Accounts) * initial
-	sys.ActorSystem().EventStream.Subscribe(func(evt any) {
-		switch e := evt.(type) {
-		case *actors.SnapshotCompleted:
-			verdict := "ok"
-			if err := bankdemo.Check(e.Global, total); err != nil {
-				verdict = "BAD " + err.Error()
-			}
-			out.printf("complete %d %d %d %s", e.Global.ID, len(e.Global.Participants), e.Global.TotalInFlight(), verdict)
-		case *actors.SnapshotAborted:
-			out.printf("aborted %d %s", e.ID, strings.ReplaceAll(e.Err.Error(), "\n", " "))
-		}
-	})
+	subscribe(sys, out, total)
+	if spec.Restore {
+		out.printf("restored %d", len(sys.Participants()))
+		return serve(ctx, m, sys, spec, out)
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	if !waitFor(deadline, func() bool { return len(m.Members()) >= spec.Members }) {
 		return fail("members: %v, want %d", m.Members(), spec.Members)
@@ -122,9 +125,33 @@ func runChild(raw string) int {
 		sys.Root().Send(pid, &bankdemo.Kick{N: spec.InFlight})
 	}
 	out.printf("ready %d members %v coordinator %s", len(bank.PIDs), m.Members(), m.Coordinator())
+	return serve(ctx, m, sys, spec, out)
+}
+
+// subscribe prints a line per snapshot that completes or aborts, checking
+// the complete ones.
+func subscribe(sys *actors.System, out *lineWriter, total int64) {
+	sys.ActorSystem().EventStream.Subscribe(func(evt any) {
+		switch e := evt.(type) {
+		case *actors.SnapshotCompleted:
+			verdict := "ok"
+			if err := bankdemo.Check(e.Global, total); err != nil {
+				verdict = "BAD " + err.Error()
+			}
+			out.printf("complete %d %d %d %s", e.Global.ID, len(e.Global.Participants), e.Global.TotalInFlight(), verdict)
+		case *actors.SnapshotAborted:
+			out.printf("aborted %d %s", e.ID, strings.ReplaceAll(e.Err.Error(), "\n", " "))
+		}
+	})
+}
+
+// serve takes snapshots every spec.Interval until stdin closes, then
+// shuts the member down.
+func serve(ctx context.Context, m *cluster.Member, sys *actors.System, spec childSpec, out *lineWriter) int {
 	if spec.Interval > 0 {
 		if err := sys.SnapshotEvery(spec.Interval); err != nil {
-			return fail("every: %v", err)
+			out.printf("error every: %v", err)
+			return 1
 		}
 	}
 	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent closes it
@@ -165,10 +192,12 @@ func (l *lineWriter) printf(format string, args ...any) {
 // child is a member process seen from the test.
 type child struct {
 	name  string
+	self  string // its address, from its "member" line
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	lines chan string
 	log   *strings.Builder
+	errs  strings.Builder // the whole standard error, for race reports
 	mu    sync.Mutex
 	done  chan struct{}
 }
@@ -212,6 +241,15 @@ func startChild(t *testing.T, name string, spec childSpec) *child {
 	t.Cleanup(func() {
 		_ = c.cmd.Process.Kill()
 		<-c.done
+		c.mu.Lock()
+		ours, theirs := racereport.Split(c.errs.String())
+		c.mu.Unlock()
+		for _, r := range ours {
+			t.Errorf("member %s: a data race in this module's code:%s", c.name, r)
+		}
+		if len(theirs) > 0 {
+			t.Logf("member %s: data races inside Proto.Actor (logged, not failed): %s", c.name, strings.Join(theirs, "; "))
+		}
 		if t.Failed() {
 			c.mu.Lock()
 			t.Logf("member %s output:\n%s", c.name, tail(c.log.String(), 60))
@@ -235,6 +273,7 @@ type lockedWriter struct{ c *child }
 func (w *lockedWriter) Write(p []byte) (int, error) {
 	w.c.mu.Lock()
 	defer w.c.mu.Unlock()
+	w.c.errs.Write(p)
 	// Proto.Actor logs at length; keep stderr's errors only.
 	for _, l := range strings.Split(string(p), "\n") {
 		if strings.Contains(l, "ERROR") || strings.Contains(l, "WARN") || strings.Contains(l, "coordinating") || strings.Contains(l, "panic") || strings.HasPrefix(l, "\t") || strings.HasPrefix(l, "goroutine") {

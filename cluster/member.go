@@ -16,6 +16,8 @@ import (
 	"github.com/actorsnap/actorsnap/cluster/link"
 	"github.com/actorsnap/actorsnap/cluster/membership"
 	"github.com/actorsnap/actorsnap/cluster/placement"
+	"github.com/actorsnap/actorsnap/persistence"
+	"github.com/actorsnap/actorsnap/snapshot"
 )
 
 // Config configures a Member.
@@ -41,12 +43,7 @@ type Member struct {
 // types, and the same store: the coordinator stores the snapshots there,
 // and a member that takes over continues them.
 func Start(cfg Config, opts ...actors.Option) (*Member, error) {
-	if cfg.JoinTimeout == 0 {
-		cfg.JoinTimeout = 30 * time.Second
-	}
-	if cfg.Link == (link.Config{}) {
-		cfg.Link = link.DefaultConfig(uint64(time.Now().UnixNano()))
-	}
+	cfg = withDefaults(cfg)
 	t := &transport{cfg: cfg}
 	sys, err := actors.NewSystem(append(slices.Clone(opts), actors.WithTransport(t))...)
 	if err != nil {
@@ -55,6 +52,49 @@ func Start(cfg Config, opts ...actors.Option) (*Member, error) {
 	t.sys.Store(sys)
 	sys.MembersChanged() // the list the join saw
 	return &Member{sys: sys, t: t}, nil
+}
+
+// Restore joins the cluster and restores this member's part of the stored
+// snapshot id (the latest complete one when id is 0) once members members
+// have joined, the same number on every member: the participants are
+// placed by name over those members, so a snapshot taken on any number of
+// members restores onto any other (actors.RestoreMember says what each
+// member does). opts are as for Start.
+func Restore(ctx context.Context, cfg Config, store persistence.Store, id snapshot.SnapshotID, members int, opts ...actors.Option) (*Member, error) {
+	if members < 1 {
+		return nil, fmt.Errorf("cluster: restore onto %d members", members)
+	}
+	cfg = withDefaults(cfg)
+	t := &transport{cfg: cfg}
+	ready := func(ctx context.Context) error {
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for len(t.Members()) < members {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("cluster: %d of %d members joined (%v): %w", len(t.Members()), members, t.Members(), ctx.Err())
+			case <-tick.C:
+			}
+		}
+		return nil
+	}
+	sys, err := actors.RestoreMember(ctx, store, id, ready, append(slices.Clone(opts), actors.WithTransport(t))...)
+	if err != nil {
+		return nil, err
+	}
+	t.sys.Store(sys)
+	sys.MembersChanged()
+	return &Member{sys: sys, t: t}, nil
+}
+
+func withDefaults(cfg Config) Config {
+	if cfg.JoinTimeout == 0 {
+		cfg.JoinTimeout = 30 * time.Second
+	}
+	if cfg.Link == (link.Config{}) {
+		cfg.Link = link.DefaultConfig(uint64(time.Now().UnixNano()))
+	}
+	return cfg
 }
 
 // System returns the member's actors.System: spawn participants there,

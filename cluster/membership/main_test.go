@@ -20,6 +20,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/goleak"
+
+	"github.com/actorsnap/actorsnap/internal/racereport"
 )
 
 // childEnv, when set, makes the test binary a cluster member rather than a
@@ -281,72 +283,28 @@ func (c *child) checkExit(want int) {
 	} else if c.err != nil {
 		c.t.Fatalf("%s: %v", c.name, c.err)
 	}
-	if code == want || (code == raceExitCode && theirs > 0 && ours == 0) {
+	if code == want || (code == racereport.ExitCode && theirs > 0 && ours == 0) {
 		return
 	}
 	c.t.Fatalf("%s exited with status %d, want %d; standard error:\n%s", c.name, code, want, c.stderr.String())
 }
 
-// raceExitCode is the race detector's exit status (GORACE exitcode).
-const raceExitCode = 66
-
 // races counts the data race reports on the child's standard error: ours
-// are those where either racing access is made by this module's code (the
-// top frame of its stack); theirs are the others. A member process has
-// races of Proto.Actor's own under -race: the etcd provider's shutdown
-// flag (written by Shutdown, read by its keep-alive goroutine without a
-// lock) and remote.BlockList (IsBlocked and BlockedMembers read what Block
-// writes under its lock). Those are logged; ours fail the test.
+// (racereport.InOurCode) fail the test; Proto.Actor's own are logged: the
+// etcd provider's shutdown flag (written by Shutdown, read by its
+// keep-alive goroutine without a lock) and remote.BlockList (IsBlocked
+// and BlockedMembers read what Block writes under its lock).
 func (c *child) races() (ours, theirs int) {
 	c.t.Helper()
-	var pairs []string
-	for _, r := range strings.Split(c.stderr.String(), "WARNING: DATA RACE")[1:] {
-		r, _, _ = strings.Cut(r, "==================")
-		if racesInOurCode(r) {
-			ours++
-			c.t.Errorf("%s: a data race in this module's code:%s", c.name, r)
-			continue
-		}
-		theirs++
-		pair := strings.Join(accessFrames(r), " vs ")
-		if !slices.Contains(pairs, pair) {
-			pairs = append(pairs, pair)
-		}
+	o, th := racereport.Split(c.stderr.String())
+	for _, r := range o {
+		c.t.Errorf("%s: a data race in this module's code:%s", c.name, r)
 	}
-	if theirs > 0 {
-		c.t.Logf("%s: %d data races inside Proto.Actor, not in this module's code (logged, not failed): %s",
-			c.name, theirs, strings.Join(pairs, "; "))
+	if len(th) > 0 {
+		c.t.Logf("%s: data races inside Proto.Actor, not in this module's code (logged, not failed): %s",
+			c.name, strings.Join(th, "; "))
 	}
-	return ours, theirs
-}
-
-// accessFrames returns the functions that make the two accesses of a race
-// report: the frame after each line "Read at 0x... by goroutine N:" (or
-// Write, or Previous ...).
-func accessFrames(report string) []string {
-	var frames []string
-	lines := strings.Split(report, "\n")
-	for i, l := range lines {
-		l = strings.TrimSpace(l)
-		lower := strings.ToLower(l)
-		access := strings.Contains(l, " at 0x") && strings.HasSuffix(l, ":") &&
-			(strings.Contains(lower, "read") || strings.Contains(lower, "write"))
-		if access && i+1 < len(lines) {
-			frames = append(frames, strings.TrimSpace(lines[i+1]))
-		}
-	}
-	return frames
-}
-
-// racesInOurCode reports whether one of the two accesses of a race report
-// is made by a function of this module.
-func racesInOurCode(report string) bool {
-	for _, f := range accessFrames(report) {
-		if strings.HasPrefix(f, "github.com/actorsnap/actorsnap/") {
-			return true
-		}
-	}
-	return false
+	return len(o), len(th)
 }
 
 // kill kills the child with SIGKILL and waits for it to be gone.

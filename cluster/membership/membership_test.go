@@ -349,29 +349,3 @@ func TestWatchAndMembers(t *testing.T) {
 	}
 	m.update([]*cluster.Member{member("127.0.0.1", 1)}) // no watcher left: must not block
 }
-
-func TestRaceReportsAreTold(t *testing.T) {
-	theirs := `
-Write at 0x00c0000ddbc1 by main goroutine:
-  github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd.(*Provider).Shutdown()
-      /x/etcd_provider.go:117 +0x44
-  github.com/actorsnap/actorsnap/cluster/membership.(*lateEtcd).Shutdown()
-      /x/membership.go:336 +0x64
-
-Previous read at 0x00c0000ddbc1 by goroutine 41:
-  github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd.(*Provider).keepAliveForever()
-      /x/etcd_provider.go:168 +0x74f
-
-Goroutine 41 (running) created at:
-  github.com/actorsnap/actorsnap/cluster/membership.Join()
-      /x/membership.go:204 +0x9d2
-`
-	if racesInOurCode(theirs) {
-		t.Error("a race between two Proto.Actor functions was taken for ours")
-	}
-	ours := strings.Replace(theirs, "  github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd.(*Provider).keepAliveForever()",
-		"  github.com/actorsnap/actorsnap/cluster/membership.(*Membership).update()", 1)
-	if !racesInOurCode(ours) {
-		t.Error("a race in Membership.update was not taken for ours")
-	}
-}
