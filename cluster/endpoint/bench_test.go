@@ -34,7 +34,7 @@ func benchRemote(b *testing.B, mode string) {
 	senderPort, sinkPort := freePort(b), freePort(b)
 	senderAddr, sinkAddr := fmt.Sprintf("127.0.0.1:%d", senderPort), fmt.Sprintf("127.0.0.1:%d", sinkPort)
 	b.Setenv("CHILD_MODE", mode)
-	sink, sinkOut := member(b, "bench-sink", sinkPort, sinkAddr, senderAddr, b.N)
+	sink, sinkOut, _ := member(b, "bench-sink", sinkPort, sinkAddr, senderAddr, b.N)
 	require.True(b, sinkOut.Scan())
 	require.Equal(b, "ready", sinkOut.Text())
 
