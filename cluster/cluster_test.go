@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/actorsnap/actorsnap/internal/tcpproxy"
+	"github.com/actorsnap/actorsnap/internal/testenv"
 )
 
 // startCluster starts n members of a bank of accounts accounts, on the
@@ -27,6 +30,14 @@ func startCluster(t *testing.T, n, accounts int, interval time.Duration, etcd []
 // startMembers starts n member processes of a new cluster from spec: the
 // ports are fresh, the rest as spec says.
 func startMembers(t *testing.T, n int, spec childSpec, restore bool) ([]*child, []childSpec) {
+	kids, specs, _ := startProxied(t, n, spec, restore)
+	return kids, specs
+}
+
+// startProxied is startMembers with, if spec.Advertised is set, a proxy
+// in front of each member, returned.
+func startProxied(t *testing.T, n int, spec childSpec, restore bool) ([]*child, []childSpec, []*tcpproxy.Proxy) {
+	var proxies []*tcpproxy.Proxy
 	t.Helper()
 	ports := freePorts(t, 2*n)
 	spec.Cluster = fmt.Sprintf("bank-%d", time.Now().UnixNano())
@@ -40,10 +51,21 @@ func startMembers(t *testing.T, n int, spec childSpec, restore bool) ([]*child, 
 	for i := range n {
 		s := spec
 		s.Port, s.AutoPort = ports[i], ports[n+i]
+		if spec.Advertised != "" {
+			// Every connection to the member through a proxy that the
+			// test cuts: the member is known by the proxy's address.
+			p, err := tcpproxy.Listen(net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(p.Close)
+			proxies = append(proxies, p)
+			s.Advertised = p.Addr()
+		}
 		specs = append(specs, s)
 		kids = append(kids, startChild(t, fmt.Sprintf("m%d", i), s))
 	}
-	return kids, specs
+	return kids, specs, proxies
 }
 
 // coordinator returns the member that coordinates: the lowest address.
@@ -74,12 +96,20 @@ func waitComplete(t *testing.T, c *child, n int, deadline time.Time) int {
 
 // Every snapshot of a bank spread over three member processes balances:
 // its counters on every channel, those between members included, and its
-// money.
+// money. The members find each other through etcd and share a PostgreSQL
+// store, as in production.
 func TestBankAcrossThreeMembers(t *testing.T) {
-	kids, _ := startCluster(t, 3, 60, 100*time.Millisecond, nil)
+	etcd := testenv.Etcd(t)
+	_, store := testenv.PostgresStore(t, fmt.Sprintf("cluster_%d", time.Now().UnixNano()))
+	spec := childSpec{Store: store, Etcd: []string{etcd}, Accounts: 60, InFlight: 2, Interval: 100 * time.Millisecond, Timeout: 5 * time.Second}
+	kids, _ := startMembers(t, 3, spec, false)
 	deadline := time.Now().Add(60 * time.Second)
+	for _, k := range kids {
+		k.self = strings.Fields(k.expect(t, deadline, "member "))[1]
+		k.expect(t, deadline, "ready")
+	}
 	complete := 0
-	for complete < 10 && time.Now().Before(deadline.Add(-50*time.Second)) {
+	for complete < 10 {
 		var l string
 		select {
 		case l = <-kids[0].lines:

@@ -67,3 +67,71 @@ func restoreOnto(t *testing.T, spec childSpec, n int) {
 		_ = k.cmd.Process.Kill()
 	}
 }
+
+var cutTrials = flag.Int("cluster-cut-trials", 10, "seeded trials of connections between members cut")
+
+// Connections between live members cut at seeded moments, every one
+// through a proxy: the links resend what was lost, traffic resumes, and
+// the snapshots keep completing, each balancing on every channel and
+// holding all the money.
+func TestSnapshotsThroughConnectionCuts(t *testing.T) {
+	base := uint64(time.Now().UnixNano())
+	for trial := range *cutTrials {
+		seed := base + uint64(trial)
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 1))
+			spec := childSpec{Store: t.TempDir(), Accounts: 60, InFlight: 2, Interval: 50 * time.Millisecond,
+				Timeout: 5 * time.Second, Advertised: "proxied"}
+			kids, _, proxies := startProxied(t, 3, spec, false)
+			deadline := time.Now().Add(60 * time.Second)
+			for _, k := range kids {
+				k.self = strings.Fields(k.expect(t, deadline, "member "))[1]
+				k.expect(t, deadline, "ready")
+			}
+			coord := coordinator(kids)
+			waitComplete(t, coord, 2, deadline)
+			stop := make(chan struct{})
+			cutting := make(chan struct{})
+			go func() {
+				defer close(cutting)
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(time.Duration(50+rng.IntN(150)) * time.Millisecond):
+						proxies[rng.IntN(len(proxies))].Cut()
+					}
+				}
+			}()
+			// Snapshots complete while connections are cut, each checked
+			// (waitComplete fails on one that does not balance).
+			var complete, aborted int
+			for complete < 30 {
+				l := coord.expect(t, deadline, "")
+				switch {
+				case strings.HasPrefix(l, "complete"):
+					if !strings.HasSuffix(l, " ok") {
+						t.Fatalf("inconsistent snapshot: %s", l)
+					}
+					complete++
+				case strings.HasPrefix(l, "aborted"):
+					if strings.Contains(l, "member left") {
+						t.Fatalf("a cut taken for a member's death: %s", l)
+					}
+					aborted++
+				}
+			}
+			close(stop)
+			<-cutting
+			cuts := 0
+			for _, p := range proxies {
+				cuts += p.Cuts()
+			}
+			last := waitComplete(t, coord, 2, deadline)
+			t.Logf("%d connection cuts; %d snapshots complete and consistent meanwhile, %d aborted; snapshot %d complete after", cuts, complete, aborted, last)
+			if cuts == 0 {
+				t.Fatal("no connection was cut")
+			}
+		})
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/actorsnap/actorsnap/internal/bankdemo"
 	"github.com/actorsnap/actorsnap/internal/racereport"
 	"github.com/actorsnap/actorsnap/persistence"
+	_ "github.com/actorsnap/actorsnap/persistence/postgres" // postgres:// stores
 )
 
 // Members run as separate processes: the test binary again, with the
@@ -49,6 +50,8 @@ type childSpec struct {
 	Interval time.Duration
 	Timeout  time.Duration
 	Restore  bool // restore the latest snapshot onto Members members
+	// Advertised is the proxy in front of the member's remote port.
+	Advertised string
 }
 
 const (
@@ -71,11 +74,11 @@ func runChild(raw string) int {
 		return 1
 	}
 	ctx := context.Background()
-	store, err := persistence.Open(ctx, spec.Store)
+	store, err := persistence.OpenURL(ctx, spec.Store)
 	if err != nil {
 		return fail("store: %v", err)
 	}
-	mcfg := membership.Config{ClusterName: spec.Cluster, Host: "127.0.0.1", Port: spec.Port}
+	mcfg := membership.Config{ClusterName: spec.Cluster, Host: "127.0.0.1", Port: spec.Port, Advertised: spec.Advertised}
 	if len(spec.Etcd) > 0 {
 		mcfg.Provider, mcfg.Etcd, mcfg.TTL = membership.Etcd, spec.Etcd, 2*time.Second
 	} else {

@@ -69,6 +69,10 @@ type Config struct {
 	// Self tells which.
 	Host string
 	Port int
+	// Advertised, if set, is the address (host:port) the others reach
+	// this member at instead of Host:Port: a proxy or a NAT in front of
+	// it. It is then the member's address.
+	Advertised string
 
 	Provider Provider
 	// Etcd lists the etcd endpoints (host:port), for Etcd.
@@ -189,7 +193,7 @@ func Join(ctx context.Context, as *actor.ActorSystem, cfg Config) (*Membership, 
 	}
 
 	ccfg := cluster.Configure(cfg.ClusterName, provider, disthash.New(),
-		remote.Configure(cfg.Host, cfg.Port))
+		remote.Configure(cfg.Host, cfg.Port, remoteOptions(cfg)...))
 	c := cluster.New(as, ccfg)
 
 	m := &Membership{
@@ -454,4 +458,12 @@ func (m *Membership) Leave() {
 		m.cluster.ActorSystem.EventStream.Unsubscribe(m.sub)
 		m.cluster.Shutdown(true)
 	})
+}
+
+// remoteOptions returns the options of the member's remote.
+func remoteOptions(cfg Config) []remote.ConfigOption {
+	if cfg.Advertised == "" {
+		return nil
+	}
+	return []remote.ConfigOption{remote.WithAdvertisedHost(cfg.Advertised)}
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/actorsnap/actorsnap/internal/testenv"
 )
 
 // Deadlines of the process tests. Joining takes Proto.Actor about a
@@ -28,22 +30,6 @@ const (
 	exitTimeout = 20 * time.Second
 )
 
-// etcdEndpoint returns the etcd server of the tests, or skips the test
-// (fails it when ACTORSNAP_REQUIRE_ETCD=1).
-func etcdEndpoint(t *testing.T) string {
-	t.Helper()
-	ep := os.Getenv("ACTORSNAP_TEST_ETCD")
-	if ep != "" {
-		return ep
-	}
-	msg := "ACTORSNAP_TEST_ETCD is not set: no etcd server to test against (start one with: eval \"$(bash .ci/etcd.sh)\")"
-	if os.Getenv("ACTORSNAP_REQUIRE_ETCD") == "1" {
-		t.Fatal(msg + ", and ACTORSNAP_REQUIRE_ETCD=1")
-	}
-	t.Skip(msg)
-	return ""
-}
-
 // uniqueClusterName keeps test runs, and runs of -count, from seeing each
 // other's members on one etcd.
 func uniqueClusterName(prefix string) string {
@@ -53,7 +39,7 @@ func uniqueClusterName(prefix string) string {
 // The two scenarios run in parallel: their members mostly wait.
 
 func TestEtcdMembership(t *testing.T) {
-	ep := etcdEndpoint(t)
+	ep := testenv.Etcd(t)
 	t.Parallel()
 	const ttl = 2 * time.Second
 	name := uniqueClusterName("membership-test")

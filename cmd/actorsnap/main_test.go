@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actorsnap/actorsnap/internal/bankdemo"
+	"github.com/actorsnap/actorsnap/internal/testenv"
 	"github.com/actorsnap/actorsnap/persistence"
 )
 
@@ -232,13 +233,13 @@ func TestCrashRecoveryAligned(t *testing.T) {
 
 // TestCrashRecoveryPostgres is TestCrashRecovery on the PostgreSQL store.
 func TestCrashRecoveryPostgres(t *testing.T) {
-	postgresURL(t)
+	testenv.Postgres(t)
 	seed := *crashSeed
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
 	t.Logf("seed %d (replay: go test ./cmd/actorsnap -run TestCrashRecoveryPostgres -crash-seed %d)", seed, seed)
-	_, store := postgresStore(t, fmt.Sprintf("crash_%d", seed%1_000_000_007))
+	_, store := testenv.PostgresStore(t, fmt.Sprintf("crash_%d", seed%1_000_000_007))
 	crashTrials(t, store, seed, 10)
 }
 

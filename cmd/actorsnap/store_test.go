@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/actorsnap/actorsnap/internal/testenv"
 	"github.com/actorsnap/actorsnap/persistence"
 )
 
@@ -314,7 +315,7 @@ func TestSilentPostgresServer(t *testing.T) {
 // Two systems into one PostgreSQL schema: the second is refused, naming
 // the owner, as with the file store.
 func TestSecondSystemRefusedPostgres(t *testing.T) {
-	_, store := postgresStore(t, fmt.Sprintf("owner_%d", time.Now().UnixNano()))
+	_, store := testenv.PostgresStore(t, fmt.Sprintf("owner_%d", time.Now().UnixNano()))
 	run := []string{"run", "bank", "--store", store, "--actors", "20", "--interval", "20ms", "--duration", "200ms"}
 	_, _, err := actorsnap(t, run...)
 	require.NoError(t, err)
@@ -330,7 +331,7 @@ func TestSecondSystemRefusedPostgres(t *testing.T) {
 func TestFsckSetsAsideOnlyDamage(t *testing.T) {
 	ctx := context.Background()
 	schema := fmt.Sprintf("fsck_%d", time.Now().UnixNano())
-	url, store := postgresStore(t, schema)
+	url, store := testenv.PostgresStore(t, schema)
 	runSmallBank(t, store)
 	before, _, err := actorsnap(t, "ls", "--store", store)
 	require.NoError(t, err)

@@ -1,0 +1,71 @@
+// Package testenv gives tests the servers CI starts on loopback: a
+// PostgreSQL server (.ci/postgres.sh sets ACTORSNAP_TEST_POSTGRES) and
+// an etcd server (.ci/etcd.sh sets ACTORSNAP_TEST_ETCD). Without one a
+// test that needs it skips, saying how to start it, unless
+// ACTORSNAP_REQUIRE_POSTGRES or ACTORSNAP_REQUIRE_ETCD says the tests
+// must run (CI sets both): then it fails.
+package testenv
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Postgres returns the test server's URL, or skips.
+func Postgres(t testing.TB) string {
+	t.Helper()
+	return need(t, "ACTORSNAP_TEST_POSTGRES", "ACTORSNAP_REQUIRE_POSTGRES", "a PostgreSQL URL", ".ci/postgres.sh")
+}
+
+// PostgresStore returns the test server's URL and the URL of a store in
+// the schema named on it (or skips); the schema is dropped when the test
+// ends.
+func PostgresStore(t testing.TB, schema string) (url, store string) {
+	t.Helper()
+	url = Postgres(t)
+	t.Cleanup(func() { DropSchema(t, url, schema) })
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return url, url + sep + "schema=" + schema
+}
+
+// DropSchema removes a test's schema from the server at url.
+func DropSchema(t testing.TB, url, schema string) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Errorf("dropping schema %s: %v", schema, err)
+		return
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+		t.Errorf("dropping schema %s: %v", schema, err)
+	}
+}
+
+// Etcd returns the test etcd server's client endpoint (host:port), or
+// skips.
+func Etcd(t testing.TB) string {
+	t.Helper()
+	return need(t, "ACTORSNAP_TEST_ETCD", "ACTORSNAP_REQUIRE_ETCD", "an etcd host:port", ".ci/etcd.sh")
+}
+
+func need(t testing.TB, env, require, what, script string) string {
+	t.Helper()
+	v := os.Getenv(env)
+	if v != "" {
+		return v
+	}
+	msg := env + " is not set: set it to " + what + " to run this test (`eval \"$(bash " + script + ")\"` starts a server and sets it)"
+	if os.Getenv(require) != "" {
+		t.Fatal(msg + ", and " + require + " says the test must run")
+	}
+	t.Skip(msg)
+	return ""
+}
