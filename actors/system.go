@@ -234,7 +234,8 @@ func newSystem(cfg config, lease persistence.Lease) (*System, error) {
 	}
 	if t := cfg.transport; t != nil {
 		// After the guardian, which other members' frames go to.
-		if err := t.Attach(as, s.deliver); err != nil {
+		messages, kinds := s.Registered()
+		if err := t.Attach(Attachment{Actors: as, Deliver: s.deliver, Messages: messages, Kinds: kinds}); err != nil {
 			s.guardLoop.Stop()
 			return fail(fmt.Errorf("actors: joining the cluster: %w", err))
 		}

@@ -28,10 +28,9 @@ import (
 // as the transport, and their counters show a message lost or repeated.
 type Transport interface {
 	// Attach starts the transport on the System's actor system (its
-	// remote, membership and links): deliver takes every message another
-	// member sent, in order per member. It is called once, by NewSystem,
+	// remote, membership and links). It is called once, by NewSystem,
 	// before any participant runs.
-	Attach(as *actor.ActorSystem, deliver func(from string, b []byte)) error
+	Attach(a Attachment) error
 	// Self is this member's address: the Address of its participants'
 	// PIDs.
 	Self() string
@@ -61,6 +60,20 @@ func (s *System) PID(name string) *actor.PID {
 		return actor.NewPID(t.Owner(name), name)
 	}
 	return actor.NewPID(s.actors.Address(), name)
+}
+
+// Attachment is what a System gives its Transport.
+type Attachment struct {
+	// Actors is the System's actor system.
+	Actors *actor.ActorSystem
+	// Deliver takes every message another member sent, in order per
+	// member.
+	Deliver func(from string, b []byte)
+	// Messages and Kinds are the message type and kind names the system
+	// registered, sorted: members must agree on them (a member with
+	// others could not decode what it is sent, nor restore a
+	// participant).
+	Messages, Kinds []string
 }
 
 // WithTransport makes the system one member of a cluster (package

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -134,4 +135,37 @@ func TestSnapshotsThroughConnectionCuts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A member whose message registry differs from the cluster's is refused:
+// it fails to start with an error naming the difference, and the members
+// running log the refusal and go on without it.
+func TestMemberWithAnotherRegistryIsRefused(t *testing.T) {
+	spec := childSpec{Store: t.TempDir(), Accounts: 20, InFlight: 1, Interval: 50 * time.Millisecond, Timeout: 5 * time.Second}
+	kids, specs := startMembers(t, 2, spec, false)
+	deadline := time.Now().Add(60 * time.Second)
+	for _, k := range kids {
+		k.self = strings.Fields(k.expect(t, deadline, "member "))[1]
+		k.expect(t, deadline, "ready")
+	}
+	// A third, with one message type more, among the seeds of the others.
+	odd := specs[0]
+	odd.Extra, odd.Members = true, 3
+	ports := freePorts(t, 2)
+	odd.Port, odd.AutoPort = ports[0], ports[1]
+	odd.Seeds = append(slices.Clone(odd.Seeds), fmt.Sprintf("127.0.0.1:%d", odd.AutoPort))
+	c := startChild(t, "odd", odd)
+	var l string
+	for !strings.HasPrefix(l, "error") && !strings.HasPrefix(l, "ready") {
+		select {
+		case l = <-c.lines:
+		case <-time.After(time.Until(deadline)):
+			t.Fatal("the member with another registry said nothing")
+		}
+	}
+	if !strings.HasPrefix(l, "error start") || !strings.Contains(l, "test.extra") {
+		t.Fatalf("the refusal does not name the difference: %s", l)
+	}
+	t.Logf("%s", l)
+	waitComplete(t, coordinator(kids), 3, deadline)
 }

@@ -52,7 +52,12 @@ type childSpec struct {
 	Restore  bool // restore the latest snapshot onto Members members
 	// Advertised is the proxy in front of the member's remote port.
 	Advertised string
+	// Extra registers one message type more than the others have.
+	Extra bool
 }
+
+// extraMessage is the message type only an Extra member registers.
+type extraMessage struct{ N int }
 
 const (
 	initial    = 1000
@@ -94,7 +99,10 @@ func runChild(raw string) int {
 		m, err = cluster.Restore(rctx, cluster.Config{Membership: mcfg}, store, 0, spec.Members, opts...)
 		cancel()
 	} else {
-		m, err = cluster.Start(cluster.Config{Membership: mcfg}, opts...)
+		if spec.Extra {
+			opts = append(opts, actors.WithMessage[*extraMessage]("test.extra"))
+		}
+		m, err = cluster.Start(cluster.Config{Membership: mcfg, Members: spec.Members}, opts...)
 	}
 	if err != nil {
 		return fail("start: %v", err)
@@ -107,9 +115,6 @@ func runChild(raw string) int {
 		return serve(ctx, m, sys, spec, out)
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	if !waitFor(deadline, func() bool { return len(m.Members()) >= spec.Members }) {
-		return fail("members: %v, want %d", m.Members(), spec.Members)
-	}
 	bank, err := bankdemo.Start(sys, bankdemo.Config{Accounts: spec.Accounts, Initial: initial, Chords: 2, Seed: 7}, m.Owns)
 	if err != nil {
 		return fail("bank: %v", err)

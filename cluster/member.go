@@ -4,18 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/actorsnap/actorsnap/actors"
 	"github.com/actorsnap/actorsnap/cluster/endpoint"
 	"github.com/actorsnap/actorsnap/cluster/link"
 	"github.com/actorsnap/actorsnap/cluster/membership"
 	"github.com/actorsnap/actorsnap/cluster/placement"
+	"github.com/actorsnap/actorsnap/cluster/wire"
 	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
@@ -28,7 +31,13 @@ type Config struct {
 	// Link configures the links between members; zero means
 	// link.DefaultConfig with this start's time as the session.
 	Link link.Config
-	// JoinTimeout bounds the join; zero means 30 s.
+	// Members is how many members Start waits for (1 if zero): names are
+	// placed over the members there are then, and stay placed there
+	// until the next restore (a member that joins later hosts nothing
+	// until then; one that leaves takes its participants with it).
+	Members int
+	// JoinTimeout bounds the join, and the wait for the members; zero
+	// means 30 s.
 	JoinTimeout time.Duration
 }
 
@@ -51,6 +60,18 @@ func Start(cfg Config, opts ...actors.Option) (*Member, error) {
 	}
 	t.sys.Store(sys)
 	sys.MembersChanged() // the list the join saw
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.JoinTimeout)
+	defer cancel()
+	err = t.waitMembers(ctx, max(cfg.Members, 1))
+	if err == nil {
+		err = t.awaitHellos(cfg.JoinTimeout)
+	}
+	if err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.JoinTimeout)
+		defer cancel()
+		_ = sys.Shutdown(ctx)
+		return nil, err
+	}
 	return &Member{sys: sys, t: t}, nil
 }
 
@@ -66,24 +87,19 @@ func Restore(ctx context.Context, cfg Config, store persistence.Store, id snapsh
 	}
 	cfg = withDefaults(cfg)
 	t := &transport{cfg: cfg}
-	ready := func(ctx context.Context) error {
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for len(t.Members()) < members {
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("cluster: %d of %d members joined (%v): %w", len(t.Members()), members, t.Members(), ctx.Err())
-			case <-tick.C:
-			}
-		}
-		return nil
-	}
+	ready := func(ctx context.Context) error { return t.waitMembers(ctx, members) }
 	sys, err := actors.RestoreMember(ctx, store, id, ready, append(slices.Clone(opts), actors.WithTransport(t))...)
 	if err != nil {
 		return nil, err
 	}
 	t.sys.Store(sys)
 	sys.MembersChanged()
+	if err := t.awaitHellos(cfg.JoinTimeout); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.JoinTimeout)
+		defer cancel()
+		_ = sys.Shutdown(ctx)
+		return nil, err
+	}
 	return &Member{sys: sys, t: t}, nil
 }
 
@@ -132,21 +148,39 @@ type transport struct {
 	ep  *endpoint.Endpoint
 
 	mu      sync.RWMutex
-	members []string
+	members []string // as the membership says
+	placed  []string // the members names are placed over (waitMembers)
+	hello   *wire.Hello
+	greeted map[string]bool  // members whose hello agreed with ours
+	refused map[string]error // members whose hello did not: left out of Members
+	helloed map[string]bool  // members sent our hello
+	heard   chan struct{}    // closed and replaced at each hello heard
+	log     *slog.Logger
 
 	stopWatch func()
 	watched   chan struct{}
 }
 
+// Frames between members' transports start with a byte that says whose
+// they are: the actors system's, or a Hello.
+const (
+	kindSystem byte = iota + 1
+	kindHello
+)
+
 // Attach implements actors.Transport.
-func (t *transport) Attach(as *actor.ActorSystem, deliver func(from string, b []byte)) error {
+func (t *transport) Attach(a actors.Attachment) error {
 	ctx, cancel := context.WithTimeout(context.Background(), t.cfg.JoinTimeout)
 	defer cancel()
-	mem, err := membership.Join(ctx, as, t.cfg.Membership)
+	t.greeted, t.refused, t.helloed = map[string]bool{}, map[string]error{}, map[string]bool{}
+	t.heard = make(chan struct{})
+	t.log = a.Actors.Logger()
+	mem, err := membership.Join(ctx, a.Actors, t.cfg.Membership)
 	if err != nil {
 		return err
 	}
-	ep, err := endpoint.Start(as, t.cfg.Link, deliver)
+	t.hello = &wire.Hello{Version: wire.Version, Member: mem.Self(), Session: t.cfg.Link.Session, Messages: a.Messages, Kinds: a.Kinds}
+	ep, err := endpoint.Start(a.Actors, t.cfg.Link, func(from string, b []byte) { t.receive(from, b, a.Deliver) })
 	if err != nil {
 		mem.Leave()
 		return err
@@ -167,43 +201,173 @@ func (t *transport) Attach(as *actor.ActorSystem, deliver func(from string, b []
 	return nil
 }
 
+// setMembers takes the membership's list, and greets the members new in
+// it: each hears this member's Hello, which it checks against its own.
 func (t *transport) setMembers(list []string) {
 	t.mu.Lock()
 	t.members = slices.Clone(list)
+	var greet []string
+	for _, m := range list {
+		if m != t.hello.Member && !t.helloed[m] {
+			t.helloed[m] = true
+			greet = append(greet, m)
+		}
+	}
 	t.mu.Unlock()
+	for _, m := range greet {
+		t.sendHello(m)
+	}
+}
+
+// sendHello sends this member's Hello to member m.
+func (t *transport) sendHello(m string) {
+	b, err := msgpack.Marshal(t.hello)
+	if err == nil {
+		err = t.ep.Send(m, append([]byte{kindHello}, b...))
+	}
+	if err != nil {
+		t.log.Warn("greeting a member failed", slog.String("member", m), slog.Any("error", err))
+	}
+}
+
+// receive takes a frame from member from: a Hello is checked, and the
+// system's frames are delivered unless from was refused.
+func (t *transport) receive(from string, b []byte, deliver func(string, []byte)) {
+	if len(b) == 0 {
+		return
+	}
+	switch b[0] {
+	case kindSystem:
+		t.mu.RLock()
+		refused := t.refused[from] != nil
+		t.mu.RUnlock()
+		if !refused {
+			deliver(from, b[1:])
+		}
+	case kindHello:
+		var h wire.Hello
+		err := msgpack.Unmarshal(b[1:], &h)
+		if err == nil {
+			err = wire.CheckHello(t.hello, &h)
+		}
+		t.mu.Lock()
+		if err != nil {
+			t.refused[from] = err
+		} else {
+			t.greeted[from] = true
+		}
+		close(t.heard)
+		t.heard = make(chan struct{})
+		answer := !t.helloed[from] // a member this one does not list yet
+		t.helloed[from] = true
+		t.mu.Unlock()
+		if answer {
+			t.sendHello(from)
+		}
+		if err != nil {
+			t.log.Error("a member is refused: it cannot work with this one", slog.String("member", from), slog.Any("error", err))
+			if s := t.sys.Load(); s != nil {
+				s.MembersChanged()
+			}
+		}
+	}
+}
+
+// awaitHellos waits until every member this one knows has said a Hello that
+// agrees with its own, at most timeout. It returns the first
+// disagreement, naming it.
+func (t *transport) awaitHellos(timeout time.Duration) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		t.mu.RLock()
+		var waiting []string
+		var refusal error
+		for _, m := range t.members {
+			switch {
+			case t.refused[m] != nil:
+				refusal = t.refused[m]
+			case m != t.hello.Member && !t.greeted[m]:
+				waiting = append(waiting, m)
+			}
+		}
+		heard := t.heard
+		t.mu.RUnlock()
+		switch {
+		case refusal != nil:
+			return fmt.Errorf("cluster: %w", refusal)
+		case len(waiting) == 0:
+			return nil
+		}
+		select {
+		case <-heard:
+		case <-deadline.C:
+			return fmt.Errorf("cluster: no hello from %v within %v", waiting, timeout)
+		}
+	}
+}
+
+// waitMembers waits until n members have joined, then places names over
+// them for good.
+func (t *transport) waitMembers(ctx context.Context, n int) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for len(t.Members()) < n {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: %d of %d members joined (%v): %w", len(t.Members()), n, t.Members(), ctx.Err())
+		case <-tick.C:
+		}
+	}
+	t.mu.Lock()
+	t.placed = t.membersLocked()
+	t.mu.Unlock()
+	return nil
 }
 
 // Self implements actors.Transport.
 func (t *transport) Self() string { return t.mem.Self() }
 
-// Members implements actors.Transport.
+// Members implements actors.Transport: the membership's list, less the
+// members refused.
 func (t *transport) Members() []string {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return slices.Clone(t.members)
+	return t.membersLocked()
+}
+
+func (t *transport) membersLocked() []string {
+	if len(t.refused) == 0 {
+		return slices.Clone(t.members)
+	}
+	return slices.DeleteFunc(slices.Clone(t.members), func(m string) bool { return t.refused[m] != nil })
 }
 
 // Coordinator implements actors.Transport: the lowest address.
 func (t *transport) Coordinator() string {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	if len(t.members) == 0 {
+	ms := t.membersLocked()
+	if len(ms) == 0 {
 		return ""
 	}
-	return t.members[0]
+	return ms[0]
 }
 
 // Owner implements actors.Transport.
 func (t *transport) Owner(name string) string {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return placement.Owner(name, t.members)
+	if t.placed != nil {
+		return placement.Owner(name, t.placed)
+	}
+	return placement.Owner(name, t.membersLocked())
 }
 
 func (t *transport) isMember(addr string) bool {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return slices.Contains(t.members, addr)
+	return slices.Contains(t.members, addr) && t.refused[addr] == nil
 }
 
 // sendPatience is how long Send waits for window space before it checks
@@ -213,6 +377,7 @@ const sendPatience = time.Second
 // Send implements actors.Transport: it waits while the link to member to
 // is full, for as long as to is a member.
 func (t *transport) Send(to string, b []byte) error {
+	b = append([]byte{kindSystem}, b...)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), sendPatience)
 		err := t.ep.SendWait(ctx, to, b)
