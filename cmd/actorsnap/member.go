@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/actorsnap/actorsnap/actors"
+	"github.com/actorsnap/actorsnap/cluster"
+	"github.com/actorsnap/actorsnap/cluster/membership"
+	"github.com/actorsnap/actorsnap/internal/bankdemo"
+)
+
+// memberEvent is a line a member process writes on its standard output,
+// as JSON, for the process that started it (clusterRun).
+type memberEvent struct {
+	// Event is one of: ready (the member's part of a new bank runs),
+	// restored (its part of a restored bank runs), coordinator (another
+	// member coordinates now), complete, aborted, error (the member
+	// fails and exits) and bye (it left the cluster and exits).
+	Event string `json:"event"`
+	// Addr is the member's address (ready, restored), the coordinator's
+	// (coordinator), or that of the member whose departure aborted the
+	// snapshot (aborted).
+	Addr        string `json:"addr,omitempty"`
+	Coordinator string `json:"coordinator,omitempty"`
+	// Actors is the number of participants on the member (ready,
+	// restored) or in the snapshot (complete).
+	Actors   int           `json:"actors,omitempty"`
+	ID       uint64        `json:"id,omitempty"`
+	Members  int           `json:"members,omitempty"`
+	InFlight int           `json:"in_flight,omitempty"`
+	Duration time.Duration `json:"duration,omitempty"`
+	// Check is why a complete snapshot is inconsistent; empty if it is
+	// consistent.
+	Check string `json:"check,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// eventWriter writes memberEvents, a line each, from any goroutine.
+type eventWriter struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+}
+
+func (w *eventWriter) emit(e memberEvent) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_ = w.enc.Encode(e)
+}
+
+// memberCmd is the hidden command of one member process of the bank, as
+// run bank --members and restore --members start it. It runs until its
+// standard input closes: the supervisor closes it to stop the member,
+// and so does the supervisor's death.
+func memberCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:    "member",
+		Short:  "Run one member of the bank demo on a cluster (run bank --members starts them)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			// A Ctrl-C at the terminal reaches the whole process group:
+			// the supervisor decides when its members stop.
+			signal.Ignore(os.Interrupt)
+			out := &eventWriter{enc: json.NewEncoder(cmd.OutOrStdout())}
+			err := runMember(cmd, out)
+			if err != nil {
+				out.emit(memberEvent{Event: "error", Error: err.Error()})
+			}
+			return err
+		},
+	}
+	demoFlags(cmd, true)
+	f := cmd.Flags()
+	f.String("cluster", "", "the cluster's name")
+	f.Int("port", 0, "this member's remote port (0: a free one)")
+	f.Int("automanaged-port", 0, "this member's automanaged port, one of --seeds")
+	f.StringSlice("seeds", nil, "every member's automanaged host:port")
+	f.Int("members", 1, "members to wait for before the bank starts, or to restore onto")
+	f.String("restore", "", "the snapshot to restore (empty: start a new bank)")
+	f.Int64("total", 0, "the bank's money, which every snapshot must hold")
+	f.String("log-level", "warn", "level of the log on standard error: debug, info, warn or error")
+	return cmd
+}
+
+func runMember(cmd *cobra.Command, out *eventWriter) error {
+	f := cmd.Flags()
+	name, _ := f.GetString("cluster")
+	port, _ := f.GetInt("port")
+	autoPort, _ := f.GetInt("automanaged-port")
+	seeds, _ := f.GetStringSlice("seeds")
+	members, _ := f.GetInt("members")
+	restore, _ := f.GetString("restore")
+	total, _ := f.GetInt64("total")
+	var level slog.Level
+	lv, _ := f.GetString("log-level")
+	if err := level.UnmarshalText([]byte(lv)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	cfg, err := demoConfig(cmd)
+	if err != nil {
+		return err
+	}
+
+	// Stopped when the supervisor closes standard input.
+	ctx, stop := context.WithCancel(cmd.Context())
+	defer stop()
+	go func() {
+		_, _ = io.Copy(io.Discard, cmd.InOrStdin())
+		stop()
+	}()
+
+	store, err := openStore(cmd, false)
+	if err != nil {
+		return err
+	}
+	defer closeStore(store)
+	opts := append([]actors.Option{bankdemo.Messages, actors.WithStore(store),
+		actors.WithLogger(slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})))}, cfg.Options...)
+	mcfg := membership.Config{ClusterName: name, Host: "127.0.0.1", Port: port, Provider: membership.Automanaged,
+		Seeds: seeds, AutomanagedPort: autoPort, TTL: time.Second}
+
+	var m *cluster.Member
+	var ready memberEvent
+	if restore != "" {
+		id, err := parseID(restore)
+		if err != nil {
+			return err
+		}
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		m, err = cluster.Restore(rctx, cluster.Config{Membership: mcfg, JoinTimeout: time.Minute}, store, id, members, append(opts, bankdemo.Kind(0))...)
+		cancel()
+		if err != nil {
+			return err
+		}
+		ready = memberEvent{Event: "restored", Actors: len(m.System().Participants())}
+	} else {
+		m, err = cluster.Start(cluster.Config{Membership: mcfg, Members: members, JoinTimeout: time.Minute}, append(opts, bankdemo.Kind(cfg.Initial))...)
+		if err != nil {
+			return err
+		}
+		sctx, cancel := context.WithTimeout(ctx, time.Minute)
+		bank, err := bankdemo.StartMember(sctx, m, cfg.Config)
+		cancel()
+		if err != nil {
+			shutdownMember(m)
+			return err
+		}
+		ready = memberEvent{Event: "ready", Actors: len(bank.PIDs)}
+	}
+	sys := m.System()
+	subscribe(m, out, total)
+	if err := sys.SnapshotEvery(cfg.Interval); err != nil {
+		shutdownMember(m)
+		return err
+	}
+	ready.Addr, ready.Coordinator, ready.Members = m.Self(), m.Coordinator(), len(m.Members())
+	out.emit(ready)
+
+	// The coordinator changes when the one before leaves.
+	coordinator := ready.Coordinator
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+			if c := m.Coordinator(); c != coordinator {
+				coordinator = c
+				out.emit(memberEvent{Event: "coordinator", Addr: c})
+			}
+		}
+	}
+	shutdownMember(m)
+	out.emit(memberEvent{Event: "bye"})
+	return nil
+}
+
+// shutdownMember leaves the cluster, waiting at most as long as Proto.Actor's
+// graceful leave can take.
+func shutdownMember(m *cluster.Member) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_ = m.Shutdown(ctx)
+}
+
+// subscribe reports every snapshot that completes or aborts: only the
+// coordinator's member hears of them.
+func subscribe(m *cluster.Member, out *eventWriter, total int64) {
+	m.System().ActorSystem().EventStream.Subscribe(func(evt any) {
+		switch e := evt.(type) {
+		case *actors.SnapshotCompleted:
+			g := e.Global
+			ev := memberEvent{Event: "complete", ID: uint64(g.ID), Members: len(m.Members()), Actors: len(g.Participants),
+				InFlight: g.TotalInFlight(), Duration: g.End.Sub(g.Start)}
+			if err := bankdemo.Check(g, total); err != nil {
+				ev.Check = err.Error()
+			}
+			out.emit(ev)
+		case *actors.SnapshotAborted:
+			// The reason, without the "snapshot ID aborted" around it.
+			reason := strings.TrimPrefix(e.Err.Error(), fmt.Sprintf("snapshot %d aborted: ", e.ID))
+			ev := memberEvent{Event: "aborted", ID: uint64(e.ID), Error: reason}
+			if errors.Is(e.Err, actors.ErrMemberLeft) {
+				ev.Error, ev.Addr = memberLeft(ev.Error)
+			}
+			out.emit(ev)
+		}
+	})
+}
+
+// memberLeft shortens the reason of a snapshot aborted by a member's
+// departure to "cluster member left: ADDR, with N participants", without
+// their names, and returns ADDR too ("" when another member coordinates
+// now, the other kind of ErrMemberLeft).
+func memberLeft(reason string) (short, addr string) {
+	const left = "cluster member left: "
+	i := strings.Index(reason, left)
+	if i < 0 {
+		return reason, ""
+	}
+	short = reason[i:]
+	if j := strings.Index(short, " ("); j >= 0 {
+		short = short[:j]
+	}
+	rest := short[len(left):]
+	if strings.HasPrefix(rest, "coordination moved to ") {
+		return short, ""
+	}
+	addr, _, _ = strings.Cut(rest, ",")
+	return short, addr
+}
