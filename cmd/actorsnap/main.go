@@ -1,6 +1,7 @@
 // Command actorsnap runs the demos and inspects stored snapshots.
 //
 //	actorsnap run bank --store ./snaps --actors 1000 --interval 200ms --duration 10s
+//	actorsnap run bank --members 3 --store ./snaps --duration 1m
 //	actorsnap ls --store ./snaps
 //	actorsnap show 12 --store ./snaps
 //	actorsnap verify 12 --store ./snaps
@@ -8,6 +9,7 @@
 //	actorsnap diff 11 12 --store ./snaps
 //	actorsnap export 12 --format dot --store ./snaps | dot -Tsvg > snap.svg
 //	actorsnap restore latest --store ./snaps --duration 10s
+//	actorsnap restore latest --members 2 --store ./snaps
 //
 // Every command takes --store: a directory, a file://DIR URL, or a
 // postgres:// URL; and --namespace, for a store of its own beside the
