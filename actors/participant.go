@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -417,11 +418,13 @@ func (p *participant) post(t *participant, msg interface{}) {
 		t.mb.PostFrom(p.key, msg)
 		return
 	}
-	f := &frame{K: fDeparted, From: p.id, To: t.id}
+	var b []byte
 	if m, ok := msg.(*markerMsg); ok {
-		f.K, f.ID = fMarker, m.id
+		b = binary.AppendUvarint(appendHead(nil, fMarker, p.id, t.id), uint64(m.id))
+	} else {
+		b = appendHead(nil, fDeparted, p.id, t.id)
 	}
-	p.sys.sendFrame(t.addr, f)
+	p.sys.sendBytes(t.addr, b)
 }
 
 // act carries out the snapshot actions the last input produced, and those

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -174,10 +175,16 @@ func fromWire(ws []wireChannel) []snapshot.ChannelRecord {
 // nothing more: the coordinator aborts what needed it.
 func (s *System) sendFrame(to string, f *frame) {
 	b, err := msgpack.Marshal(f)
-	if err == nil {
-		err = s.cfg.transport.Send(to, b)
-	}
 	if err != nil {
+		s.log.Error("encoding a frame for a cluster member", slog.String("member", to), slog.Any("error", err))
+		return
+	}
+	s.sendBytes(to, b)
+}
+
+// sendBytes sends an encoded frame to member to.
+func (s *System) sendBytes(to string, b []byte) {
+	if err := s.cfg.transport.Send(to, b); err != nil {
 		s.log.Warn("sending to a cluster member failed", slog.String("member", to), slog.Any("error", err))
 	}
 }
@@ -200,6 +207,14 @@ func (s *System) deliver(from string, b []byte) {
 
 func (s *System) deliverNow(from string, b []byte) {
 	var f frame
+	if len(b) > 0 && (b[0] == fMessage || b[0] == fMarker || b[0] == fDeparted) {
+		if err := decodeChannel(b, &f); err != nil {
+			s.log.Error("undecodable frame from a cluster member", slog.String("member", from), slog.Any("error", err))
+			return
+		}
+		s.deliverChannel(from, &f)
+		return
+	}
 	if err := msgpack.Unmarshal(b, &f); err != nil {
 		s.log.Error("undecodable frame from a cluster member", slog.String("member", from), slog.Any("error", err))
 		return
@@ -384,16 +399,15 @@ func (s *System) Reachable(name string) bool {
 // with its stamp when it must carry one, through the transport, which keeps
 // the channel's order.
 func (p *participant) sendRemote(t *participant, st snapshot.Stamp, msg interface{}) error {
-	enc, err := p.enc.messages([]snapshot.Message{{Payload: msg}})
+	var stamp *snapshot.Stamp
+	if st.Seq == 1 && (len(st.Recorded) > 0 || st.Horizon > 0) {
+		stamp = &st
+	}
+	b, err := p.encodeMessage(t, stamp, msg)
 	if err != nil {
 		return err
 	}
-	rm := enc[0].Payload.(RecordedMessage)
-	f := &frame{K: fMessage, From: p.id, To: t.id, Msg: &rm}
-	if st.Seq == 1 && (len(st.Recorded) > 0 || st.Horizon > 0) {
-		f.Stamp = &st
-	}
-	p.sys.sendFrame(t.addr, f)
+	p.sys.sendBytes(t.addr, b)
 	return nil
 }
 
@@ -491,4 +505,121 @@ func (r *registry) lookupRemote(id snapshot.ProcessID, addr string) *participant
 		return nil
 	}
 	return e
+}
+
+// Channel frames (a participant's message, marker or departure) are the
+// traffic between members, so they have a compact binary form rather than
+// frame's msgpack: the kind byte (fMessage, fMarker or fDeparted, never
+// the first byte of a msgpack map), then uvarint-prefixed From and To,
+// then by kind: a marker's snapshot id (uvarint); a message's stamp flag
+// (0, or 1 and the stamp in msgpack, uvarint-prefixed), its type name
+// (uvarint-prefixed) and its encoding (the rest).
+
+// encodeMessage appends the channel frame of msg from p to t, encoded
+// by p's encoder, to a new slice the transport may keep.
+func (p *participant) encodeMessage(t *participant, st *snapshot.Stamp, msg interface{}) ([]byte, error) {
+	enc, err := p.enc.messages([]snapshot.Message{{Payload: msg}})
+	if err != nil {
+		return nil, err
+	}
+	rm := enc[0].Payload.(RecordedMessage)
+	var stamp []byte
+	if st != nil {
+		if stamp, err = msgpack.Marshal(st); err != nil {
+			return nil, err
+		}
+	}
+	b := make([]byte, 0, 1+3*binary.MaxVarintLen16+len(p.id)+len(t.id)+len(stamp)+len(rm.Type)+len(rm.Data)+2)
+	b = appendHead(b, fMessage, p.id, t.id)
+	if stamp != nil {
+		b = append(b, 1)
+		b = appendBytes(b, stamp)
+	} else {
+		b = append(b, 0)
+	}
+	b = appendBytes(b, []byte(rm.Type))
+	return append(b, rm.Data...), nil
+}
+
+func appendHead(b []byte, kind uint8, from, to snapshot.ProcessID) []byte {
+	b = append(b, kind)
+	b = appendBytes(b, []byte(from))
+	return appendBytes(b, []byte(to))
+}
+
+func appendBytes(b, s []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// decodeChannel reads a channel frame into f (its message in f.Msg).
+func decodeChannel(b []byte, f *frame) error {
+	if len(b) == 0 {
+		return errShortFrame
+	}
+	r := frameReader{b: b[1:]}
+	f.K = b[0]
+	f.From = snapshot.ProcessID(r.bytes())
+	f.To = snapshot.ProcessID(r.bytes())
+	switch f.K {
+	case fMarker:
+		f.ID = snapshot.SnapshotID(r.uvarint())
+	case fMessage:
+		if r.byte1() == 1 {
+			var st snapshot.Stamp
+			if r.err == nil {
+				if err := msgpack.Unmarshal(r.bytes(), &st); err != nil {
+					return fmt.Errorf("actors: a stamp from another member: %w", err)
+				}
+			}
+			f.Stamp = &st
+		}
+		name := string(r.bytes())
+		if r.err == nil {
+			f.Msg = &RecordedMessage{Type: name, Data: r.b}
+		}
+	}
+	return r.err
+}
+
+// frameReader reads a channel frame, remembering the first error.
+type frameReader struct {
+	b   []byte
+	err error
+}
+
+var errShortFrame = errors.New("actors: a frame from another member is cut short")
+
+func (r *frameReader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err = errShortFrame
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *frameReader) bytes() []byte {
+	n := r.uvarint()
+	if r.err != nil || n > uint64(len(r.b)) {
+		r.err = errShortFrame
+		return nil
+	}
+	s := r.b[:n]
+	r.b = r.b[n:]
+	return s
+}
+
+func (r *frameReader) byte1() byte {
+	if r.err != nil || len(r.b) == 0 {
+		r.err = errShortFrame
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
 }

@@ -54,6 +54,11 @@ type childSpec struct {
 	Advertised string
 	// Extra registers one message type more than the others have.
 	Extra bool
+	// Bench, if set, runs the member as a benchmark's: "bare" (plain
+	// Proto.Actor remote) or "actorsnap", measuring for Measure.
+	Bench   string
+	Measure time.Duration
+	Addrs   []string // every member's remote address (bare)
 }
 
 // extraMessage is the message type only an Extra member registers.
@@ -72,6 +77,9 @@ func runChild(raw string) int {
 	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
 		fmt.Println("error", err)
 		return 2
+	}
+	if spec.Bench != "" {
+		return runBench(spec)
 	}
 	out := &lineWriter{w: os.Stdout}
 	fail := func(format string, args ...any) int {
@@ -210,7 +218,7 @@ type child struct {
 	done  chan struct{}
 }
 
-func startChild(t *testing.T, name string, spec childSpec) *child {
+func startChild(t testing.TB, name string, spec childSpec) *child {
 	t.Helper()
 	raw, err := json.Marshal(spec)
 	if err != nil {
@@ -293,7 +301,7 @@ func (w *lockedWriter) Write(p []byte) (int, error) {
 
 // expect returns the next line of c that starts with prefix, failing the
 // test at the deadline or on an "error" line.
-func (c *child) expect(t *testing.T, deadline time.Time, prefix string) string {
+func (c *child) expect(t testing.TB, deadline time.Time, prefix string) string {
 	t.Helper()
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
@@ -315,14 +323,14 @@ func (c *child) expect(t *testing.T, deadline time.Time, prefix string) string {
 }
 
 // stop closes the member's stdin and waits for it to leave.
-func (c *child) stop(t *testing.T, deadline time.Time) {
+func (c *child) stop(t testing.TB, deadline time.Time) {
 	t.Helper()
 	_ = c.stdin.Close()
 	c.expect(t, deadline, "bye")
 }
 
 // freePorts returns n free loopback ports.
-func freePorts(t *testing.T, n int) []int {
+func freePorts(t testing.TB, n int) []int {
 	t.Helper()
 	var ls []net.Listener
 	var ports []int

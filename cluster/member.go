@@ -161,12 +161,10 @@ type transport struct {
 	watched   chan struct{}
 }
 
-// Frames between members' transports start with a byte that says whose
-// they are: the actors system's, or a Hello.
-const (
-	kindSystem byte = iota + 1
-	kindHello
-)
+// kindHello is the first byte of a Hello between members' transports:
+// the system's own frames never start with it (they start with a small
+// kind number or a msgpack map).
+const kindHello byte = 0xff
 
 // Attach implements actors.Transport.
 func (t *transport) Attach(a actors.Attachment) error {
@@ -237,12 +235,12 @@ func (t *transport) receive(from string, b []byte, deliver func(string, []byte))
 		return
 	}
 	switch b[0] {
-	case kindSystem:
+	default:
 		t.mu.RLock()
 		refused := t.refused[from] != nil
 		t.mu.RUnlock()
 		if !refused {
-			deliver(from, b[1:])
+			deliver(from, b)
 		}
 	case kindHello:
 		var h wire.Hello
@@ -377,7 +375,15 @@ const sendPatience = time.Second
 // Send implements actors.Transport: it waits while the link to member to
 // is full, for as long as to is a member.
 func (t *transport) Send(to string, b []byte) error {
-	b = append([]byte{kindSystem}, b...)
+	if b[0] == kindHello {
+		return fmt.Errorf("cluster: a frame may not start with %#x", kindHello)
+	}
+	switch err := t.ep.Send(to, b); {
+	case err == nil:
+		return nil
+	case !errors.Is(err, link.ErrFull):
+		return err
+	}
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), sendPatience)
 		err := t.ep.SendWait(ctx, to, b)

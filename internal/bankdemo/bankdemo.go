@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -54,6 +55,7 @@ func (a *Account) Receive(ctx actor.Context) {
 			a.pay(ctx)
 		}
 	case *Transfer:
+		transfers.Add(1)
 		a.Balance += m.Amount
 		a.pay(ctx)
 	}
@@ -81,6 +83,14 @@ func (a *Account) pay(ctx actor.Context) {
 	a.Balance -= amount
 	ctx.Send(a.pids[a.rng.IntN(len(a.pids))], &Transfer{Amount: amount})
 }
+
+// transfers counts the transfers accounts received, for throughput
+// measures.
+var transfers atomic.Int64
+
+// Transfers returns how many transfers this process's accounts have
+// received.
+func Transfers() int64 { return transfers.Load() }
 
 // Config describes a bank.
 type Config struct {
