@@ -160,13 +160,13 @@ func runBench(spec childSpec) int {
 	time.Sleep(spec.Measure) // the measuring window, not a wait for an outcome
 	got := bankdemo.Transfers() + bareTransfers.Load() - start
 	rate := float64(got) / time.Since(began).Seconds()
+	pprof.StopCPUProfile() // before the line after which the parent kills it
 	if latencies != nil {
 		p50, p99 := latencies()
 		out.printf("rate %.0f latency %.1f %.1f", rate, p50, p99)
 	} else {
 		out.printf("rate %.0f", rate)
 	}
-	pprof.StopCPUProfile()
 	in.Scan() // killed by the parent
 	return 0
 }
