@@ -302,7 +302,7 @@ func (g *guardian) members() {
 	for _, m := range gone {
 		left := g.s.reg.memberLeft(m)
 		if g.coordinating() && len(left) > 0 {
-			reason := fmt.Errorf("%w: %s, with %d participants (%s)", ErrMemberLeft, m, len(left), names(left))
+			reason := &MemberLeftError{Member: m, Participants: left}
 			for _, id := range g.coord.Pending() {
 				g.coord.Abort(g.s.cfg.clock.Now(), id, reason)
 			}
@@ -332,6 +332,21 @@ func (g *guardian) members() {
 		g.coordinator = c
 	}
 }
+
+// MemberLeftError is the reason of a snapshot aborted because a member
+// that held some of its participants left the cluster (or died): it
+// matches ErrMemberLeft.
+type MemberLeftError struct {
+	Member       string               // the member's address
+	Participants []snapshot.ProcessID // the participants it held, sorted
+}
+
+func (e *MemberLeftError) Error() string {
+	return fmt.Sprintf("%v: %s, with %d participants (%s)", ErrMemberLeft, e.Member, len(e.Participants), names(e.Participants))
+}
+
+// Unwrap returns ErrMemberLeft.
+func (e *MemberLeftError) Unwrap() error { return ErrMemberLeft }
 
 // takeOver makes this member the coordinator: it claims the store the
 // members share, to continue its snapshots (persistence.ClaimRestore:

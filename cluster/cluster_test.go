@@ -135,3 +135,18 @@ func TestBankAcrossThreeMembers(t *testing.T) {
 		k.stop(t, time.Now().Add(30*time.Second))
 	}
 }
+
+// Flooding initiation across members: the coordinator initiates each
+// snapshot at one participant, on any member, and the markers spread
+// along the channels, across members too.
+func TestFloodingAcrossMembers(t *testing.T) {
+	spec := childSpec{Store: t.TempDir(), Accounts: 60, InFlight: 2, Interval: 50 * time.Millisecond, Timeout: 5 * time.Second, Flooding: true}
+	kids, _ := startMembers(t, 3, spec, false)
+	deadline := time.Now().Add(60 * time.Second)
+	for _, k := range kids {
+		k.self = strings.Fields(k.expect(t, deadline, "member "))[1]
+		k.expect(t, deadline, "ready")
+	}
+	last := waitComplete(t, coordinator(kids), 10, deadline)
+	t.Logf("10 snapshots by flooding complete and consistent, the last %d", last)
+}

@@ -27,19 +27,28 @@ func TestMemberKilledMidSnapshotThenRestore(t *testing.T) {
 			coord := coordinator(kids)
 			deadline := time.Now().Add(60 * time.Second)
 			waitComplete(t, coord, 2+rng.IntN(3), deadline)
-			// A member other than the coordinator, at a seeded moment
-			// between two completions: a snapshot is in progress.
-			var victim *child
-			for victim == nil || victim == coord {
-				victim = kids[rng.IntN(len(kids))]
-			}
+			// A member, at a seeded moment between two completions: a
+			// snapshot is in progress. One trial in three kills the
+			// coordinator: the next lowest address takes over.
+			victim := kids[rng.IntN(len(kids))]
+			rest := slices.DeleteFunc(slices.Clone(kids), func(k *child) bool { return k == victim })
+			next := coordinator(rest)
+			const takeover = "coordinating the cluster's snapshots"
+			before := strings.Count(next.output(), takeover)
 			time.Sleep(time.Duration(rng.IntN(50)) * time.Millisecond) // the seeded moment, not a wait for an outcome
 			_ = victim.cmd.Process.Kill()
-			for {
-				l := coord.expect(t, deadline, "aborted")
-				if strings.Contains(l, victim.self) {
-					t.Logf("%s", l)
-					break
+			if victim == coord {
+				if !waitFor(deadline, func() bool { return strings.Count(next.output(), takeover) > before }) {
+					t.Fatalf("%s did not take over from %s", next.self, victim.self)
+				}
+				t.Logf("coordinator %s killed; %s took over", victim.self, next.self)
+			} else {
+				for {
+					l := coord.expect(t, deadline, "aborted")
+					if strings.Contains(l, victim.self) {
+						t.Logf("%s", l)
+						break
+					}
 				}
 			}
 			// Every member goes: the bank restarts from its last
@@ -47,6 +56,19 @@ func TestMemberKilledMidSnapshotThenRestore(t *testing.T) {
 			for _, k := range kids {
 				_ = k.cmd.Process.Kill()
 				<-k.done
+			}
+			if rng.IntN(3) == 0 {
+				// A member killed while the restore runs: the store
+				// still holds the last snapshot, and the next restore
+				// takes it.
+				kids, _ := startMembers(t, 2, specs[0], true)
+				kids[rng.IntN(2)].expect(t, deadline, "member ")
+				time.Sleep(time.Duration(rng.IntN(500)) * time.Millisecond) // the seeded moment, not a wait
+				for _, k := range kids {
+					_ = k.cmd.Process.Kill()
+					<-k.done
+				}
+				t.Logf("a restore killed mid-way")
 			}
 			restoreOnto(t, specs[0], 2)
 		})

@@ -48,6 +48,7 @@ type childSpec struct {
 	InFlight int
 	Members  int // members to wait for before the bank starts
 	Interval time.Duration
+	Flooding bool // initiate at one participant, markers flood (default: broadcast)
 	Timeout  time.Duration
 	Restore  bool // restore the latest snapshot onto Members members
 	// Advertised is the proxy in front of the member's remote port.
@@ -93,12 +94,15 @@ func runChild(raw string) int {
 	}
 	mcfg := membership.Config{ClusterName: spec.Cluster, Host: "127.0.0.1", Port: spec.Port, Advertised: spec.Advertised}
 	if len(spec.Etcd) > 0 {
-		mcfg.Provider, mcfg.Etcd, mcfg.TTL = membership.Etcd, spec.Etcd, 2*time.Second
+		mcfg.Provider, mcfg.Etcd, mcfg.TTL = membership.Etcd, spec.Etcd, 5*time.Second
 	} else {
 		mcfg.Provider, mcfg.Seeds, mcfg.AutomanagedPort, mcfg.TTL = membership.Automanaged, spec.Seeds, spec.AutoPort, time.Second
 	}
 	opts := []actors.Option{bankdemo.Kind(initial), bankdemo.Messages, actors.WithStore(store), actors.WithSystemName(systemName),
 		actors.WithTimeout(spec.Timeout), actors.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))}
+	if spec.Flooding {
+		opts = append(opts, actors.WithInitiation(actors.Flooding))
+	}
 	total := int64(spec.Accounts) * initial
 	var m *cluster.Member
 	if spec.Restore {
@@ -273,6 +277,14 @@ func startChild(t testing.TB, name string, spec childSpec) *child {
 		}
 	})
 	return c
+}
+
+// output returns what the member said so far (its lines, and the
+// errors and notices on its standard error).
+func (c *child) output() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.log.String()
 }
 
 // tail returns the last n lines of s.

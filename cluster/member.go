@@ -53,7 +53,7 @@ type Member struct {
 // and a member that takes over continues them.
 func Start(cfg Config, opts ...actors.Option) (*Member, error) {
 	cfg = withDefaults(cfg)
-	t := &transport{cfg: cfg}
+	t := newTransport(cfg)
 	sys, err := actors.NewSystem(append(slices.Clone(opts), actors.WithTransport(t))...)
 	if err != nil {
 		return nil, err
@@ -86,7 +86,7 @@ func Restore(ctx context.Context, cfg Config, store persistence.Store, id snapsh
 		return nil, fmt.Errorf("cluster: restore onto %d members", members)
 	}
 	cfg = withDefaults(cfg)
-	t := &transport{cfg: cfg}
+	t := newTransport(cfg)
 	ready := func(ctx context.Context) error { return t.waitMembers(ctx, members) }
 	sys, err := actors.RestoreMember(ctx, store, id, ready, append(slices.Clone(opts), actors.WithTransport(t))...)
 	if err != nil {
@@ -166,12 +166,17 @@ type transport struct {
 // kind number or a msgpack map).
 const kindHello byte = 0xff
 
+// newTransport returns a transport not attached yet: the system's
+// guardian may ask it for the members before Attach has joined.
+func newTransport(cfg Config) *transport {
+	return &transport{cfg: cfg, greeted: map[string]bool{}, refused: map[string]error{}, helloed: map[string]bool{},
+		heard: make(chan struct{})}
+}
+
 // Attach implements actors.Transport.
 func (t *transport) Attach(a actors.Attachment) error {
 	ctx, cancel := context.WithTimeout(context.Background(), t.cfg.JoinTimeout)
 	defer cancel()
-	t.greeted, t.refused, t.helloed = map[string]bool{}, map[string]error{}, map[string]bool{}
-	t.heard = make(chan struct{})
 	t.log = a.Actors.Logger()
 	mem, err := membership.Join(ctx, a.Actors, t.cfg.Membership)
 	if err != nil {

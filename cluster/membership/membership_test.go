@@ -41,7 +41,7 @@ func uniqueClusterName(prefix string) string {
 func TestEtcdMembership(t *testing.T) {
 	ep := testenv.Etcd(t)
 	t.Parallel()
-	const ttl = 2 * time.Second
+	const ttl = 4 * time.Second // starved keep-alives on a loaded CI machine let 2 s leases lapse
 	name := uniqueClusterName("membership-test")
 	cfg := func() Config {
 		return Config{ClusterName: name, Host: "127.0.0.1", Provider: Etcd, Etcd: []string{ep}, TTL: ttl}

@@ -270,17 +270,3 @@ func TestMemberKilledWithoutRestart(t *testing.T) {
 	assert.Regexp(t, fmt.Sprintf(`^actorsnap: member 3 \(pid %d, %s\) died: signal: killed; to restore the bank: actorsnap restore \d+ --members 3 --store %s$`,
 		victim.pid, regexp.QuoteMeta(victim.addr), regexp.QuoteMeta(store)), stderr)
 }
-
-func TestMemberLeftReason(t *testing.T) {
-	for _, tc := range []struct{ reason, short, addr string }{
-		{"actors: cluster member left: 127.0.0.1:4000, with 3 participants (acct-00001, acct-00002, acct-00003)",
-			"cluster member left: 127.0.0.1:4000, with 3 participants", "127.0.0.1:4000"},
-		{"actors: cluster member left: coordination moved to 127.0.0.1:4001",
-			"cluster member left: coordination moved to 127.0.0.1:4001", ""},
-		{"snapshot: timeout", "snapshot: timeout", ""},
-	} {
-		short, addr := memberLeft(tc.reason)
-		assert.Equal(t, tc.short, short, tc.reason)
-		assert.Equal(t, tc.addr, addr, tc.reason)
-	}
-}

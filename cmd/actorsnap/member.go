@@ -212,32 +212,12 @@ func subscribe(m *cluster.Member, out *eventWriter, total int64) {
 			// The reason, without the "snapshot ID aborted" around it.
 			reason := strings.TrimPrefix(e.Err.Error(), fmt.Sprintf("snapshot %d aborted: ", e.ID))
 			ev := memberEvent{Event: "aborted", ID: uint64(e.ID), Error: reason}
-			if errors.Is(e.Err, actors.ErrMemberLeft) {
-				ev.Error, ev.Addr = memberLeft(ev.Error)
+			var left *actors.MemberLeftError
+			if errors.As(e.Err, &left) {
+				ev.Error = fmt.Sprintf("cluster member left: %s, with %d participants", left.Member, len(left.Participants))
+				ev.Addr = left.Member
 			}
 			out.emit(ev)
 		}
 	})
-}
-
-// memberLeft shortens the reason of a snapshot aborted by a member's
-// departure to "cluster member left: ADDR, with N participants", without
-// their names, and returns ADDR too ("" when another member coordinates
-// now, the other kind of ErrMemberLeft).
-func memberLeft(reason string) (short, addr string) {
-	const left = "cluster member left: "
-	i := strings.Index(reason, left)
-	if i < 0 {
-		return reason, ""
-	}
-	short = reason[i:]
-	if j := strings.Index(short, " ("); j >= 0 {
-		short = short[:j]
-	}
-	rest := short[len(left):]
-	if strings.HasPrefix(rest, "coordination moved to ") {
-		return short, ""
-	}
-	addr, _, _ = strings.Cut(rest, ",")
-	return short, addr
 }
