@@ -19,12 +19,20 @@ func startCluster(t *testing.T, n, accounts int, interval time.Duration, etcd []
 	t.Helper()
 	spec := childSpec{Store: t.TempDir(), Etcd: etcd, Accounts: accounts, InFlight: 2, Interval: interval, Timeout: 2 * time.Second}
 	kids, specs := startMembers(t, n, spec, false)
+	awaitReady(t, kids)
+	return kids, specs
+}
+
+// awaitReady waits until every member is ready, and returns the deadline
+// the test goes on with.
+func awaitReady(t *testing.T, kids []*child) time.Time {
+	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for _, k := range kids {
 		k.self = strings.Fields(k.expect(t, deadline, "member "))[1]
 		k.expect(t, deadline, "ready")
 	}
-	return kids, specs
+	return deadline
 }
 
 // startMembers starts n member processes of a new cluster from spec: the
@@ -103,11 +111,7 @@ func TestBankAcrossThreeMembers(t *testing.T) {
 	_, store := testenv.PostgresStore(t, fmt.Sprintf("cluster_%d", time.Now().UnixNano()))
 	spec := childSpec{Store: store, Etcd: []string{etcd}, Accounts: 60, InFlight: 2, Interval: 100 * time.Millisecond, Timeout: 5 * time.Second}
 	kids, _ := startMembers(t, 3, spec, false)
-	deadline := time.Now().Add(60 * time.Second)
-	for _, k := range kids {
-		k.self = strings.Fields(k.expect(t, deadline, "member "))[1]
-		k.expect(t, deadline, "ready")
-	}
+	deadline := awaitReady(t, kids)
 	complete := 0
 	for complete < 10 {
 		var l string
@@ -142,11 +146,7 @@ func TestBankAcrossThreeMembers(t *testing.T) {
 func TestFloodingAcrossMembers(t *testing.T) {
 	spec := childSpec{Store: t.TempDir(), Accounts: 60, InFlight: 2, Interval: 50 * time.Millisecond, Timeout: 5 * time.Second, Flooding: true}
 	kids, _ := startMembers(t, 3, spec, false)
-	deadline := time.Now().Add(60 * time.Second)
-	for _, k := range kids {
-		k.self = strings.Fields(k.expect(t, deadline, "member "))[1]
-		k.expect(t, deadline, "ready")
-	}
+	deadline := awaitReady(t, kids)
 	last := waitComplete(t, coordinator(kids), 10, deadline)
 	t.Logf("10 snapshots by flooding complete and consistent, the last %d", last)
 }

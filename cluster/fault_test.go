@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/actorsnap/actorsnap/internal/tcpproxy"
 )
 
 var faultTrials = flag.Int("fault-trials", 10, "seeded trials of a member killed mid-snapshot")
@@ -106,26 +108,12 @@ func TestSnapshotsThroughConnectionCuts(t *testing.T) {
 			spec := childSpec{Store: t.TempDir(), Accounts: 60, InFlight: 2, Interval: 50 * time.Millisecond,
 				Timeout: 5 * time.Second, Advertised: "proxied"}
 			kids, _, proxies := startProxied(t, 3, spec, false)
-			deadline := time.Now().Add(60 * time.Second)
-			for _, k := range kids {
-				k.self = strings.Fields(k.expect(t, deadline, "member "))[1]
-				k.expect(t, deadline, "ready")
-			}
+			deadline := awaitReady(t, kids)
 			coord := coordinator(kids)
 			waitComplete(t, coord, 2, deadline)
-			stop := make(chan struct{})
-			cutting := make(chan struct{})
-			go func() {
-				defer close(cutting)
-				for {
-					select {
-					case <-stop:
-						return
-					case <-time.After(time.Duration(50+rng.IntN(150)) * time.Millisecond):
-						proxies[rng.IntN(len(proxies))].Cut()
-					}
-				}
-			}()
+			stop := tcpproxy.CutAtRandom(rng, 50*time.Millisecond, 150*time.Millisecond, func() {
+				proxies[rng.IntN(len(proxies))].Cut()
+			})
 			// Snapshots complete while connections are cut, each checked
 			// (waitComplete fails on one that does not balance).
 			var complete, aborted int
@@ -144,8 +132,7 @@ func TestSnapshotsThroughConnectionCuts(t *testing.T) {
 					aborted++
 				}
 			}
-			close(stop)
-			<-cutting
+			stop()
 			cuts := 0
 			for _, p := range proxies {
 				cuts += p.Cuts()
@@ -165,11 +152,7 @@ func TestSnapshotsThroughConnectionCuts(t *testing.T) {
 func TestMemberWithAnotherRegistryIsRefused(t *testing.T) {
 	spec := childSpec{Store: t.TempDir(), Accounts: 20, InFlight: 1, Interval: 50 * time.Millisecond, Timeout: 5 * time.Second}
 	kids, specs := startMembers(t, 2, spec, false)
-	deadline := time.Now().Add(60 * time.Second)
-	for _, k := range kids {
-		k.self = strings.Fields(k.expect(t, deadline, "member "))[1]
-		k.expect(t, deadline, "ready")
-	}
+	deadline := awaitReady(t, kids)
 	// A third, with one message type more, among the seeds of the others.
 	odd := specs[0]
 	odd.Extra, odd.Members = true, 3

@@ -197,23 +197,14 @@ func runCuts(t *testing.T, seed uint64) {
 	send, sendOut, _ := member(t, "sender", senderPort, senderAddr, receiverAddr, n)
 
 	// Cut every connection at seeded moments while the messages flow.
-	stop := make(chan struct{})
-	cutting := make(chan struct{})
-	go func() {
-		defer close(cutting)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Duration(20+rng.IntN(80)) * time.Millisecond):
-				if rng.IntN(2) == 0 {
-					toReceiver.Cut()
-				} else {
-					toSender.Cut()
-				}
-			}
+	stop := tcpproxy.CutAtRandom(rng, 20*time.Millisecond, 80*time.Millisecond, func() {
+		if rng.IntN(2) == 0 {
+			toReceiver.Cut()
+		} else {
+			toSender.Cut()
 		}
-	}()
+	})
+
 	require.True(t, recvOut.Scan(), "the receiver reports")
 	require.Equal(t, fmt.Sprintf("ok %d", n), recvOut.Text())
 	require.True(t, sendOut.Scan(), "the sender reports")
@@ -221,8 +212,7 @@ func runCuts(t *testing.T, seed uint64) {
 	require.NoError(t, send.Wait(), report)
 	require.NoError(t, recvIn.Close())
 	require.NoError(t, recv.Wait())
-	close(stop)
-	<-cutting
+	stop()
 	require.True(t, strings.HasPrefix(report, fmt.Sprintf("sent %d ", n)), report)
 	t.Logf("seed %d: %d messages, connections cut %d times toward the receiver and %d toward the sender; %s",
 		seed, n, toReceiver.Cuts(), toSender.Cuts(), report)

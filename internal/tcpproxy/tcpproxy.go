@@ -6,8 +6,10 @@ package tcpproxy
 
 import (
 	"io"
+	"math/rand/v2"
 	"net"
 	"sync"
+	"time"
 )
 
 // Proxy forwards each connection it accepts to one address.
@@ -95,4 +97,29 @@ func (p *Proxy) Close() {
 	p.ln.Close()
 	p.wg.Wait()
 	p.Cut()
+}
+
+// CutAtRandom calls cut at moments rng picks, each min to min+spread
+// after the last, until the returned stop is called (stop waits for the
+// cutting to end). Tests cut connections with it at seeded moments.
+func CutAtRandom(rng *rand.Rand, min, spread time.Duration, cut func()) (stop func()) {
+	done := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		for {
+			t := time.NewTimer(min + time.Duration(rng.Int64N(int64(spread)+1)))
+			select {
+			case <-done:
+				t.Stop()
+				return
+			case <-t.C:
+				cut()
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-ended
+	}
 }
