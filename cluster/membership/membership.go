@@ -137,6 +137,7 @@ type Membership struct {
 	changed  chan struct{} // closed and replaced on each new list
 	watchers map[*watcher]struct{}
 	left     bool
+	joined   bool // Join saw this member in the list
 
 	leaveOnce sync.Once
 }
@@ -220,6 +221,9 @@ func Join(ctx context.Context, as *actor.ActorSystem, cfg Config) (*Membership, 
 		changed := m.changed
 		m.mu.Unlock()
 		if seen {
+			m.mu.Lock()
+			m.joined = true
+			m.mu.Unlock()
 			return m, nil
 		}
 		select {
@@ -377,6 +381,14 @@ func (m *Membership) update(members []*cluster.Member) {
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.joined && !slices.Contains(list, m.self) {
+		// Joined and not left, it is a member: Proto.Actor's etcd
+		// provider can lose its own entry (its lease lapsed while the
+		// process was starved, or its own key's event came before its
+		// watch) and never put it back, while the others list it again.
+		list = append(list, m.self)
+		slices.Sort(list)
+	}
 	if m.left || slices.Equal(list, m.members) {
 		return
 	}
@@ -408,7 +420,8 @@ func (w *watcher) push(list []string) {
 func (m *Membership) Self() string { return m.self }
 
 // Members returns the addresses of the current members, sorted, this one
-// included (unless the provider dropped it: see docs/architecture.md).
+// included: once joined, a member counts itself until it leaves, even when
+// Proto.Actor's etcd provider loses its own entry (docs/architecture.md).
 // After Leave it returns the last list seen.
 func (m *Membership) Members() []string {
 	m.mu.Lock()
