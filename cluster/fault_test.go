@@ -37,8 +37,12 @@ func TestMemberKilledMidSnapshotThenRestore(t *testing.T) {
 			next := coordinator(rest)
 			const takeover = "coordinating the cluster's snapshots"
 			before := strings.Count(next.output(), takeover)
-			time.Sleep(time.Duration(rng.IntN(50)) * time.Millisecond) // the seeded moment, not a wait for an outcome
-			_ = victim.cmd.Process.Kill()
+			killed := make(chan struct{})
+			time.AfterFunc(time.Duration(rng.IntN(50))*time.Millisecond, func() { // the seeded moment
+				_ = victim.cmd.Process.Kill()
+				close(killed)
+			})
+			<-killed
 			if victim == coord {
 				if !waitFor(deadline, func() bool { return strings.Count(next.output(), takeover) > before }) {
 					t.Fatalf("%s did not take over from %s", next.self, victim.self)
@@ -65,9 +69,12 @@ func TestMemberKilledMidSnapshotThenRestore(t *testing.T) {
 				// takes it.
 				kids, _ := startMembers(t, 2, specs[0], true)
 				kids[rng.IntN(2)].expect(t, deadline, "member ")
-				time.Sleep(time.Duration(rng.IntN(500)) * time.Millisecond) // the seeded moment, not a wait
+				time.AfterFunc(time.Duration(rng.IntN(500))*time.Millisecond, func() { // the seeded moment
+					for _, k := range kids {
+						_ = k.cmd.Process.Kill()
+					}
+				})
 				for _, k := range kids {
-					_ = k.cmd.Process.Kill()
 					<-k.done
 				}
 				t.Logf("a restore killed mid-way")
