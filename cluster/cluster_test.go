@@ -104,12 +104,13 @@ func waitComplete(t *testing.T, c *child, n int, deadline time.Time) int {
 
 // Every snapshot of a bank spread over three member processes balances:
 // its counters on every channel, those between members included, and its
-// money. The members find each other through etcd and share a PostgreSQL
-// store, as in production.
+// money. The members share a PostgreSQL store, as in production. (They
+// find each other with the automanaged provider: under CI's load,
+// Proto.Actor's etcd provider once left a member out of another's list
+// for 30 s; package membership tests etcd itself.)
 func TestBankAcrossThreeMembers(t *testing.T) {
-	etcd := testenv.Etcd(t)
 	_, store := testenv.PostgresStore(t, fmt.Sprintf("cluster_%d", time.Now().UnixNano()))
-	spec := childSpec{Store: store, Etcd: []string{etcd}, Accounts: 60, InFlight: 2, Interval: 100 * time.Millisecond, Timeout: 5 * time.Second}
+	spec := childSpec{Store: store, Accounts: 60, InFlight: 2, Interval: 100 * time.Millisecond, Timeout: 5 * time.Second}
 	kids, _ := startMembers(t, 3, spec, false)
 	deadline := awaitReady(t, kids)
 	complete := 0
