@@ -178,17 +178,19 @@ func (t *transport) Attach(a actors.Attachment) error {
 	ctx, cancel := context.WithTimeout(context.Background(), t.cfg.JoinTimeout)
 	defer cancel()
 	t.log = a.Actors.Logger()
+	// The endpoint's actor before remote listens (endpoint.Spawn).
+	ep, err := endpoint.Spawn(a.Actors, t.cfg.Link, func(from string, b []byte) { t.receive(from, b, a.Deliver) })
+	if err != nil {
+		return err
+	}
 	mem, err := membership.Join(ctx, a.Actors, t.cfg.Membership)
 	if err != nil {
+		ep.Stop()
 		return err
 	}
 	t.hello = &wire.Hello{Version: wire.Version, Member: mem.Self(), Session: t.cfg.Link.Session, Messages: a.Messages, Kinds: a.Kinds}
-	ep, err := endpoint.Start(a.Actors, t.cfg.Link, func(from string, b []byte) { t.receive(from, b, a.Deliver) })
-	if err != nil {
-		mem.Leave()
-		return err
-	}
 	t.mem, t.ep = mem, ep
+	ep.Begin()
 	t.setMembers(mem.Members())
 	ch, stop := mem.Watch()
 	t.stopWatch, t.watched = stop, make(chan struct{})

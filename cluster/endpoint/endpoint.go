@@ -55,11 +55,26 @@ type peer struct {
 // the endpoint actor's goroutine. cfg configures the links; its Session
 // must grow at each start of the member.
 func Start(sys *actor.ActorSystem, cfg link.Config, deliver func(from string, msg []byte)) (*Endpoint, error) {
+	e, err := Spawn(sys, cfg, deliver)
+	if err != nil {
+		return nil, err
+	}
+	e.Begin()
+	return e, nil
+}
+
+// Spawn spawns the endpoint's actor before remote starts, as Start does
+// otherwise; Begin starts it once remote is up. Peers may send to a
+// member as soon as its remote listens (a member restarting, say), and
+// Proto.Actor delivers to an actor being spawned before its mailbox can
+// run it (a nil pointer in its mailbox): an actor spawned first has none
+// of that. What comes before Begin is dropped, and sent again.
+func Spawn(sys *actor.ActorSystem, cfg link.Config, deliver func(from string, msg []byte)) (*Endpoint, error) {
 	if _, err := link.NewSender(cfg); err != nil {
 		return nil, err
 	}
 	e := &Endpoint{
-		sys: sys, self: sys.Address(), cfg: cfg, deliver: deliver, log: sys.Logger(),
+		sys: sys, cfg: cfg, deliver: deliver, log: sys.Logger(),
 		peers: make(map[string]*peer), space: make(chan struct{}), done: make(chan struct{}),
 	}
 	pid, err := sys.Root.SpawnNamed(actor.PropsFromFunc(e.receive), EndpointName)
@@ -72,9 +87,17 @@ func Start(sys *actor.ActorSystem, cfg link.Config, deliver func(from string, ms
 			e.reset(t.Address)
 		}
 	})
+	return e, nil
+}
+
+// Begin starts the endpoint of a member whose remote has started: its
+// address is the member's from now on.
+func (e *Endpoint) Begin() {
+	e.mu.Lock()
+	e.self = e.sys.Address()
+	e.mu.Unlock()
 	e.wg.Add(1)
 	go e.resend()
-	return e, nil
 }
 
 // peerLocked returns the link to member addr, made on first use.
@@ -162,13 +185,18 @@ func (e *Endpoint) receive(ctx actor.Context) {
 	switch m := m.(type) {
 	case *wire.Frame:
 		e.mu.Lock()
+		self := e.self
+		if self == "" {
+			e.mu.Unlock()
+			return // not begun: the peer sends it again
+		}
 		p := e.peerLocked(m.From)
 		msgs, ack := p.in.Receive(m.Frame)
 		e.mu.Unlock()
 		for _, msg := range msgs {
 			e.deliver(m.From, msg)
 		}
-		if reply, err := wire.Encode(&wire.Ack{From: e.self, Ack: ack}); err == nil {
+		if reply, err := wire.Encode(&wire.Ack{From: self, Ack: ack}); err == nil {
 			ctx.Send(p.target, reply)
 		}
 	case *wire.Ack:
