@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -147,12 +148,15 @@ func runBench(spec childSpec) int {
 	if !in.Scan() {
 		return 1
 	}
-	if dir := os.Getenv("ACTORSNAP_BENCH_PROFILE"); dir != "" {
-		// A CPU profile of the measuring window, one file per member.
+	dir := os.Getenv("ACTORSNAP_BENCH_PROFILE")
+	if dir != "" {
+		// A CPU profile of the measuring window, one file per member,
+		// and a block profile: where the members wait.
 		if f, err := os.Create(fmt.Sprintf("%s/%s-%d.pprof", dir, spec.Bench, spec.Port)); err == nil {
 			_ = pprof.StartCPUProfile(f)
 			defer pprof.StopCPUProfile()
 		}
+		runtime.SetBlockProfileRate(int(time.Microsecond))
 	}
 	start := bankdemo.Transfers() + bareTransfers.Load()
 	kick()
@@ -161,6 +165,12 @@ func runBench(spec childSpec) int {
 	got := bankdemo.Transfers() + bareTransfers.Load() - start
 	rate := float64(got) / time.Since(began).Seconds()
 	pprof.StopCPUProfile() // before the line after which the parent kills it
+	if dir != "" {
+		if f, err := os.Create(fmt.Sprintf("%s/%s-%d.block", dir, spec.Bench, spec.Port)); err == nil {
+			_ = pprof.Lookup("block").WriteTo(f, 0)
+			f.Close()
+		}
+	}
 	if latencies != nil {
 		p50, p99 := latencies()
 		out.printf("rate %.0f latency %.1f %.1f", rate, p50, p99)
