@@ -361,7 +361,7 @@ func (g *guardian) start(reply chan<- result, direct bool, remote ...remoteWaite
 			reply <- result{err: err}
 		case len(remote) > 0:
 			for _, w := range remote {
-				g.s.sendFrame(w.member, &frame{K: fOver, Err: err.Error(), Recorded: []snapshot.SnapshotID{snapshot.SnapshotID(w.token)}})
+				g.s.sendFrame(w.member, &frame{K: fOver, Err: err.Error(), Tokens: []uint64{w.token}})
 			}
 		default:
 			g.s.log.Warn("periodic snapshot skipped", slog.Any("error", err))

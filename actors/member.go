@@ -144,7 +144,7 @@ func (g *guardian) overRemote(r *run, gl *snapshot.Global, err error) {
 		}
 		for _, w := range r.remote {
 			if w.member == m {
-				f.Recorded = append(f.Recorded, snapshot.SnapshotID(w.token))
+				f.Tokens = append(f.Tokens, w.token)
 			}
 		}
 		g.s.sendFrame(m, f)
@@ -202,8 +202,8 @@ func (g *guardian) memberFrame(from string, f *frame) {
 		reg.pending = slices.DeleteFunc(reg.pending, func(id snapshot.SnapshotID) bool { return id == f.ID })
 		reg.started = max(reg.started, f.ID)
 		reg.mu.Unlock()
-		for _, t := range f.Recorded {
-			g.answer(uint64(t), f)
+		for _, t := range f.Tokens {
+			g.answer(t, f)
 		}
 	case fDrop:
 		dropped := make(map[snapshot.ProcessID]bool, len(f.Drops))
@@ -218,7 +218,7 @@ func (g *guardian) memberFrame(from string, f *frame) {
 		reg.drop(dropped)
 	case fAsk:
 		if !g.coordinating() {
-			g.s.sendFrame(from, &frame{K: fOver, Err: "no coordinator: it is changing", Recorded: []snapshot.SnapshotID{snapshot.SnapshotID(f.Token)}})
+			g.s.sendFrame(from, &frame{K: fOver, Err: "no coordinator: it is changing", Tokens: []uint64{f.Token}})
 			return
 		}
 		g.start(nil, false, remoteWaiter{member: from, token: f.Token})

@@ -125,6 +125,7 @@ type frame struct {
 	After    snapshot.SnapshotID   `msgpack:"a,omitempty"`
 	Drops    []snapshot.Drop       `msgpack:"x,omitempty"`
 	Token    uint64                `msgpack:"o,omitempty"`
+	Tokens   []uint64              `msgpack:"w,omitempty"` // fOver: the Snapshot calls it answers
 	Horizon  snapshot.SnapshotID   `msgpack:"h,omitempty"`
 	Finished []snapshot.SnapshotID `msgpack:"n,omitempty"`
 	Unrec    []snapshot.ProcessID  `msgpack:"u,omitempty"`

@@ -110,9 +110,21 @@ func waitComplete(t *testing.T, c *child, n int, deadline time.Time) int {
 // for 30 s; package membership tests etcd itself.)
 func TestBankAcrossThreeMembers(t *testing.T) {
 	_, store := testenv.PostgresStore(t, fmt.Sprintf("cluster_%d", time.Now().UnixNano()))
-	spec := childSpec{Store: store, Accounts: 60, InFlight: 2, Interval: 100 * time.Millisecond, Timeout: 5 * time.Second}
+	spec := childSpec{Store: store, Accounts: 60, InFlight: 2, Interval: 100 * time.Millisecond, Timeout: 5 * time.Second, Ask: true}
 	kids, _ := startMembers(t, 3, spec, false)
 	deadline := awaitReady(t, kids)
+	// Snapshot called on the two members that do not coordinate.
+	coord := coordinator(kids)
+	for _, k := range kids {
+		if k == coord {
+			continue
+		}
+		l := k.expect(t, deadline, "asked")
+		if !strings.HasSuffix(l, " ok") {
+			t.Fatalf("member %s: %s", k.name, l)
+		}
+		t.Logf("member %s: %s", k.name, l)
+	}
 	complete := 0
 	for complete < 10 {
 		var l string

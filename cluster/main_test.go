@@ -55,6 +55,8 @@ type childSpec struct {
 	Advertised string
 	// Extra registers one message type more than the others have.
 	Extra bool
+	// Ask takes one snapshot from each member that does not coordinate.
+	Ask bool
 	// Bench, if set, runs the member as a benchmark's: "bare" (plain
 	// Proto.Actor remote) or "actorsnap", measuring for Measure.
 	Bench   string
@@ -145,6 +147,24 @@ func runChild(raw string) int {
 		sys.Root().Send(pid, &bankdemo.Kick{N: spec.InFlight})
 	}
 	out.printf("ready %d members %v coordinator %s", len(bank.PIDs), m.Members(), m.Coordinator())
+	if spec.Ask && m.Coordinator() != m.Self() {
+		// Snapshot on a member that does not coordinate: it asks the
+		// coordinator and loads the result from the shared store.
+		go func() {
+			ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			g, err := sys.Snapshot(ctx)
+			if err != nil {
+				out.printf("asked failed %v", err)
+				return
+			}
+			verdict := "ok"
+			if err := bankdemo.Check(g, total); err != nil {
+				verdict = "BAD " + err.Error()
+			}
+			out.printf("asked %d %s", g.ID, verdict)
+		}()
+	}
 	return serve(ctx, m, sys, spec, out)
 }
 
