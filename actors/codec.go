@@ -258,6 +258,16 @@ func (e *encoder) messages(msgs []snapshot.Message) ([]snapshot.Message, error) 
 	return out, nil
 }
 
+// one returns msg (a message or an envelope) as a RecordedMessage: the
+// form in which it crosses to another member.
+func (e *encoder) one(msg any) (RecordedMessage, error) {
+	enc, err := e.messages([]snapshot.Message{{Payload: msg}})
+	if err != nil {
+		return RecordedMessage{}, err
+	}
+	return enc[0].Payload.(RecordedMessage), nil
+}
+
 // state encodes an actor's state, on its goroutine.
 func (e *encoder) state(a actor.Actor) ([]byte, error) {
 	if m, ok := a.(StateMarshaler); ok {

@@ -139,8 +139,6 @@ func (g *guardian) overRemote(r *run, gl *snapshot.Global, err error) {
 		f := &frame{K: fOver, ID: r.id}
 		if err != nil {
 			f.Err = err.Error()
-		} else {
-			f.Summary = &snapshotSummary{Participants: len(gl.Participants), InFlight: gl.TotalInFlight()}
 		}
 		for _, w := range r.remote {
 			if w.member == m {

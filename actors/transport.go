@@ -128,14 +128,6 @@ type frame struct {
 	Tokens   []uint64              `msgpack:"w,omitempty"` // fOver: the Snapshot calls it answers
 	Horizon  snapshot.SnapshotID   `msgpack:"h,omitempty"`
 	Finished []snapshot.SnapshotID `msgpack:"n,omitempty"`
-	Unrec    []snapshot.ProcessID  `msgpack:"u,omitempty"`
-	Summary  *snapshotSummary      `msgpack:"y,omitempty"`
-}
-
-// snapshotSummary is what members hear of a complete snapshot.
-type snapshotSummary struct {
-	Participants int
-	InFlight     int
 }
 
 // wireChannel is a channel recording on its way to the coordinator: its
@@ -376,11 +368,10 @@ func (s *System) deliverOutside(f *frame) {
 // participant known here (a plain actor, or one whose member has not
 // announced it yet). Only a registered type can cross.
 func (p *participant) sendOutside(pid *actor.PID, msg interface{}) error {
-	enc, err := p.enc.messages([]snapshot.Message{{Payload: msg}})
+	rm, err := p.enc.one(msg)
 	if err != nil {
 		return err
 	}
-	rm := enc[0].Payload.(RecordedMessage)
 	p.sys.sendFrame(pid.Address, &frame{K: fOutside, To: snapshot.ProcessID(pid.Id), Msg: &rm})
 	return nil
 }
@@ -412,7 +403,7 @@ func (p *participant) sendRemote(t *participant, st snapshot.Stamp, msg interfac
 	return nil
 }
 
-// encodeFirst checks that msg can cross to another member before it is
+// canCross checks that msg can cross to another member before it is
 // counted on its channel.
 func (p *participant) canCross(msg interface{}) error {
 	payload := actor.UnwrapEnvelopeMessage(msg)
@@ -519,11 +510,10 @@ func (r *registry) lookupRemote(id snapshot.ProcessID, addr string) *participant
 // encodeMessage appends the channel frame of msg from p to t, encoded
 // by p's encoder, to a new slice the transport may keep.
 func (p *participant) encodeMessage(t *participant, st *snapshot.Stamp, msg interface{}) ([]byte, error) {
-	enc, err := p.enc.messages([]snapshot.Message{{Payload: msg}})
+	rm, err := p.enc.one(msg)
 	if err != nil {
 		return nil, err
 	}
-	rm := enc[0].Payload.(RecordedMessage)
 	var stamp []byte
 	if st != nil {
 		if stamp, err = msgpack.Marshal(st); err != nil {

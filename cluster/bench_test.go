@@ -23,7 +23,6 @@ import (
 
 	"github.com/actorsnap/actorsnap/actors"
 	"github.com/actorsnap/actorsnap/cluster"
-	"github.com/actorsnap/actorsnap/cluster/membership"
 	"github.com/actorsnap/actorsnap/cluster/placement"
 	"github.com/actorsnap/actorsnap/internal/bankdemo"
 	"github.com/actorsnap/actorsnap/persistence"
@@ -188,9 +187,7 @@ func snapBank(spec childSpec) (kick func(), latencies func() (float64, float64),
 	if err != nil {
 		return nil, nil, err
 	}
-	mcfg := membership.Config{ClusterName: spec.Cluster, Host: "127.0.0.1", Port: spec.Port,
-		Provider: membership.Automanaged, Seeds: spec.Seeds, AutomanagedPort: spec.AutoPort, TTL: time.Second}
-	m, err := cluster.Start(cluster.Config{Membership: mcfg, Members: spec.Members},
+	m, err := cluster.Start(cluster.Config{Membership: memberConfig(spec), Members: spec.Members},
 		bankdemo.Kind(initial), bankdemo.Messages, actors.WithStore(store), actors.WithSystemName(systemName),
 		actors.WithTimeout(spec.Timeout), actors.WithRetain(4),
 		actors.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))

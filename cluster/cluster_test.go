@@ -13,11 +13,11 @@ import (
 )
 
 // startCluster starts n members of a bank of accounts accounts, on the
-// automanaged provider (or etcd when given), sharing a file store, and
-// waits until each is ready.
-func startCluster(t *testing.T, n, accounts int, interval time.Duration, etcd []string) ([]*child, []childSpec) {
+// automanaged provider, sharing a file store, and waits until each is
+// ready.
+func startCluster(t *testing.T, n, accounts int, interval time.Duration) ([]*child, []childSpec) {
 	t.Helper()
-	spec := childSpec{Store: t.TempDir(), Etcd: etcd, Accounts: accounts, InFlight: 2, Interval: interval, Timeout: 2 * time.Second}
+	spec := childSpec{Store: t.TempDir(), Accounts: accounts, InFlight: 2, Interval: interval, Timeout: 2 * time.Second}
 	kids, specs := startMembers(t, n, spec, false)
 	awaitReady(t, kids)
 	return kids, specs

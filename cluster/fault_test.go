@@ -20,68 +20,63 @@ var faultTrials = flag.Int("fault-trials", 10, "seeded trials of a member killed
 // and every transfer in flight, and its snapshots balance and hold the
 // bank's money.
 func TestMemberKilledMidSnapshotThenRestore(t *testing.T) {
-	base := uint64(time.Now().UnixNano())
-	for trial := range *faultTrials {
-		seed := base + uint64(trial)
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 0))
-			kids, specs := startCluster(t, 3, 60, 50*time.Millisecond, nil)
-			coord := coordinator(kids)
-			deadline := time.Now().Add(60 * time.Second)
-			waitComplete(t, coord, 2+rng.IntN(3), deadline)
-			// A member, at a seeded moment between two completions: a
-			// snapshot is in progress. One trial in three kills the
-			// coordinator: the next lowest address takes over.
-			victim := kids[rng.IntN(len(kids))]
-			rest := slices.DeleteFunc(slices.Clone(kids), func(k *child) bool { return k == victim })
-			next := coordinator(rest)
-			const takeover = "coordinating the cluster's snapshots"
-			before := strings.Count(next.output(), takeover)
-			killed := make(chan struct{})
-			time.AfterFunc(time.Duration(rng.IntN(50))*time.Millisecond, func() { // the seeded moment
-				_ = victim.cmd.Process.Kill()
-				close(killed)
-			})
-			<-killed
-			if victim == coord {
-				if !waitFor(deadline, func() bool { return strings.Count(next.output(), takeover) > before }) {
-					t.Fatalf("%s did not take over from %s", next.self, victim.self)
-				}
-				t.Logf("coordinator %s killed; %s took over", victim.self, next.self)
-			} else {
-				for {
-					l := coord.expect(t, deadline, "aborted")
-					if strings.Contains(l, victim.self) {
-						t.Logf("%s", l)
-						break
-					}
+	seededTrials(t, *faultTrials, func(t *testing.T, rng *rand.Rand) {
+		kids, specs := startCluster(t, 3, 60, 50*time.Millisecond)
+		coord := coordinator(kids)
+		deadline := time.Now().Add(60 * time.Second)
+		waitComplete(t, coord, 2+rng.IntN(3), deadline)
+		// A member, at a seeded moment between two completions: a
+		// snapshot is in progress. One trial in three kills the
+		// coordinator: the next lowest address takes over.
+		victim := kids[rng.IntN(len(kids))]
+		rest := slices.DeleteFunc(slices.Clone(kids), func(k *child) bool { return k == victim })
+		next := coordinator(rest)
+		const takeover = "coordinating the cluster's snapshots"
+		before := strings.Count(next.output(), takeover)
+		killed := make(chan struct{})
+		time.AfterFunc(time.Duration(rng.IntN(50))*time.Millisecond, func() { // the seeded moment
+			_ = victim.cmd.Process.Kill()
+			close(killed)
+		})
+		<-killed
+		if victim == coord {
+			if !waitFor(deadline, func() bool { return strings.Count(next.output(), takeover) > before }) {
+				t.Fatalf("%s did not take over from %s", next.self, victim.self)
+			}
+			t.Logf("coordinator %s killed; %s took over", victim.self, next.self)
+		} else {
+			for {
+				l := coord.expect(t, deadline, "aborted")
+				if strings.Contains(l, victim.self) {
+					t.Logf("%s", l)
+					break
 				}
 			}
-			// Every member goes: the bank restarts from its last
-			// checkpoint, as Flink restarts a job.
+		}
+		// Every member goes: the bank restarts from its last
+		// checkpoint, as Flink restarts a job.
+		for _, k := range kids {
+			_ = k.cmd.Process.Kill()
+			<-k.done
+		}
+		if rng.IntN(3) == 0 {
+			// A member killed while the restore runs: the store
+			// still holds the last snapshot, and the next restore
+			// takes it.
+			kids, _ := startMembers(t, 2, specs[0], true)
+			kids[rng.IntN(2)].expect(t, deadline, "member ")
+			time.AfterFunc(time.Duration(rng.IntN(500))*time.Millisecond, func() { // the seeded moment
+				for _, k := range kids {
+					_ = k.cmd.Process.Kill()
+				}
+			})
 			for _, k := range kids {
-				_ = k.cmd.Process.Kill()
 				<-k.done
 			}
-			if rng.IntN(3) == 0 {
-				// A member killed while the restore runs: the store
-				// still holds the last snapshot, and the next restore
-				// takes it.
-				kids, _ := startMembers(t, 2, specs[0], true)
-				kids[rng.IntN(2)].expect(t, deadline, "member ")
-				time.AfterFunc(time.Duration(rng.IntN(500))*time.Millisecond, func() { // the seeded moment
-					for _, k := range kids {
-						_ = k.cmd.Process.Kill()
-					}
-				})
-				for _, k := range kids {
-					<-k.done
-				}
-				t.Logf("a restore killed mid-way")
-			}
-			restoreOnto(t, specs[0], 2)
-		})
-	}
+			t.Logf("a restore killed mid-way")
+		}
+		restoreOnto(t, specs[0], 2)
+	})
 }
 
 // restoreOnto restores the bank of spec's store onto n new members and
@@ -107,63 +102,58 @@ var cutTrials = flag.Int("cluster-cut-trials", 10, "seeded trials of connections
 // the snapshots keep completing, each balancing on every channel and
 // holding all the money.
 func TestSnapshotsThroughConnectionCuts(t *testing.T) {
-	base := uint64(time.Now().UnixNano())
-	for trial := range *cutTrials {
-		seed := base + uint64(trial)
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 1))
-			spec := childSpec{Store: t.TempDir(), Accounts: 60, InFlight: 2, Interval: 50 * time.Millisecond,
-				Timeout: 5 * time.Second, Advertised: "proxied"}
-			kids, _, proxies := startProxied(t, 3, spec, false)
-			deadline := awaitReady(t, kids)
-			coord := coordinator(kids)
-			waitComplete(t, coord, 2, deadline)
-			stop := tcpproxy.CutAtRandom(rng, 50*time.Millisecond, 150*time.Millisecond, func() {
-				proxies[rng.IntN(len(proxies))].Cut()
-			})
-			// For a window of cuts, every snapshot that completes is
-			// checked, and none may abort for a member's death; the
-			// window is fixed, not a count of snapshots, so that a slow
-			// machine (gRPC reconnects with back-off) bounds the test.
-			var complete, aborted int
-			window := time.NewTimer(2 * time.Second)
-		cutting:
-			for {
-				var l string
-				select {
-				case l = <-coord.lines:
-				case <-window.C:
-					break cutting
-				case <-time.After(time.Until(deadline)):
-					t.Fatal("no line from the coordinator in time")
-				}
-				switch {
-				case strings.HasPrefix(l, "error"):
-					t.Fatal(l)
-				case strings.HasPrefix(l, "complete"):
-					if !strings.HasSuffix(l, " ok") {
-						t.Fatalf("inconsistent snapshot: %s", l)
-					}
-					complete++
-				case strings.HasPrefix(l, "aborted"):
-					if strings.Contains(l, "member left") {
-						t.Fatalf("a cut taken for a member's death: %s", l)
-					}
-					aborted++
-				}
-			}
-			stop()
-			cuts := 0
-			for _, p := range proxies {
-				cuts += p.Cuts()
-			}
-			last := waitComplete(t, coord, 2, deadline)
-			t.Logf("%d connection cuts; %d snapshots complete and consistent meanwhile, %d aborted; snapshot %d complete after", cuts, complete, aborted, last)
-			if cuts == 0 {
-				t.Fatal("no connection was cut")
-			}
+	seededTrials(t, *cutTrials, func(t *testing.T, rng *rand.Rand) {
+		spec := childSpec{Store: t.TempDir(), Accounts: 60, InFlight: 2, Interval: 50 * time.Millisecond,
+			Timeout: 5 * time.Second, Advertised: "proxied"}
+		kids, _, proxies := startProxied(t, 3, spec, false)
+		deadline := awaitReady(t, kids)
+		coord := coordinator(kids)
+		waitComplete(t, coord, 2, deadline)
+		stop := tcpproxy.CutAtRandom(rng, 50*time.Millisecond, 150*time.Millisecond, func() {
+			proxies[rng.IntN(len(proxies))].Cut()
 		})
-	}
+		// For a window of cuts, every snapshot that completes is
+		// checked, and none may abort for a member's death; the
+		// window is fixed, not a count of snapshots, so that a slow
+		// machine (gRPC reconnects with back-off) bounds the test.
+		var complete, aborted int
+		window := time.NewTimer(2 * time.Second)
+	cutting:
+		for {
+			var l string
+			select {
+			case l = <-coord.lines:
+			case <-window.C:
+				break cutting
+			case <-time.After(time.Until(deadline)):
+				t.Fatal("no line from the coordinator in time")
+			}
+			switch {
+			case strings.HasPrefix(l, "error"):
+				t.Fatal(l)
+			case strings.HasPrefix(l, "complete"):
+				if !strings.HasSuffix(l, " ok") {
+					t.Fatalf("inconsistent snapshot: %s", l)
+				}
+				complete++
+			case strings.HasPrefix(l, "aborted"):
+				if strings.Contains(l, "member left") {
+					t.Fatalf("a cut taken for a member's death: %s", l)
+				}
+				aborted++
+			}
+		}
+		stop()
+		cuts := 0
+		for _, p := range proxies {
+			cuts += p.Cuts()
+		}
+		last := waitComplete(t, coord, 2, deadline)
+		t.Logf("%d connection cuts; %d snapshots complete and consistent meanwhile, %d aborted; snapshot %d complete after", cuts, complete, aborted, last)
+		if cuts == 0 {
+			t.Fatal("no connection was cut")
+		}
+	})
 }
 
 // A member whose message registry differs from the cluster's is refused:
@@ -193,4 +183,14 @@ func TestMemberWithAnotherRegistryIsRefused(t *testing.T) {
 	}
 	t.Logf("%s", l)
 	waitComplete(t, coordinator(kids), 3, deadline)
+}
+
+// seededTrials runs n trials of trial, each a subtest named by its seed
+// (printed on failure) with its own generator from that seed.
+func seededTrials(t *testing.T, n int, trial func(t *testing.T, rng *rand.Rand)) {
+	base := uint64(time.Now().UnixNano())
+	for i := range n {
+		seed := base + uint64(i)
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { trial(t, rand.New(rand.NewPCG(seed, 0))) })
+	}
 }

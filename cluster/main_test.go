@@ -42,7 +42,6 @@ type childSpec struct {
 	Port     int
 	AutoPort int
 	Seeds    []string
-	Etcd     []string
 	Store    string
 	Accounts int
 	InFlight int
@@ -94,12 +93,7 @@ func runChild(raw string) int {
 	if err != nil {
 		return fail("store: %v", err)
 	}
-	mcfg := membership.Config{ClusterName: spec.Cluster, Host: "127.0.0.1", Port: spec.Port, Advertised: spec.Advertised}
-	if len(spec.Etcd) > 0 {
-		mcfg.Provider, mcfg.Etcd, mcfg.TTL = membership.Etcd, spec.Etcd, 5*time.Second
-	} else {
-		mcfg.Provider, mcfg.Seeds, mcfg.AutomanagedPort, mcfg.TTL = membership.Automanaged, spec.Seeds, spec.AutoPort, time.Second
-	}
+	mcfg := memberConfig(spec)
 	opts := []actors.Option{bankdemo.Kind(initial), bankdemo.Messages, actors.WithStore(store), actors.WithSystemName(systemName),
 		actors.WithTimeout(spec.Timeout), actors.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))}
 	if spec.Flooding {
@@ -202,6 +196,13 @@ func serve(ctx context.Context, m *cluster.Member, sys *actors.System, spec chil
 	}
 	out.printf("bye")
 	return 0
+}
+
+// memberConfig is the membership of the member spec describes: the
+// automanaged provider on loopback, polled every second.
+func memberConfig(spec childSpec) membership.Config {
+	return membership.Config{ClusterName: spec.Cluster, Host: "127.0.0.1", Port: spec.Port, Advertised: spec.Advertised,
+		Provider: membership.Automanaged, Seeds: spec.Seeds, AutomanagedPort: spec.AutoPort, TTL: time.Second}
 }
 
 // waitFor polls cond until it holds or deadline passes: the conditions
