@@ -17,20 +17,20 @@ import (
 // changed since the last it was handed. It runs before a.From's start is
 // posted: see participant.awaits.
 func (g *guardian) handAwaited(a *snapshot.Awaited, parts []*participant) {
-	live := make(map[snapshot.ProcessID]bool, len(parts))
+	old := g.awaited
+	// Every participant's set, other members' too: the sources of a
+	// flooding start and the reasons of a stalled snapshot read them.
+	g.awaited = make(map[snapshot.ProcessID][]snapshot.ProcessID, len(a.Sets)+len(parts))
+	for id, from := range a.Sets {
+		g.awaited[id] = from
+	}
 	for _, p := range parts {
-		live[p.id] = true
 		from := a.Sets[p.id]
-		if old, ok := g.awaited[p.id]; ok && slices.Equal(old, from) {
+		g.awaited[p.id] = from
+		if prev, ok := old[p.id]; ok && slices.Equal(prev, from) {
 			continue
 		}
-		g.awaited[p.id] = from
 		p.handAwaited(awaitHandover{id: a.From, from: from})
-	}
-	for id := range g.awaited {
-		if !live[id] {
-			delete(g.awaited, id)
-		}
 	}
 }
 

@@ -441,7 +441,8 @@ func (g *guardian) start(reply chan<- result, direct bool, remote ...remoteWaite
 	if reply != nil {
 		r.waiters = append(r.waiters, reply)
 	}
-	g.fanOut(id, !direct && g.s.cfg.initiation != Flooding, initiator)
+	aligned := g.s.cfg.mode == snapshot.Aligned
+	g.fanOut(id, !direct && g.s.cfg.initiation != Flooding, !direct && aligned && g.s.cfg.initiation == Flooding, initiator, rd.Awaited)
 	g.runs[id] = r
 	g.s.metrics.started.Add(context.Background(), 1)
 	g.s.log.Debug("snapshot started", slog.Uint64("id", uint64(id)), slog.Int("participants", len(parts)))

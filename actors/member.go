@@ -106,14 +106,25 @@ func (g *guardian) liveIDs(local []snapshot.ProcessID) []snapshot.ProcessID {
 }
 
 // fanOut tells the other members of snapshot id: each posts the start to
-// its own participants if broadcast, and takes id as in progress. An
-// initiator on another member then hears it from its member.
-func (g *guardian) fanOut(id snapshot.SnapshotID, broadcast bool, initiator snapshot.ProcessID) {
+// its own participants if broadcast, or, with sources, initiates it at
+// those that await no barrier (aligned flooding), and takes id as in
+// progress. With awaited (the aligned mode's sets from id on), each
+// member first hands its participants their sets. An initiator on
+// another member then hears it from its member.
+func (g *guardian) fanOut(id snapshot.SnapshotID, broadcast, sources bool, initiator snapshot.ProcessID, awaited *snapshot.Awaited) {
 	if !g.clustered() {
 		return
 	}
+	var byMember map[string]map[snapshot.ProcessID][]snapshot.ProcessID
+	if awaited != nil {
+		byMember = g.s.reg.byMember(awaited.Sets)
+	}
 	for _, m := range g.s.others() {
-		g.s.sendFrame(m, &frame{K: fStart, ID: id, Start: broadcast})
+		f := &frame{K: fStart, ID: id, Start: broadcast, Sources: sources}
+		if awaited != nil {
+			f.Awaited = &awaitedSets{Sets: byMember[m]}
+		}
+		g.s.sendFrame(m, f)
 	}
 	if initiator != "" && g.s.reg.lookup(initiator) == nil {
 		g.initiateRemote(initiator, id)
@@ -181,16 +192,6 @@ func (g *guardian) ask(reply chan<- result) {
 func (g *guardian) memberFrame(from string, f *frame) {
 	reg := &g.s.reg
 	switch f.K {
-	case fStart:
-		reg.mu.Lock()
-		if !slices.Contains(reg.pending, f.ID) {
-			reg.pending = append(reg.pending, f.ID)
-		}
-		reg.started = max(reg.started, f.ID)
-		reg.mu.Unlock()
-		if f.Start {
-			broadcast(f.ID, reg.live())
-		}
 	case fInitiate:
 		if p := reg.lookup(f.To); p != nil {
 			p.mb.PostFrom(controlKey, &initiateMsg{id: f.ID})
@@ -200,20 +201,17 @@ func (g *guardian) memberFrame(from string, f *frame) {
 		reg.pending = slices.DeleteFunc(reg.pending, func(id snapshot.SnapshotID) bool { return id == f.ID })
 		reg.started = max(reg.started, f.ID)
 		reg.mu.Unlock()
+		if f.Err != "" && g.s.cfg.mode == snapshot.Aligned {
+			// Its participants that had not recorded it may hold senders
+			// paused for it: every one forgets it now.
+			msg := &abortMsg{id: f.ID}
+			for _, p := range reg.live() {
+				p.mb.PostFrom(controlKey, msg)
+			}
+		}
 		for _, t := range f.Tokens {
 			g.answer(t, f)
 		}
-	case fDrop:
-		dropped := make(map[snapshot.ProcessID]bool, len(f.Drops))
-		for _, d := range f.Drops {
-			dropped[d.Process] = true
-			for _, id := range d.Peers {
-				if p := reg.lookup(id); p != nil {
-					p.handDrop(d.Process)
-				}
-			}
-		}
-		reg.drop(dropped)
 	case fAsk:
 		if !g.coordinating() {
 			g.s.sendFrame(from, &frame{K: fOver, Err: "no coordinator: it is changing", Tokens: []uint64{f.Token}})

@@ -218,8 +218,6 @@ func newConfig(opts []Option) (config, error) {
 		return c, checkInterval(c.interval)
 	case c.retain < 0:
 		return c, fmt.Errorf("%w: retain %d below 0", ErrConfig, c.retain)
-	case c.transport != nil && c.mode == snapshot.Aligned:
-		return c, fmt.Errorf("%w: aligned snapshots across cluster members are not supported yet: use snapshot.Unaligned", ErrConfig)
 	case c.maxRecorded < 0:
 		return c, fmt.Errorf("%w: max recorded messages %d below 1", ErrConfig, c.maxRecorded)
 	}

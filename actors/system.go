@@ -125,6 +125,9 @@ type System struct {
 	// held holds other members' frames while a restore replays (a
 	// member of a cluster).
 	held heldFrames
+	// gate holds, in the aligned mode of a cluster, frames that name a
+	// snapshot whose start has not come yet (startGate).
+	gate *startGate
 
 	// trace, when set by tests, records every send, receipt and record.
 	trace tracer
@@ -200,6 +203,9 @@ func newSystem(cfg config, lease persistence.Lease) (*System, error) {
 		reg:      newRegistry(),
 	}
 	s.held.on = cfg.hold
+	if cfg.transport != nil && cfg.mode == snapshot.Aligned {
+		s.gate = &startGate{held: make(map[string][]heldFrame), draining: make(map[string]bool)}
+	}
 	// fail stops what has started: the pool's watchdog and the actor
 	// system.
 	fail := func(err error) (*System, error) {

@@ -128,6 +128,8 @@ type frame struct {
 	Tokens   []uint64              `msgpack:"w,omitempty"` // fOver: the Snapshot calls it answers
 	Horizon  snapshot.SnapshotID   `msgpack:"h,omitempty"`
 	Finished []snapshot.SnapshotID `msgpack:"n,omitempty"`
+	Sources  bool                  `msgpack:"u,omitempty"` // fStart, aligned flooding: initiate where no barrier is awaited
+	Awaited  *awaitedSets          `msgpack:"q,omitempty"` // fStart, aligned: this member's awaited sets from ID on
 }
 
 // wireChannel is a channel recording on its way to the coordinator: its
@@ -195,6 +197,9 @@ func (s *System) deliver(from string, b []byte) {
 	if s.held.hold(from, b) {
 		return
 	}
+	if s.gate != nil && s.gateHold(from, b) {
+		return
+	}
 	s.deliverNow(from, b)
 }
 
@@ -219,6 +224,10 @@ func (s *System) deliverNow(from string, b []byte) {
 		s.deliverOutside(&f)
 	case fJoined:
 		s.reg.joined(from, f.IDs, f.Left, &s.nextKey)
+	case fStart:
+		s.startFrame(&f)
+	case fDrop:
+		s.dropFrame(&f)
 	default:
 		s.root.Send(s.guardian, &memberFrame{from: from, f: &f})
 	}
@@ -474,6 +483,25 @@ func (r *registry) memberLeft(addr string) []snapshot.ProcessID {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// byMember splits sets by the member of each participant's stand-in;
+// those of this member's participants are left out.
+func (r *registry) byMember(sets map[snapshot.ProcessID][]snapshot.ProcessID) map[string]map[snapshot.ProcessID][]snapshot.ProcessID {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make(map[string]map[snapshot.ProcessID][]snapshot.ProcessID)
+	for id, set := range sets {
+		e := r.remotes[id]
+		if e == nil || e.stopped.Load() {
+			continue
+		}
+		if out[e.addr] == nil {
+			out[e.addr] = make(map[snapshot.ProcessID][]snapshot.ProcessID)
+		}
+		out[e.addr][id] = set
+	}
+	return out
 }
 
 // remoteLiveLocked returns the live stand-ins' ids and members, for a

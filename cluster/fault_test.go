@@ -21,7 +21,12 @@ var faultTrials = flag.Int("fault-trials", 10, "seeded trials of a member killed
 // bank's money.
 func TestMemberKilledMidSnapshotThenRestore(t *testing.T) {
 	seededTrials(t, *faultTrials, func(t *testing.T, rng *rand.Rand) {
-		kids, specs := startCluster(t, 3, 60, 50*time.Millisecond)
+		// Half the trials in each mode.
+		aligned := rng.IntN(2) == 1
+		t.Logf("aligned: %v", aligned)
+		kids, specs := startMembers(t, 3, childSpec{Store: t.TempDir(), Accounts: 60, InFlight: 2, Interval: 50 * time.Millisecond,
+			Timeout: 2 * time.Second, Aligned: aligned}, false)
+		awaitReady(t, kids)
 		coord := coordinator(kids)
 		deadline := time.Now().Add(60 * time.Second)
 		waitComplete(t, coord, 2+rng.IntN(3), deadline)
@@ -103,8 +108,10 @@ var cutTrials = flag.Int("cluster-cut-trials", 10, "seeded trials of connections
 // holding all the money.
 func TestSnapshotsThroughConnectionCuts(t *testing.T) {
 	seededTrials(t, *cutTrials, func(t *testing.T, rng *rand.Rand) {
+		// Half the trials in each mode.
 		spec := childSpec{Store: t.TempDir(), Accounts: 60, InFlight: 2, Interval: 50 * time.Millisecond,
-			Timeout: 5 * time.Second, Advertised: "proxied"}
+			Timeout: 5 * time.Second, Advertised: "proxied", Aligned: rng.IntN(2) == 1}
+		t.Logf("aligned: %v", spec.Aligned)
 		kids, _, proxies := startProxied(t, 3, spec, false)
 		deadline := awaitReady(t, kids)
 		coord := coordinator(kids)

@@ -22,6 +22,7 @@ import (
 	"github.com/actorsnap/actorsnap/internal/racereport"
 	"github.com/actorsnap/actorsnap/persistence"
 	_ "github.com/actorsnap/actorsnap/persistence/postgres" // postgres:// stores
+	"github.com/actorsnap/actorsnap/snapshot"
 )
 
 // Members run as separate processes: the test binary again, with the
@@ -48,6 +49,7 @@ type childSpec struct {
 	Members  int // members to wait for before the bank starts
 	Interval time.Duration
 	Flooding bool // initiate at one participant, markers flood (default: broadcast)
+	Aligned  bool // aligned snapshots (default: unaligned)
 	Timeout  time.Duration
 	Restore  bool // restore the latest snapshot onto Members members
 	// Advertised is the proxy in front of the member's remote port.
@@ -99,6 +101,11 @@ func runChild(raw string) int {
 	if spec.Flooding {
 		opts = append(opts, actors.WithInitiation(actors.Flooding))
 	}
+	mode := snapshot.Unaligned
+	if spec.Aligned {
+		mode = snapshot.Aligned
+		opts = append(opts, actors.WithMode(mode))
+	}
 	total := int64(spec.Accounts) * initial
 	var m *cluster.Member
 	if spec.Restore {
@@ -117,7 +124,7 @@ func runChild(raw string) int {
 	}
 	sys := m.System()
 	out.printf("member %s", m.Self())
-	subscribe(sys, out, total)
+	subscribe(sys, out, total, mode)
 	if spec.Restore {
 		out.printf("restored %d", len(sys.Participants()))
 		return serve(ctx, m, sys, spec, out)
@@ -163,14 +170,16 @@ func runChild(raw string) int {
 }
 
 // subscribe prints a line per snapshot that completes or aborts, checking
-// the complete ones.
-func subscribe(sys *actors.System, out *lineWriter, total int64) {
+// the complete ones, and that they were taken in mode.
+func subscribe(sys *actors.System, out *lineWriter, total int64, mode snapshot.Mode) {
 	sys.ActorSystem().EventStream.Subscribe(func(evt any) {
 		switch e := evt.(type) {
 		case *actors.SnapshotCompleted:
 			verdict := "ok"
 			if err := bankdemo.Check(e.Global, total); err != nil {
 				verdict = "BAD " + err.Error()
+			} else if e.Global.Mode != mode {
+				verdict = fmt.Sprintf("BAD mode %s, want %s", e.Global.Mode, mode)
 			}
 			out.printf("complete %d %d %d %s", e.Global.ID, len(e.Global.Participants), e.Global.TotalInFlight(), verdict)
 		case *actors.SnapshotAborted:

@@ -1,0 +1,401 @@
+package actors_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/actorsnap/actorsnap/actors"
+	"github.com/actorsnap/actorsnap/cluster/placement"
+	"github.com/actorsnap/actorsnap/internal/bankdemo"
+	"github.com/actorsnap/actorsnap/persistence"
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+// The members of a cluster as Systems in one process, joined by an
+// in-memory Transport: what the guardians tell each other, and the
+// channels between members, run as they do over the network, without
+// Proto.Actor remote (whose own data races several members in one
+// process would trip under -race). The real network, real processes and
+// real faults are package cluster's tests; these reorder what members
+// send, at seeded moments, and check every snapshot.
+
+// memNet is an in-memory network of members: one FIFO queue per ordered
+// member pair, delivered by its own goroutine, which a test may hold.
+type memNet struct {
+	mu      sync.Mutex
+	members []*memMember // sorted by address
+}
+
+// memMember is one member's Transport.
+type memMember struct {
+	net     *memNet
+	addr    string
+	deliver func(from string, b []byte)
+	mu      sync.Mutex
+	links   map[string]*memLink // to each peer
+	gone    bool
+}
+
+// memLink is the queue from one member to another.
+type memLink struct {
+	mu     sync.Mutex
+	q      [][]byte
+	paused bool
+	wake   chan struct{}
+	done   chan struct{}
+	wg     sync.WaitGroup
+}
+
+func (n *memNet) add(addr string) *memMember {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	m := &memMember{net: n, addr: addr, links: make(map[string]*memLink)}
+	n.members = append(n.members, m)
+	slices.SortFunc(n.members, func(a, b *memMember) int {
+		switch {
+		case a.addr < b.addr:
+			return -1
+		case a.addr > b.addr:
+			return 1
+		}
+		return 0
+	})
+	return m
+}
+
+func (n *memNet) member(addr string) *memMember {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, m := range n.members {
+		if m.addr == addr {
+			return m
+		}
+	}
+	return nil
+}
+
+// Attach gives the actor system the member's address, as Proto.Actor
+// remote does when it starts: PIDs of this member's actors carry it.
+func (m *memMember) Attach(a actors.Attachment) error {
+	a.Actors.ProcessRegistry.Address = m.addr
+	m.deliver = a.Deliver
+	return nil
+}
+
+func (m *memMember) Self() string { return m.addr }
+
+func (m *memMember) Members() []string {
+	m.net.mu.Lock()
+	defer m.net.mu.Unlock()
+	var out []string
+	for _, p := range m.net.members {
+		out = append(out, p.addr)
+	}
+	return out
+}
+
+func (m *memMember) Coordinator() string { return m.Members()[0] }
+
+// Owner places name as package cluster does.
+func (m *memMember) Owner(name string) string { return placement.Owner(name, m.Members()) }
+
+func (m *memMember) Send(to string, b []byte) error {
+	l, err := m.link(to)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.q = append(l.q, b)
+	l.mu.Unlock()
+	l.poke()
+	return nil
+}
+
+// link returns the queue to member to, started at first use.
+func (m *memMember) link(to string) (*memLink, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.gone {
+		return nil, errors.New("memnet: detached")
+	}
+	if l := m.links[to]; l != nil {
+		return l, nil
+	}
+	peer := m.net.member(to)
+	if peer == nil {
+		return nil, fmt.Errorf("memnet: no member %s", to)
+	}
+	l := &memLink{wake: make(chan struct{}, 1), done: make(chan struct{})}
+	m.links[to] = l
+	l.wg.Add(1)
+	go l.run(m.addr, peer)
+	return l, nil
+}
+
+func (l *memLink) poke() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run delivers the queue in order, while it is not paused.
+func (l *memLink) run(from string, to *memMember) {
+	defer l.wg.Done()
+	for {
+		select {
+		case <-l.done:
+			return
+		case <-l.wake:
+		}
+		for {
+			l.mu.Lock()
+			if l.paused || len(l.q) == 0 {
+				l.mu.Unlock()
+				break
+			}
+			b := l.q[0]
+			l.q = l.q[1:]
+			l.mu.Unlock()
+			to.deliver(from, b)
+		}
+	}
+}
+
+// pause holds (or, with false, releases) the queue to member to.
+func (m *memMember) pause(to string, on bool) {
+	l, err := m.link(to)
+	if err != nil {
+		return
+	}
+	l.mu.Lock()
+	l.paused = on
+	l.mu.Unlock()
+	l.poke()
+}
+
+// Detach stops the member's queues. What it still had queued is lost, as
+// with a member that leaves.
+func (m *memMember) Detach() {
+	m.mu.Lock()
+	m.gone = true
+	links := m.links
+	m.links = nil
+	m.mu.Unlock()
+	for _, l := range links {
+		close(l.done)
+		l.wg.Wait()
+	}
+}
+
+// memCluster is a bank spread over n in-memory members sharing one store.
+type memCluster struct {
+	net     *memNet
+	members []*memMember
+	systems []*actors.System
+	total   int64
+}
+
+func startMemCluster(t *testing.T, n, accounts, chords int, opts ...actors.Option) *memCluster {
+	t.Helper()
+	c := &memCluster{net: &memNet{}, total: int64(accounts) * 1000}
+	store := persistence.NewMemory()
+	for i := range n {
+		c.members = append(c.members, c.net.add(fmt.Sprintf("m%d", i)))
+	}
+	for _, m := range c.members {
+		o := append([]actors.Option{bankdemo.Kind(1000), bankdemo.Messages, actors.WithStore(store), actors.WithTransport(m),
+			actors.WithTimeout(5 * time.Second)}, opts...)
+		sys, err := actors.NewSystem(o...)
+		require.NoError(t, err)
+		c.systems = append(c.systems, sys)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		// Coordinator last: the others' last words reach it.
+		for i := len(c.systems) - 1; i >= 0; i-- {
+			require.NoError(t, c.systems[i].Shutdown(ctx))
+		}
+	})
+	for _, sys := range c.systems {
+		sys.MembersChanged()
+	}
+	var banks []*bankdemo.Bank
+	for i, sys := range c.systems {
+		m := c.members[i]
+		b, err := bankdemo.Start(sys, bankdemo.Config{Accounts: accounts, Initial: 1000, Chords: chords, Seed: 7},
+			func(name string) bool { return m.Owner(name) == m.addr })
+		require.NoError(t, err)
+		require.NotEmpty(t, b.PIDs, "no account placed on %s", m.addr)
+		banks = append(banks, b)
+	}
+	eventually(t, "every account reachable from every member", func() bool {
+		for _, sys := range c.systems {
+			for i := range accounts {
+				if !sys.Reachable(bankdemo.Name(i)) {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	for i, b := range banks {
+		for _, pid := range b.PIDs {
+			c.systems[i].Root().Send(pid, &bankdemo.Kick{N: 2})
+		}
+	}
+	return c
+}
+
+// eventually polls cond until it holds, failing the test after 30 s: the
+// conditions are other members' state, announced with no signal here.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline:
+			t.Fatalf("not in 30 s: %s", what)
+		case <-tick.C:
+		}
+	}
+}
+
+// snapshot takes a snapshot from system i and checks it.
+func (c *memCluster) snapshot(i int) (*snapshot.Global, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	g, err := c.systems[i].Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := bankdemo.Check(g, c.total); err != nil {
+		return nil, fmt.Errorf("snapshot %d: %w", g.ID, err)
+	}
+	return g, nil
+}
+
+// outcome is a snapshot taken on another goroutine.
+type outcome struct {
+	g   *snapshot.Global
+	err error
+}
+
+// snapshotAsync takes a snapshot from system i on another goroutine.
+func (c *memCluster) snapshotAsync(i int) <-chan outcome {
+	done := make(chan outcome, 1)
+	go func() {
+		g, err := c.snapshot(i)
+		done <- outcome{g, err}
+	}()
+	return done
+}
+
+// awaitSnapshot waits for a snapshot taken by snapshotAsync, checks it was taken
+// in mode, and returns it.
+func awaitSnapshot(t *testing.T, done <-chan outcome, mode snapshot.Mode) *snapshot.Global {
+	t.Helper()
+	select {
+	case o := <-done:
+		require.NoError(t, o.err)
+		require.Equal(t, mode, o.g.Mode)
+		return o.g
+	case <-time.After(60 * time.Second):
+		t.Fatal("a snapshot did not end")
+	}
+	return nil
+}
+
+var memSeed = flag.Uint64("members-seed", 0, "seed of TestMembersInProcess (0: from the clock)")
+
+// Snapshots across in-memory members, both modes, both initiations,
+// asked of any member, while the links between members are held and
+// released at seeded moments: whatever order the members' frames arrive
+// in, every snapshot completes and balances.
+func TestMembersInProcess(t *testing.T) {
+	seed := *memSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -members-seed %d)", seed, seed)
+	for _, mode := range []snapshot.Mode{snapshot.Unaligned, snapshot.Aligned} {
+		for _, init := range []actors.Initiation{actors.Broadcast, actors.Flooding} {
+			t.Run(fmt.Sprintf("%s/initiation=%d", mode, init), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(seed, uint64(mode)*2+uint64(init)))
+				c := startMemCluster(t, 3, 30, 2, actors.WithMode(mode), actors.WithInitiation(init))
+				for range 12 {
+					// Hold one or two links for the snapshot's start.
+					var held [][2]int
+					for range 1 + rng.IntN(2) {
+						from, to := rng.IntN(3), rng.IntN(3)
+						if from != to {
+							c.members[from].pause(c.members[to].addr, true)
+							held = append(held, [2]int{from, to})
+						}
+					}
+					done := c.snapshotAsync(rng.IntN(3))
+					for _, h := range held {
+						runtimeYield(rng.IntN(50))
+						c.members[h[0]].pause(c.members[h[1]].addr, false)
+					}
+					awaitSnapshot(t, done, mode)
+				}
+			})
+		}
+	}
+}
+
+// runtimeYield lets other goroutines run n times: a seeded moment, with
+// no wait on a clock.
+func runtimeYield(n int) {
+	for range n {
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go wg.Done()
+		wg.Wait()
+	}
+}
+
+// In the aligned mode, a member holds the barriers other members'
+// participants send it for a snapshot whose start it has not heard yet,
+// until the start comes: its participants then begin that snapshot with
+// the awaited sets the start hands them, never with an older graph's.
+//
+// The bank is a ring (no chords) whose one back edge is declared to end
+// at an account k on m2 whose successor is on m1: k is the ring's only
+// source. With the coordinator's link to m1 held, m2 hears the start, k
+// records at once and its barrier reaches m1 first.
+func TestAlignedStartGate(t *testing.T) {
+	const accounts = 30
+	members := []string{"m0", "m1", "m2"}
+	k := -1
+	for i := range accounts {
+		if placement.Owner(bankdemo.Name(i), members) == "m2" && placement.Owner(bankdemo.Name((i+1)%accounts), members) == "m1" {
+			k = i
+			break
+		}
+	}
+	require.GreaterOrEqual(t, k, 0, "no account on m2 is followed by one on m1")
+	back := snapshot.Channel{From: snapshot.ProcessID(bankdemo.Name((k + accounts - 1) % accounts)), To: snapshot.ProcessID(bankdemo.Name(k))}
+	c := startMemCluster(t, 3, accounts, 0, actors.WithMode(snapshot.Aligned), actors.WithBackEdges(back))
+	// The channels are learned: the next start hands awaited sets.
+	awaitSnapshot(t, c.snapshotAsync(0), snapshot.Aligned)
+	c.members[0].pause("m1", true)
+	done := c.snapshotAsync(0)
+	eventually(t, "m1 holds m2's barrier", func() bool { return actors.GateHeld(c.systems[1]) > 0 })
+	c.members[0].pause("m1", false)
+	awaitSnapshot(t, done, snapshot.Aligned)
+	require.Zero(t, actors.GateHeld(c.systems[1]), "frames still held after the start came")
+}
