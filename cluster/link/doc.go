@@ -15,7 +15,10 @@
 // Send refuses a message past Config.Window messages or
 // Config.WindowBytes bytes not acknowledged (ErrFull): a sender never
 // holds more than that while its peer is slow or away, and the caller
-// pushes back on whoever feeds it.
+// pushes back on whoever feeds it. Due tells the caller when to transmit
+// after a Send: at once on an idle link, and under load as soon as a
+// whole frame waits, so that frames pipeline up to the window rather than
+// wait for acknowledgements.
 //
 // A Sender belongs to one session, a number that grows each time its
 // member starts: a Receiver that sees a newer session starts counting

@@ -67,6 +67,7 @@ type Sender struct {
 	sent     uint64 // the highest message ever transmitted
 	queue    ring   // messages acked+1 .. acked+queue.n, not acknowledged
 	bytes    int    // in queue
+	waiting  int    // bytes in queue from next on: not transmitted
 	progress time.Time
 	backoff  time.Duration // the wait before the next resend: Resend, doubled at each without progress
 	resends  int
@@ -99,7 +100,20 @@ func (s *Sender) Send(msg []byte) error {
 	}
 	s.queue.push(msg)
 	s.bytes += len(msg)
+	s.waiting += len(msg)
 	return nil
+}
+
+// Due reports whether the caller should transmit (Ready) now: messages
+// wait and either none is in flight, or a whole frame's worth waits
+// (Config.Batch messages or Config.BatchBytes bytes). A caller that
+// otherwise transmits on acknowledgements sends each message at once
+// when the link is idle, as Nagle's algorithm does, full frames at once
+// under load, and what is left with the next acknowledgement: the
+// window, not the acknowledgements' pace, bounds what is in flight.
+func (s *Sender) Due() bool {
+	n := int(s.acked + uint64(s.queue.n) + 1 - s.next) // waiting
+	return n > 0 && (s.next == s.acked+1 || n >= s.cfg.Batch || s.waiting >= s.cfg.BatchBytes)
 }
 
 // Ready returns the frames to transmit now, in order: the messages not
@@ -123,6 +137,7 @@ func (s *Sender) Ready(now time.Time) []Frame {
 			}
 			f.Messages = append(f.Messages, m)
 			size += len(m)
+			s.waiting -= len(m)
 			s.next++
 		}
 		s.sent = max(s.sent, s.next-1)
@@ -142,11 +157,15 @@ func (s *Sender) Ack(a Ack, now time.Time) error {
 	}
 	n := int(a.Through - s.acked)
 	for i := range n {
-		s.bytes -= len(s.queue.at(i))
+		m := len(s.queue.at(i))
+		s.bytes -= m
+		if s.acked+uint64(i)+1 >= s.next {
+			s.waiting -= m // sent before a Reset, and delivered
+		}
 	}
 	s.queue.drop(n)
 	s.acked = a.Through
-	s.next = max(s.next, s.acked+1) // sent before a Reset, and delivered
+	s.next = max(s.next, s.acked+1)
 	s.progress = now
 	s.backoff = s.cfg.Resend
 	return nil
@@ -171,13 +190,11 @@ func (s *Sender) Reset(now time.Time) {
 		s.resends++
 	}
 	s.next = s.acked + 1
+	s.waiting = s.bytes
 	s.progress = now
 }
 
 // InFlight returns the messages transmitted and not yet acknowledged.
-// A caller that transmits only when none is in flight, and otherwise on
-// acknowledgements, sends few large frames under load and each message
-// at once when idle (as Nagle's algorithm does).
 func (s *Sender) InFlight() int { return int(s.next - s.acked - 1) }
 
 // Unacked returns the messages and bytes sent or queued and not yet

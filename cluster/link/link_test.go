@@ -31,7 +31,9 @@ func msg(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
 // as fast as the window lets it, the wire breaks at random, delays at
 // random and redelivers stale frames; at the end the wire heals. Every
 // message must be delivered once, in order, and the sender never holds
-// more than its window.
+// more than its window. Half the seeds transmit at every step; the
+// others as the endpoint does: on a send when Due, and on every
+// acknowledgement and tick.
 func runLink(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x5bd1e995))
 	cfg := link.Config{Session: 1 + rng.Uint64N(1000), Window: 1 + rng.IntN(64), WindowBytes: 8 * (1 + rng.IntN(512)),
@@ -47,6 +49,7 @@ func runLink(t *testing.T, seed uint64) {
 	total := uint64(200 + rng.IntN(2000))
 	var queued, delivered uint64
 	breakP, staleP := rng.Float64()*0.05, rng.Float64()*0.05
+	due := rng.IntN(2) == 0
 	for step := 0; delivered < total; step++ {
 		require.Less(t, step, 1_000_000, "seed %d: no progress: delivered %d of %d", seed, delivered, total)
 		healed := step > 20_000 // the network recovers: the run must finish
@@ -57,11 +60,17 @@ func runLink(t *testing.T, seed uint64) {
 				break
 			}
 			queued++
+			if due && s.Due() {
+				w.frames = append(w.frames, s.Ready(now)...)
+				require.False(t, s.Due(), "seed %d: due after Ready", seed)
+			}
 		}
 		msgs, bytes := s.Unacked()
 		require.LessOrEqual(t, msgs, cfg.Window, "seed %d", seed)
 		require.LessOrEqual(t, bytes, cfg.WindowBytes, "seed %d", seed)
-		w.frames = append(w.frames, s.Ready(now)...)
+		if !due {
+			w.frames = append(w.frames, s.Ready(now)...)
+		}
 		switch {
 		case !healed && rng.Float64() < breakP:
 			w.frames, w.acks = nil, nil
@@ -88,8 +97,14 @@ func runLink(t *testing.T, seed uint64) {
 		for n := rng.IntN(4); n > 0 && len(w.acks) > 0; n-- {
 			require.NoError(t, s.Ack(w.acks[0], now), "seed %d", seed)
 			w.acks = w.acks[1:]
+			if due {
+				w.frames = append(w.frames, s.Ready(now)...)
+			}
 		}
 		s.Tick(now)
+		if due {
+			w.frames = append(w.frames, s.Ready(now)...)
+		}
 	}
 	require.Equal(t, total, delivered)
 }
@@ -195,4 +210,44 @@ func FuzzReceiver(f *testing.F) {
 			require.Equal(t, next-1, ack.Through)
 		}
 	})
+}
+
+// Due says when to transmit: at once on an idle link; with messages in
+// flight, only once a frame's worth waits, by messages or by bytes; never
+// with nothing waiting. After a Reset everything not acknowledged waits
+// again, and an acknowledgement of it stops its waiting.
+func TestDue(t *testing.T) {
+	now := time.Unix(0, 0)
+	s, err := link.NewSender(link.Config{Session: 1, Window: 64, WindowBytes: 1 << 10, Batch: 3, BatchBytes: 10, Resend: time.Second})
+	require.NoError(t, err)
+	require.False(t, s.Due(), "nothing waits")
+	require.NoError(t, s.Send([]byte("a")))
+	require.True(t, s.Due(), "idle link: at once")
+	require.Len(t, s.Ready(now), 1)
+	require.False(t, s.Due())
+
+	require.NoError(t, s.Send([]byte("b")))
+	require.NoError(t, s.Send([]byte("c")))
+	require.False(t, s.Due(), "one in flight, two of a frame of three wait")
+	require.NoError(t, s.Send([]byte("d")))
+	require.True(t, s.Due(), "a frame's worth of messages waits")
+	fs := s.Ready(now)
+	require.Len(t, fs, 1)
+	require.Len(t, fs[0].Messages, 3)
+	require.Equal(t, 4, s.InFlight(), "frames pipeline: two in flight")
+
+	require.NoError(t, s.Send(make([]byte, 9)))
+	require.False(t, s.Due(), "9 of 10 bytes")
+	require.NoError(t, s.Send(make([]byte, 1)))
+	require.True(t, s.Due(), "a frame's worth of bytes waits")
+	require.Len(t, s.Ready(now), 1)
+
+	require.NoError(t, s.Ack(link.Ack{Session: 1, Through: 2}, now))
+	require.False(t, s.Due(), "all transmitted")
+	s.Reset(now)
+	require.True(t, s.Due(), "after a reset the four not acknowledged wait, 12 bytes")
+	require.NoError(t, s.Ack(link.Ack{Session: 1, Through: 6}, now))
+	require.False(t, s.Due(), "acknowledged while waiting to go again")
+	require.NoError(t, s.Send([]byte("e")))
+	require.True(t, s.Due(), "idle again")
 }
