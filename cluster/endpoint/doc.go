@@ -6,8 +6,10 @@
 // window while a peer is slow or away.
 //
 // Each member runs one Endpoint: an actor named EndpointName that
-// receives its peers' frames and acknowledgements (package wire), and a
-// goroutine that resends what is not acknowledged in time. Remote
+// receives its peers' frames (package wire) and delivers their messages,
+// an actor named AckName that receives their acknowledgements (so that
+// these never wait behind deliveries), and a goroutine that resends what
+// is not acknowledged in time. Remote
 // connections that end (remote.EndpointTerminatedEvent) make the link to
 // that peer resend at once.
 package endpoint

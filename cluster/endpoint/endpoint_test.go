@@ -96,7 +96,7 @@ func sender() int {
 	}
 	for ep.Unacked(to) > 0 {
 		select {
-		case <-ep.Space():
+		case <-ep.Space(to):
 		case <-ctx.Done():
 			fmt.Println("error: not acknowledged:", ep.Unacked(to))
 			return 1
