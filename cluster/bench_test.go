@@ -151,7 +151,7 @@ func runBench(spec childSpec) int {
 	if dir != "" {
 		// A CPU profile of the measuring window, one file per member,
 		// and a block profile: where the members wait.
-		if f, err := os.Create(fmt.Sprintf("%s/%s-%d.pprof", dir, spec.Bench, spec.Port)); err == nil {
+		if f, err := os.Create(fmt.Sprintf("%s/%s.pprof", dir, profileName(spec))); err == nil {
 			_ = pprof.StartCPUProfile(f)
 			defer pprof.StopCPUProfile()
 		}
@@ -165,7 +165,7 @@ func runBench(spec childSpec) int {
 	rate := float64(got) / time.Since(began).Seconds()
 	pprof.StopCPUProfile() // before the line after which the parent kills it
 	if dir != "" {
-		if f, err := os.Create(fmt.Sprintf("%s/%s-%d.block", dir, spec.Bench, spec.Port)); err == nil {
+		if f, err := os.Create(fmt.Sprintf("%s/%s.block", dir, profileName(spec))); err == nil {
 			_ = pprof.Lookup("block").WriteTo(f, 0)
 			f.Close()
 		}
@@ -178,6 +178,11 @@ func runBench(spec childSpec) int {
 	}
 	in.Scan() // killed by the parent
 	return 0
+}
+
+// profileName names a member's profiles by its run's row and its port.
+func profileName(spec childSpec) string {
+	return fmt.Sprintf("%s-accounts=%d-every=%v-%d", spec.Bench, spec.Accounts, spec.Interval, spec.Port)
 }
 
 // snapBank starts this member's accounts on actorsnap.
