@@ -703,7 +703,7 @@ func (a *Assembler) build(end time.Time) *Global {
 	for _, p := range order {
 		pa := &a.procs[p]
 		if r := pa.record; r != nil {
-			g.Participants = append(g.Participants, Participant{ID: r.Process, Kind: r.Kind, State: r.State, Departed: pa.departed})
+			g.Participants = append(g.Participants, Participant{ID: r.Process, Kind: r.Kind, State: r.State, Departed: pa.departed, Waits: r.Waits})
 		}
 	}
 	// Channels by sender in name order, then by receiver: each process

@@ -18,6 +18,10 @@ type Global struct {
 	Start, End   time.Time
 	Participants []Participant
 	Channels     []ChannelState
+	// Violations are the invariants the snapshot broke, checked when it
+	// completed (actors.WithInvariant); none when it broke none or no
+	// invariant was given.
+	Violations []Violation
 }
 
 // Participant is one process's recorded state.
@@ -29,6 +33,8 @@ type Participant struct {
 	// no state, and is listed only because messages it sent were still in
 	// flight or counted.
 	Departed bool
+	// Waits is what it waited for when it recorded; nil when nothing.
+	Waits *Waits
 }
 
 // ChannelState is one channel's part of a snapshot.

@@ -124,6 +124,9 @@ type LocalRecord struct {
 	State    []byte
 	Sent     []PeerCount
 	Received []PeerCount
+	// Waits is what the process waited for when it recorded (its caller
+	// fills it in, as State); nil when nothing.
+	Waits *Waits
 }
 
 // ChannelRecord is the closed recording of one incoming channel for one
