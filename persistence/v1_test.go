@@ -110,13 +110,20 @@ func TestDecodeVersion1(t *testing.T) {
 	}
 }
 
-// TestFileStoreVersion1 opens a store directory written by an earlier
-// build, in format version 1 (testdata/v1/store, kept as written): its
-// snapshot loads, and lives alongside those this build writes.
-func TestFileStoreVersion1(t *testing.T) {
+// TestFileStoreOldVersions opens store directories written by earlier
+// builds, in format versions 1 and 2 (testdata/v1/store and
+// testdata/v2/store, kept as written): their snapshot loads, and lives
+// alongside those this build writes.
+func TestFileStoreOldVersions(t *testing.T) {
+	for _, version := range []string{"v1", "v2"} {
+		t.Run(version, func(t *testing.T) { testFileStoreOld(t, filepath.Join("testdata", version, "store")) })
+	}
+}
+
+func testFileStoreOld(t *testing.T, fixture string) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	require.NoError(t, os.CopyFS(dir, os.DirFS("testdata/v1/store")))
+	require.NoError(t, os.CopyFS(dir, os.DirFS(fixture)))
 	// os.CopyFS makes files read-only; a store deletes them.
 	require.NoError(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
