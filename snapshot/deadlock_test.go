@@ -2,6 +2,7 @@ package snapshot_test
 
 import (
 	"cmp"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -753,5 +754,56 @@ func TestWaitEdgeString(t *testing.T) {
 		if got := tc.e.String(); got != tc.want {
 			t.Errorf("got %q, want %q", got, tc.want)
 		}
+	}
+}
+
+// TestQuiescent checks the termination test on hand-built Globals.
+func TestQuiescent(t *testing.T) {
+	since := end.Add(-2 * time.Second)
+	parts := func(ps ...snapshot.Participant) []snapshot.Participant { return ps }
+	idle := snapshot.Participant{ID: "a"}
+	declared := snapshot.Participant{ID: "b", Waits: &snapshot.Waits{Edges: []snapshot.Wait{{To: "a", Type: "fork", Since: since}}}}
+	requester := snapshot.Participant{ID: "c", Waits: &snapshot.Waits{Edges: []snapshot.Wait{{To: "a", Request: 9, Type: "*main.Get", Since: since}}}}
+	timer := snapshot.Participant{ID: "d", Waits: &snapshot.Waits{Timer: true}}
+	drained := snapshot.ChannelState{Channel: snapshot.Channel{From: "a", To: "b"}, Sent: 4, Received: 4}
+	busy := snapshot.ChannelState{Channel: snapshot.Channel{From: "b", To: "a"}, Sent: 5, Received: 3,
+		Messages: []snapshot.Message{{Seq: 4}, {Seq: 5}}}
+	for _, tc := range []struct {
+		name string
+		g    snapshot.Global
+		want string // "" for nil
+	}{
+		{"all idle", snapshot.Global{Participants: parts(idle, declared), Channels: []snapshot.ChannelState{drained}}, ""},
+		{"nobody", snapshot.Global{}, ""},
+		{"a departed requester is idle", snapshot.Global{Participants: parts(idle, snapshot.Participant{ID: "c", Departed: true, Waits: requester.Waits})}, ""},
+		{"a message in flight", snapshot.Global{ID: 3, Participants: parts(idle, declared), Channels: []snapshot.ChannelState{drained, busy}},
+			"snapshot 3: not quiescent: 2 messages in flight on 1 channel (b->a)"},
+		{"a request outstanding", snapshot.Global{ID: 3, End: end, Participants: parts(idle, declared, requester)},
+			"snapshot 3: not quiescent: 1 request not answered (c waits for a (request 9, *main.Get, 2.0s))"},
+		{"a timer", snapshot.Global{ID: 3, Participants: parts(idle, timer)},
+			"snapshot 3: not quiescent: 1 timer set (d)"},
+		{"everything, the first few named", snapshot.Global{ID: 3, End: end, Participants: parts(idle, declared, requester, timer), Channels: []snapshot.ChannelState{
+			{Channel: snapshot.Channel{From: "a", To: "b"}, Sent: 1, Messages: []snapshot.Message{{Seq: 1}}},
+			{Channel: snapshot.Channel{From: "a", To: "c"}, Sent: 1, Messages: []snapshot.Message{{Seq: 1}}},
+			{Channel: snapshot.Channel{From: "a", To: "d"}, Sent: 1, Messages: []snapshot.Message{{Seq: 1}}},
+			busy}},
+			"snapshot 3: not quiescent: 5 messages in flight on 4 channels (a->b, a->c, a->d and 1 more); 1 request not answered (c waits for a (request 9, *main.Get, 2.0s)); 1 timer set (d)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := snapshot.Quiescent(&tc.g)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("got %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("got %v\nwant %s", err, tc.want)
+			}
+			var nq *snapshot.NotQuiescentError
+			if !errors.As(err, &nq) || !errors.Is(err, snapshot.ErrNotQuiescent) {
+				t.Fatalf("%T is not a *NotQuiescentError wrapping ErrNotQuiescent", err)
+			}
+		})
 	}
 }
