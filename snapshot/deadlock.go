@@ -129,6 +129,12 @@ func (d Deadlock) String() string {
 // way is never part of a deadlock: the report has no false positives.
 // Deadlocks reduces the wait-for graph from the active participants
 // (FindDeadlocks), with waits timed against g.End.
+//
+// Its cost is mostly hashing: a map of the waiting participants, one
+// look-up per channel in flight and per wait of a participant not active;
+// the reduction itself is linear. On 100,000 participants each waiting
+// for two others, with no deadlock, it takes about 0.6 of the time Verify
+// takes on the same Global (BenchmarkDeadlocks).
 func Deadlocks(g *Global) []Deadlock {
 	ids := make([]ProcessID, 0, len(g.Participants))
 	waits := make([]*Waits, 0, len(g.Participants))
