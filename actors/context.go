@@ -46,19 +46,20 @@ func (c *snapContext) Send(pid *actor.PID, message interface{}) {
 
 // Request implements actor.Context.
 func (c *snapContext) Request(pid *actor.PID, message interface{}) {
-	c.p.send(c.Context, pid, &actor.MessageEnvelope{Message: message, Sender: c.Self()})
+	c.p.request(c.Context, pid, message, c.Self(), nil)
 }
 
 // RequestWithCustomSender implements actor.Context.
 func (c *snapContext) RequestWithCustomSender(pid *actor.PID, message interface{}, sender *actor.PID) {
-	c.p.send(c.Context, pid, &actor.MessageEnvelope{Message: message, Sender: sender})
+	c.p.request(c.Context, pid, message, sender, nil)
 }
 
 // RequestFuture implements actor.Context. The reply goes to a future, which
-// is outside the snapshot.
+// is outside the snapshot. One to the participant itself fails at once:
+// it could answer only after the handler waiting for it returned.
 func (c *snapContext) RequestFuture(pid *actor.PID, message interface{}, timeout time.Duration) *actor.Future {
 	f := actor.NewFuture(c.ActorSystem(), timeout)
-	c.p.send(c.Context, pid, &actor.MessageEnvelope{Message: message, Sender: f.PID()})
+	c.p.request(c.Context, pid, message, f.PID(), f)
 	return f
 }
 

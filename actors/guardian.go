@@ -33,7 +33,10 @@ type SnapshotAborted struct {
 
 // Messages to the guardian.
 type (
-	startRequest    struct{ reply chan<- result }
+	startRequest struct {
+		reply chan<- result
+		probe bool // a cut for an analysis (run.probe)
+	}
 	shutdownRequest struct{ reply chan<- int }
 	result          struct {
 		global *snapshot.Global
@@ -102,7 +105,7 @@ type guardian struct {
 	saving    int    // runs complete and being saved
 	self      *actor.PID
 	runs      map[snapshot.SnapshotID]*run // in progress or being saved
-	postponed []chan<- result              // starts asked for while drops wait (start)
+	postponed []startRequest               // starts asked for while drops wait (start)
 	ticker    timer
 	interval  time.Duration // between periodic starts; zero: none
 	schedule  uint64        // numbers the schedules: a tick of an older one is ignored
@@ -218,7 +221,7 @@ func (g *guardian) Receive(ctx actor.Context) {
 	case *tickMsg:
 		if !g.down && m.schedule == g.schedule {
 			if g.coordinating() {
-				g.start(nil, false)
+				g.start(nil, false, false)
 			}
 			g.ticker = g.later(g.interval, &tickMsg{schedule: g.schedule})
 		}
@@ -231,13 +234,13 @@ func (g *guardian) Receive(ctx actor.Context) {
 		m.reply <- nil
 	case *startRequest:
 		if g.clustered() && !g.coordinating() {
-			g.ask(m.reply)
+			g.ask(m.reply, m.probe)
 			break
 		}
-		g.start(m.reply, false)
+		g.start(m.reply, false, m.probe)
 	case *restoreRequest:
 		g.coord = g.newCoordinator(m.base, m.from)
-		g.start(m.reply, true)
+		g.start(m.reply, true, false)
 		close(m.started)
 	case *missingRequest:
 		var missing snapshot.Missing
@@ -252,8 +255,8 @@ func (g *guardian) Receive(ctx actor.Context) {
 	case *postponedMsg:
 		postponed := g.postponed
 		g.postponed = nil
-		for _, reply := range postponed {
-			g.start(reply, false)
+		for _, p := range postponed {
+			g.start(p.reply, false, p.probe)
 		}
 	case *shutdownRequest:
 		m.reply <- g.shutdown()
@@ -280,8 +283,8 @@ func (g *guardian) shutdown() int {
 	if g.ticker != nil {
 		g.ticker.Stop()
 	}
-	for _, reply := range g.postponed {
-		reply <- result{err: ErrShutdown}
+	for _, p := range g.postponed {
+		p.reply <- result{err: ErrShutdown}
 	}
 	g.postponed = nil
 	for t, reply := range g.asked {
@@ -331,19 +334,22 @@ func (g *guardian) timer(m *timerMsg) {
 	}
 }
 
-// now reads the clock for an input to the Coordinator. In the aligned
-// mode it first aborts the snapshots past their deadline with a reason
-// naming the barriers still awaited, when some are: whichever input meets
-// a deadline first (a report, or the deadline's own timer), the reason is
-// the same.
+// now reads the clock for an input to the Coordinator. It first aborts
+// the snapshots past their deadline with a reason naming what holds them
+// up, when it knows: participants blocked in a handler waiting for one
+// another (blocked), or, in the aligned mode, the barriers still awaited
+// (stalled). Whichever input meets a deadline first (a report, or the
+// deadline's own timer), the reason is the same.
 func (g *guardian) now() time.Time {
 	now := g.s.cfg.clock.Now()
-	if g.s.cfg.mode != snapshot.Aligned || !g.coordinating() {
+	if !g.coordinating() {
 		return now
 	}
 	for _, id := range g.coord.Pending() {
 		if r := g.runs[id]; r != nil && !now.Before(r.start.Add(g.s.cfg.timeout)) {
-			if reason := g.stalled(id); reason != nil {
+			if reason := g.blocked(id, now); reason != nil {
+				g.coord.Abort(now, id, reason)
+			} else if reason := g.stalled(id); reason != nil {
 				g.coord.Abort(now, id, reason)
 			}
 		}
@@ -354,7 +360,7 @@ func (g *guardian) now() time.Time {
 // start begins a new snapshot, or answers why it cannot. direct posts the
 // start to every participant from here, before start returns (a restore
 // needs it in every queue before the replayed messages).
-func (g *guardian) start(reply chan<- result, direct bool, remote ...remoteWaiter) {
+func (g *guardian) start(reply chan<- result, direct, probe bool, remote ...remoteWaiter) {
 	fail := func(err error) {
 		switch {
 		case reply != nil:
@@ -385,7 +391,7 @@ func (g *guardian) start(reply chan<- result, direct bool, remote ...remoteWaite
 		// cannot put the drop off for ever. A periodic start is skipped,
 		// as when too many run.
 		if reply != nil {
-			g.postponed = append(g.postponed, reply)
+			g.postponed = append(g.postponed, startRequest{reply: reply, probe: probe})
 		}
 		if len(remote) > 0 {
 			fail(fmt.Errorf("%w: stopped participants wait to be dropped", ErrBusy))
@@ -435,14 +441,17 @@ func (g *guardian) start(reply chan<- result, direct bool, remote ...remoteWaite
 	}
 	reg.pending = append(reg.pending, id)
 	reg.started = id
+	if probe {
+		reg.setProbeLocked(id, true)
+	}
 	reg.mu.Unlock()
 
-	r := &run{id: id, start: now, remote: remote}
+	r := &run{id: id, start: now, remote: remote, probe: probe}
 	if reply != nil {
 		r.waiters = append(r.waiters, reply)
 	}
 	aligned := g.s.cfg.mode == snapshot.Aligned
-	g.fanOut(id, !direct && g.s.cfg.initiation != Flooding, !direct && aligned && g.s.cfg.initiation == Flooding, initiator, rd.Awaited)
+	g.fanOut(id, !direct && g.s.cfg.initiation != Flooding, !direct && aligned && g.s.cfg.initiation == Flooding, probe, initiator, rd.Awaited)
 	g.runs[id] = r
 	g.s.metrics.started.Add(context.Background(), 1)
 	g.s.log.Debug("snapshot started", slog.Uint64("id", uint64(id)), slog.Int("participants", len(parts)))
@@ -493,9 +502,12 @@ func (g *guardian) carry() {
 		}
 		for _, o := range rd.Over {
 			r := g.runs[o.Snapshot]
-			if o.Global != nil {
+			switch {
+			case o.Global != nil && r.probe:
+				g.finish(r, o.Global, nil, nil)
+			case o.Global != nil:
 				g.complete(r, o.Global)
-			} else {
+			default:
 				g.finish(r, nil, g.explain(o.Err), o.Unrecorded)
 			}
 		}
@@ -538,7 +550,7 @@ func (g *guardian) complete(r *run, gl *snapshot.Global) {
 		t.Stop()
 	}
 	if g.saver == nil {
-		g.saver = newSaver(g.s.cfg.store, g.s.cfg.timeout, g.s.cfg.retain, func() { g.s.root.Send(g.self, &savedMsg{}) })
+		g.saver = newSaver(g.s.cfg.store, g.s.cfg.timeout, g.s.cfg.retain, g.s.cfg.invariants, func() { g.s.root.Send(g.self, &savedMsg{}) })
 	}
 	g.saver.save(r.id, gl)
 }
@@ -600,6 +612,7 @@ func (g *guardian) finish(r *run, gl *snapshot.Global, err error, unrecorded []s
 	reg := &g.s.reg
 	reg.mu.Lock()
 	reg.pending = slices.DeleteFunc(reg.pending, func(id snapshot.SnapshotID) bool { return id == r.id })
+	reg.setProbeLocked(r.id, false)
 	reg.mu.Unlock()
 
 	if err != nil && g.s.cfg.mode == snapshot.Aligned {
@@ -612,7 +625,10 @@ func (g *guardian) finish(r *run, gl *snapshot.Global, err error, unrecorded []s
 	}
 	d := g.s.cfg.clock.Now().Sub(r.start)
 	ctx := context.Background()
-	if err == nil {
+	if r.probe {
+		// A cut for an analysis: its caller hears of it, no one else.
+		g.s.log.Debug("analysis cut over", slog.Uint64("id", uint64(r.id)), slog.Any("error", err))
+	} else if err == nil {
 		g.s.metrics.completed.Add(ctx, 1)
 		g.s.metrics.duration.Record(ctx, d.Seconds())
 		g.s.metrics.stateBytes.Record(ctx, int64(gl.TotalStateBytes()))
@@ -620,6 +636,7 @@ func (g *guardian) finish(r *run, gl *snapshot.Global, err error, unrecorded []s
 		g.s.log.Info("snapshot complete", slog.Uint64("id", uint64(r.id)), slog.Int("participants", len(gl.Participants)),
 			slog.Int("in_flight", gl.TotalInFlight()), slog.Duration("duration", d))
 		g.s.actors.EventStream.Publish(&SnapshotCompleted{Global: gl, Duration: d})
+		g.violated(gl)
 	} else {
 		if g.down {
 			g.downAborted++

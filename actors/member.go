@@ -111,7 +111,7 @@ func (g *guardian) liveIDs(local []snapshot.ProcessID) []snapshot.ProcessID {
 // progress. With awaited (the aligned mode's sets from id on), each
 // member first hands its participants their sets. An initiator on
 // another member then hears it from its member.
-func (g *guardian) fanOut(id snapshot.SnapshotID, broadcast, sources bool, initiator snapshot.ProcessID, awaited *snapshot.Awaited) {
+func (g *guardian) fanOut(id snapshot.SnapshotID, broadcast, sources, probe bool, initiator snapshot.ProcessID, awaited *snapshot.Awaited) {
 	if !g.clustered() {
 		return
 	}
@@ -120,7 +120,7 @@ func (g *guardian) fanOut(id snapshot.SnapshotID, broadcast, sources bool, initi
 		byMember = g.s.reg.byMember(awaited.Sets)
 	}
 	for _, m := range g.s.others() {
-		f := &frame{K: fStart, ID: id, Start: broadcast, Sources: sources}
+		f := &frame{K: fStart, ID: id, Start: broadcast, Sources: sources, Probe: probe}
 		if awaited != nil {
 			f.Awaited = &awaitedSets{Sets: byMember[m]}
 		}
@@ -154,6 +154,11 @@ func (g *guardian) overRemote(r *run, gl *snapshot.Global, err error) {
 		for _, w := range r.remote {
 			if w.member == m {
 				f.Tokens = append(f.Tokens, w.token)
+				if r.probe && gl != nil {
+					// Not stored: the cut itself goes to whoever asked,
+					// its messages' contents left out.
+					f.Global = bareCut(gl)
+				}
 			}
 		}
 		g.s.sendFrame(m, f)
@@ -177,15 +182,31 @@ type remoteWaiter struct {
 	token  uint64
 }
 
-// ask forwards a Snapshot call to the coordinating member.
-func (g *guardian) ask(reply chan<- result) {
+// ask forwards a Snapshot call, or an analysis's cut (probe), to the
+// coordinating member.
+func (g *guardian) ask(reply chan<- result, probe bool) {
 	if g.down {
 		reply <- result{err: ErrShutdown}
 		return
 	}
 	g.token++
 	g.asked[g.token] = reply
-	g.s.sendFrame(g.s.cfg.transport.Coordinator(), &frame{K: fAsk, Token: g.token})
+	g.s.sendFrame(g.s.cfg.transport.Coordinator(), &frame{K: fAsk, Token: g.token, Probe: probe})
+}
+
+// bareCut returns g without its messages' contents: what an analysis
+// reads (who has messages on their way) at a fraction of the bytes.
+func bareCut(g *snapshot.Global) *snapshot.Global {
+	c := *g
+	c.Channels = make([]snapshot.ChannelState, len(g.Channels))
+	for i, ch := range g.Channels {
+		ch.Messages = make([]snapshot.Message, len(ch.Messages))
+		for j, msg := range g.Channels[i].Messages {
+			ch.Messages[j] = snapshot.Message{Seq: msg.Seq}
+		}
+		c.Channels[i] = ch
+	}
+	return &c
 }
 
 // memberFrame takes a frame from another member's guardian.
@@ -199,6 +220,7 @@ func (g *guardian) memberFrame(from string, f *frame) {
 	case fOver:
 		reg.mu.Lock()
 		reg.pending = slices.DeleteFunc(reg.pending, func(id snapshot.SnapshotID) bool { return id == f.ID })
+		reg.setProbeLocked(f.ID, false)
 		reg.started = max(reg.started, f.ID)
 		reg.mu.Unlock()
 		if f.Err != "" && g.s.cfg.mode == snapshot.Aligned {
@@ -217,7 +239,7 @@ func (g *guardian) memberFrame(from string, f *frame) {
 			g.s.sendFrame(from, &frame{K: fOver, Err: "no coordinator: it is changing", Tokens: []uint64{f.Token}})
 			return
 		}
-		g.start(nil, false, remoteWaiter{member: from, token: f.Token})
+		g.start(nil, false, f.Probe, remoteWaiter{member: from, token: f.Token})
 	default:
 		if g.coordinating() {
 			g.coordinatorFrame(f)
@@ -258,6 +280,10 @@ func (g *guardian) answer(token uint64, f *frame) {
 	delete(g.asked, token)
 	if f.Err != "" {
 		reply <- result{err: fmt.Errorf("%w: %s", snapshot.ErrAborted, f.Err)}
+		return
+	}
+	if f.Global != nil {
+		reply <- result{global: f.Global} // an analysis's cut, never stored
 		return
 	}
 	// Stored by the coordinator in the store the members share.
@@ -323,6 +349,9 @@ func (g *guardian) members() {
 			reg := &g.s.reg
 			reg.mu.Lock()
 			reg.pending = nil
+			for id := range reg.probes {
+				reg.setProbeLocked(id, false)
+			}
 			reg.mu.Unlock()
 		}
 		g.coordinator = c

@@ -12,6 +12,7 @@ type metrics struct {
 	started, completed, aborted metric.Int64Counter
 	duration                    metric.Float64Histogram
 	stateBytes, recorded        metric.Int64Histogram
+	violations, deadlocks       metric.Int64Counter
 }
 
 func newMetrics(mp metric.MeterProvider) (*metrics, error) {
@@ -34,6 +35,12 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 		return nil, err
 	}
 	if ms.recorded, err = m.Int64Histogram("actorsnap.snapshot.recorded_messages", metric.WithDescription("Messages recorded in flight per snapshot.")); err != nil {
+		return nil, err
+	}
+	if ms.violations, err = m.Int64Counter("actorsnap.invariants.violated", metric.WithDescription("Snapshots that broke an invariant, by invariant.")); err != nil {
+		return nil, err
+	}
+	if ms.deadlocks, err = m.Int64Counter("actorsnap.deadlocks.found", metric.WithDescription("Deadlocks the periodic check found, each once.")); err != nil {
 		return nil, err
 	}
 	return &ms, nil

@@ -56,6 +56,9 @@ type config struct {
 	storeSet    bool          // WithStore was given
 	transport   Transport     // WithTransport: a member of a cluster
 	hold        bool          // hold other members' frames until the restore replayed
+	invariants  []invariant   // WithInvariant
+	deadlocks   time.Duration // WithDeadlockCheck: between checks; zero: none
+	checkHook   func()        // tests: called after each deadlock check
 }
 
 // Defaults and bounds of the options.
@@ -218,6 +221,8 @@ func newConfig(opts []Option) (config, error) {
 		return c, checkInterval(c.interval)
 	case c.retain < 0:
 		return c, fmt.Errorf("%w: retain %d below 0", ErrConfig, c.retain)
+	case c.deadlocks < 0 || (c.deadlocks > 0 && c.deadlocks < MinInterval):
+		return c, fmt.Errorf("%w: deadlock check interval %v below the minimum %v", ErrConfig, c.deadlocks, MinInterval)
 	case c.maxRecorded < 0:
 		return c, fmt.Errorf("%w: max recorded messages %d below 1", ErrConfig, c.maxRecorded)
 	}

@@ -68,6 +68,15 @@ type participant struct {
 	counted  int  // this participant's part of System.recorded
 	nReports int  // messages in reports, for the budget
 
+	// The requests it sent to participants and has not had answered
+	// (waits.go); requested says it ever sent one. current is the
+	// request it is handling, blocking that its handler made a request
+	// to a future.
+	books     books
+	requested bool
+	current   handling
+	blocking  bool
+
 	// joins holds the snapshots in progress when it was spawned from
 	// outside every participant: it records them at birth (shell.lifecycle).
 	joins []snapshot.SnapshotID
@@ -204,10 +213,19 @@ func (w *shell) lifecycle(ctx actor.Context) {
 // deliver hands the current message to the application. msg, when set,
 // replaces the message Proto.Actor delivered (an unwrapped first message).
 func (w *shell) deliver(ctx actor.Context, msg interface{}) {
-	c := &w.p.sctx
-	c.Context, c.p, c.msg = ctx, w.p, msg
+	p := w.p
+	c := &p.sctx
+	c.Context, c.p, c.msg = ctx, p, msg
+	if h := c.MessageHeader(); h != nil && h.Length() > 0 {
+		p.takeAnswer(h)
+	}
 	w.inner.Receive(c)
 	c.msg = nil
+	p.current = handling{}
+	if p.blocking {
+		p.blocking = false
+		p.books.handled()
+	}
 }
 
 // peer returns the participant id of a sender key.
@@ -365,6 +383,9 @@ func (p *participant) targetByID(id snapshot.ProcessID) *participant {
 // Proto.Actor, outside the snapshot, otherwise.
 func (p *participant) send(ctx actor.Context, pid *actor.PID, msg interface{}) {
 	t := p.target(pid)
+	if t != nil && p.current.id != "" {
+		msg = p.answer(t, msg)
+	}
 	if t == nil {
 		if pid != nil && p.sys.cfg.transport != nil && pid.Address != p.sys.actors.Address() && slices.Contains(p.sys.cfg.transport.Members(), pid.Address) {
 			// To another member's actor that no snapshot counts: through
@@ -463,7 +484,17 @@ func (p *participant) actOnce() (held bool) {
 	p.recount()
 	if len(rd.Records) > 0 {
 		p.forgetFinished()
-		state, err := p.enc.state(p.inner)
+		// A cut for an analysis carries no state: encode it only for a
+		// record of a snapshot to store.
+		var state []byte
+		var err error
+		for _, r := range rd.Records {
+			if !p.sys.reg.isProbe(r.Snapshot) {
+				state, err = p.enc.state(p.inner)
+				break
+			}
+		}
+		waits := p.waiting()
 		var children []snapshot.ProcessID
 		for c := range p.children {
 			children = append(children, c)
@@ -477,7 +508,7 @@ func (p *participant) actOnce() (held bool) {
 				p.fail(r.Snapshot, fmt.Errorf("%w: state of %s: %w", ErrCapture, p.id, err))
 				continue
 			}
-			r.Kind, r.State = p.kind, state
+			r.Kind, r.State, r.Waits = p.kind, state, waits
 			// The record goes at once, so that the guardian's work spreads
 			// out; the channel recordings follow in one report when all
 			// have closed.

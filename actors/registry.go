@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/actorsnap/actorsnap/mailbox"
 	"github.com/actorsnap/actorsnap/snapshot"
@@ -22,6 +23,11 @@ type registry struct {
 	version uint64                // changes whenever byID does
 	pending []snapshot.SnapshotID // snapshots in progress, or being saved, in start order
 	started snapshot.SnapshotID   // the last snapshot started
+	// probes are the snapshots in progress that are cuts for an analysis
+	// (System.Deadlocks, AwaitQuiescence): counters and waits, no state,
+	// never stored.
+	probes  map[snapshot.SnapshotID]bool
+	probing atomic.Int64 // len(probes), read without the lock
 	// stopped holds the sender keys of the participants that stopped and
 	// are not dropped yet. byKey keeps each such key naming a stopped
 	// entry (a participant value with nothing but its name and key):
@@ -56,7 +62,31 @@ func newRegistry() registry {
 		senders: make(map[snapshot.ProcessID]map[*participant]struct{}),
 		remotes: make(map[snapshot.ProcessID]*participant),
 		early:   make(map[snapshot.ProcessID][]earlyMsg),
+		probes:  make(map[snapshot.SnapshotID]bool),
 	}
+}
+
+// setProbeLocked marks snapshot id as a cut for an analysis, or with false no
+// longer. The caller holds r.mu.
+func (r *registry) setProbeLocked(id snapshot.SnapshotID, on bool) {
+	if on && !r.probes[id] {
+		r.probes[id] = true
+		r.probing.Add(1)
+	} else if !on && r.probes[id] {
+		delete(r.probes, id)
+		r.probing.Add(-1)
+	}
+}
+
+// isProbe reports whether snapshot id is a cut for an analysis, whose
+// records carry no state.
+func (r *registry) isProbe(id snapshot.SnapshotID) bool {
+	if r.probing.Load() == 0 {
+		return false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.probes[id]
 }
 
 // isPending reports whether snapshot id is in progress (or being saved).

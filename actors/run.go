@@ -17,6 +17,7 @@ type run struct {
 	timers  []timer
 	held    int64            // recorded messages reported, counted in System.recorded until it ends
 	saving  *snapshot.Global // complete, and being saved: the outcome waits for the store
+	probe   bool             // a cut for an analysis: no state, not stored, not published
 }
 
 // report hands a participant's report to the Coordinator. The messages

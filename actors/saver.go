@@ -14,10 +14,11 @@ import (
 // guardian goes on meanwhile. It tells the guardian (notify) each time a
 // save is over; the guardian takes the outcomes (outcomes).
 type saver struct {
-	store   persistence.Store
-	timeout time.Duration
-	retain  int
-	notify  func()
+	store      persistence.Store
+	timeout    time.Duration
+	retain     int
+	invariants []invariant
+	notify     func()
 
 	jobs chan saveJob
 	done chan struct{}
@@ -43,8 +44,8 @@ type saveOutcome struct {
 // queue never fills and save never blocks.
 const maxSaving = 2 * MaxConcurrent
 
-func newSaver(store persistence.Store, timeout time.Duration, retain int, notify func()) *saver {
-	s := &saver{store: store, timeout: timeout, retain: retain, notify: notify,
+func newSaver(store persistence.Store, timeout time.Duration, retain int, invariants []invariant, notify func()) *saver {
+	s := &saver{store: store, timeout: timeout, retain: retain, invariants: invariants, notify: notify,
 		jobs: make(chan saveJob, maxSaving), done: make(chan struct{})}
 	go s.run()
 	return s
@@ -64,6 +65,8 @@ func (s *saver) run() {
 func (s *saver) saveOne(job saveJob) saveOutcome {
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
+	// Checked here, off the guardian, and stored with the snapshot.
+	job.gl.Violations = checkInvariants(s.invariants, job.gl)
 	out := saveOutcome{id: job.id, err: s.store.Save(ctx, job.gl)}
 	if out.err == nil && s.retain > 0 {
 		out.retainErr = s.store.Retain(ctx, s.retain)

@@ -50,6 +50,9 @@ func (s *System) startFrame(f *frame) {
 		reg.pending = append(reg.pending, f.ID)
 	}
 	reg.started = max(reg.started, f.ID)
+	if f.Probe {
+		reg.setProbeLocked(f.ID, true)
+	}
 	reg.mu.Unlock()
 	switch {
 	case f.Start:

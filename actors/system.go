@@ -246,6 +246,9 @@ func newSystem(cfg config, lease persistence.Lease) (*System, error) {
 			return fail(fmt.Errorf("actors: joining the cluster: %w", err))
 		}
 	}
+	if cfg.deadlocks > 0 {
+		go s.checkDeadlocks(cfg.deadlocks)
+	}
 	return s, nil
 }
 
@@ -271,26 +274,7 @@ func (s *System) Participants() []snapshot.ProcessID {
 // snapshot.ErrAborted and its reason: one the store failed to save, ErrSave
 // and the store's error. If ctx ends first, Snapshot returns ctx's error
 // and the snapshot carries on.
-func (s *System) Snapshot(ctx context.Context) (*snapshot.Global, error) {
-	if s.down.Load() {
-		return nil, ErrShutdown
-	}
-	reply := make(chan result, 1)
-	s.root.Send(s.guardian, &startRequest{reply: reply})
-	select {
-	case r := <-reply:
-		return r.global, r.err
-	case <-s.guardSTW: // shut down meanwhile: the request went nowhere
-		select {
-		case r := <-reply:
-			return r.global, r.err
-		default:
-			return nil, ErrShutdown
-		}
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
+func (s *System) Snapshot(ctx context.Context) (*snapshot.Global, error) { return s.take(ctx, false) }
 
 // SnapshotEvery replaces the periodic schedule (WithInterval): a snapshot
 // starts every d from now on, or none if d is zero. A start that finds

@@ -130,6 +130,8 @@ type frame struct {
 	Finished []snapshot.SnapshotID `msgpack:"n,omitempty"`
 	Sources  bool                  `msgpack:"u,omitempty"` // fStart, aligned flooding: initiate where no barrier is awaited
 	Awaited  *awaitedSets          `msgpack:"q,omitempty"` // fStart, aligned: this member's awaited sets from ID on
+	Probe    bool                  `msgpack:"z,omitempty"` // fStart, fAsk: a cut for an analysis, without state
+	Global   *snapshot.Global      `msgpack:"g,omitempty"` // fOver: the analysis's cut, to whoever asked
 }
 
 // wireChannel is a channel recording on its way to the coordinator: its
