@@ -100,6 +100,24 @@
 // shows them drained. The simulator in snapshottest and the guardian in
 // package actors both drive it.
 //
+// # Analyses
+//
+// A stable property (one that, once true, stays true) that held when a
+// snapshot began holds in its consistent cut, and one that holds in the
+// cut held by the snapshot's end, so a cut detects it safely (Chandy and
+// Lamport 1985). Each participant's record says what it waited for (Waits:
+// requests not answered, declared waits, AND or OR), and two analyses read
+// a Global with it. Deadlocks reduces the wait-for graph in the AND and OR
+// models of Chandy, Misra and Haas (1983): a participant is active if it
+// waits for nothing, has a timer set, or has a message in flight to it; a
+// waiter is freed once all (AND) or one (OR) of those it waits for is
+// free; what is left is deadlocked, reported as one Deadlock per cycle or
+// knot with the waiters blocked on it. A reply in flight frees its waiter,
+// so the report has no false positives; FindDeadlocks runs the same
+// reduction on books kept outside a snapshot. Quiescent tests for
+// termination: nothing in flight, no request unanswered, no timer set (a
+// declared wait alone is idle).
+//
 // # Glossary
 //
 // One word for each concept, in the code, the docs and the errors:
