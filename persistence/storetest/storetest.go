@@ -44,10 +44,23 @@ type Shape struct {
 	InFlight int
 	// MessageSize is the size of each message's data, in bytes.
 	MessageSize int
+	// Waiting is the number of participants, the first ones, that record
+	// waits (the departed one excepted), each with Edges wait-for edges.
+	Waiting int
+	// Edges is the number of wait-for edges of each waiting participant:
+	// requests to the participants after it, and a declared wait for a
+	// process that is not a participant.
+	Edges int
+	// Violations is the number of invariants the snapshot broke.
+	Violations int
 }
 
 // Small is the shape of most conformance tests.
 var Small = Shape{Participants: 12, StateSize: 100, Channels: 16, InFlight: 3, MessageSize: 24}
+
+// WithWaits is Small with waits and violations: 8 participants with 3
+// wait-for edges each, and 2 violations.
+var WithWaits = Shape{Participants: 12, StateSize: 100, Channels: 16, InFlight: 3, MessageSize: 24, Waiting: 8, Edges: 3, Violations: 2}
 
 // NewGlobal returns a valid snapshot id of the given shape, with
 // RecordedMessage payloads. Its content is a function of id and shape
@@ -96,13 +109,42 @@ func NewGlobal(id snapshot.SnapshotID, s Shape) *snapshot.Global {
 		}
 		return strings.Compare(string(x.Channel.To), string(y.Channel.To))
 	})
+	// Waits and violations are drawn from nothing random, so that adding
+	// them leaves the rest as it was for shapes without them.
+	for i := range min(s.Waiting, n) {
+		p := &g.Participants[i]
+		if p.Departed {
+			continue
+		}
+		w := &snapshot.Waits{Any: i%2 == 1, Timer: i%3 == 2}
+		for j := range s.Edges {
+			e := snapshot.Wait{
+				To:      pid((i + 1 + j) % n),
+				Request: uint64(i*s.Edges + j + 1),
+				Type:    "bank.Transfer",
+				Since:   base.Add(time.Duration(i)*time.Millisecond + time.Duration(j)),
+			}
+			if j == s.Edges-1 && j > 0 {
+				e.To, e.Request, e.Type = snapshot.ProcessID(fmt.Sprintf("node-2/ledger-%d", i)), 0, "ledger.Lock"
+			}
+			w.Edges = append(w.Edges, e)
+		}
+		p.Waits = w
+	}
+	for i := range s.Violations {
+		g.Violations = append(g.Violations, snapshot.Violation{
+			Invariant: fmt.Sprintf("invariant-%d", i),
+			Err:       fmt.Sprintf("total balance is %d, want %d", 1000*int(id)-i-1, 1000*int(id)),
+		})
+	}
 	return g
 }
 
 // Equal reports whether got is want as a store must return it: the same
 // id, mode and instants (locations and monotonic readings are not kept),
-// the same participants, and the same channels and messages; a nil and an
-// empty byte slice are equal.
+// the same participants with the same waits (nil where want's are nil),
+// the same channels and messages, and the same violations; a nil and an
+// empty slice are equal.
 func Equal(want, got *snapshot.Global) error {
 	switch {
 	case want == nil || got == nil:
@@ -122,11 +164,21 @@ func Equal(want, got *snapshot.Global) error {
 		return fmt.Errorf("want %d participants, got %d", len(want.Participants), len(got.Participants))
 	case len(want.Channels) != len(got.Channels):
 		return fmt.Errorf("want %d channels, got %d", len(want.Channels), len(got.Channels))
+	case len(want.Violations) != len(got.Violations):
+		return fmt.Errorf("want %d violations, got %d", len(want.Violations), len(got.Violations))
 	}
 	for i, w := range want.Participants {
 		p := got.Participants[i]
 		if w.ID != p.ID || w.Kind != p.Kind || w.Departed != p.Departed || !bytes.Equal(w.State, p.State) {
 			return fmt.Errorf("participant %d: want %+v, got %+v", i, w, p)
+		}
+		if err := equalWaits(w.Waits, p.Waits); err != nil {
+			return fmt.Errorf("participant %s: waits: %w", w.ID, err)
+		}
+	}
+	for i, w := range want.Violations {
+		if v := got.Violations[i]; v != w {
+			return fmt.Errorf("violation %d: want %+v, got %+v", i, w, v)
 		}
 	}
 	for i, w := range want.Channels {
@@ -142,6 +194,28 @@ func Equal(want, got *snapshot.Global) error {
 			if wm.Seq != m.Seq || !ok1 || !ok2 || wp.Type != p.Type || !bytes.Equal(wp.Data, p.Data) {
 				return fmt.Errorf("channel %s message %d: want %d %#v, got %d %#v", w.Channel, j, wm.Seq, wm.Payload, m.Seq, m.Payload)
 			}
+		}
+	}
+	return nil
+}
+
+// equalWaits reports whether got is want, the waits of one participant.
+func equalWaits(want, got *snapshot.Waits) error {
+	switch {
+	case want == nil || got == nil:
+		if (want == nil) != (got == nil) {
+			return fmt.Errorf("want %+v, got %+v", want, got)
+		}
+		return nil
+	case want.Any != got.Any || want.Timer != got.Timer:
+		return fmt.Errorf("want any %v timer %v, got any %v timer %v", want.Any, want.Timer, got.Any, got.Timer)
+	case len(want.Edges) != len(got.Edges):
+		return fmt.Errorf("want %d edges, got %d", len(want.Edges), len(got.Edges))
+	}
+	for i, w := range want.Edges {
+		e := got.Edges[i]
+		if w.To != e.To || w.Request != e.Request || w.Type != e.Type || !w.Since.Equal(e.Since) {
+			return fmt.Errorf("edge %d: want %+v, got %+v", i, w, e)
 		}
 	}
 	return nil
