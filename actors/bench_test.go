@@ -352,6 +352,81 @@ func benchPingPong(b *testing.B, v variant) {
 	b.ReportMetric(float64(2*start.n)/b.Elapsed().Seconds(), "msgs/s")
 }
 
+// asker keeps pingInFlight requests to its peer open, each answered by
+// a Respond: the request/response traffic whose books the glue keeps
+// (waits.go).
+type asker struct {
+	Sent, Recv int
+	start      *pingStart `msgpack:"-"`
+	peer       *actor.PID `msgpack:"-"`
+	msg        benchPing  `msgpack:"-"`
+}
+
+func (a *asker) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *ready:
+		a.peer = m.peers[0]
+		m.ack.Done()
+	case *pingStart:
+		a.start = m
+		for a.Sent < min(pingInFlight, m.n) {
+			a.Sent++
+			ctx.Request(a.peer, &a.msg)
+		}
+	case *benchPing:
+		a.Recv++
+		if a.Sent < a.start.n {
+			a.Sent++
+			ctx.Request(a.peer, &a.msg)
+		}
+		if a.Recv == a.start.n {
+			close(a.start.done)
+		}
+	}
+}
+
+// answerer answers every request.
+type answerer struct {
+	Recv int
+	msg  benchPing `msgpack:"-"`
+}
+
+func (a *answerer) Receive(ctx actor.Context) {
+	if _, ok := ctx.Message().(*benchPing); ok {
+		a.Recv++
+		ctx.Respond(&a.msg)
+	}
+}
+
+// BenchmarkRequestResponse keeps pingInFlight requests open from one
+// actor to another, each answered with Respond. One op is one request
+// answered. Beside bare Proto.Actor, the cost of the glue's books of
+// requests (a number and two headers on each request, one on each
+// answer).
+func BenchmarkRequestResponse(b *testing.B) {
+	for _, v := range []variant{variants[0], variants[2]} {
+		b.Run(v.name, func(b *testing.B) {
+			r := newRig(b, v)
+			defer r.shutdown(b)
+			r.register(b, "asker", func() actor.Actor { return &asker{msg: benchPing{From: 1}} })
+			r.register(b, "answerer", func() actor.Actor { return &answerer{msg: benchPing{From: 2}} })
+			ask := r.spawn(b, "asker", "asker")
+			ans := r.spawn(b, "answerer", "answerer")
+			var ack sync.WaitGroup
+			ack.Add(1)
+			r.root().Send(ask, &ready{peers: []*actor.PID{ans}, ack: &ack})
+			ack.Wait()
+			start := &pingStart{n: max(1, b.N), done: make(chan struct{})}
+			b.ReportAllocs()
+			b.ResetTimer()
+			r.root().Send(ask, start)
+			await(b, start.done, "request-response")
+			b.StopTimer()
+			b.ReportMetric(float64(start.n)/b.Elapsed().Seconds(), "answers/s")
+		})
+	}
+}
+
 // --- Bank ---
 
 // benchTransfer moves money between accounts.

@@ -227,6 +227,11 @@ func (e *encoder) messages(msgs []snapshot.Message) ([]snapshot.Message, error) 
 	e.names = e.names[:0]
 	for _, m := range msgs {
 		payload := m.Payload
+		if t, ok := payload.(*tagged); ok {
+			// The books' marks are recorded as headers: a restore
+			// replays a request or an answer with them.
+			payload = t.envelope()
+		}
 		env, enveloped := payload.(*actor.MessageEnvelope)
 		if enveloped {
 			payload = env.Message

@@ -18,6 +18,9 @@ type snapContext struct {
 // Message implements actor.Context.
 func (c *snapContext) Message() interface{} {
 	if c.msg != nil {
+		if t, ok := c.msg.(*tagged); ok {
+			return actor.UnwrapEnvelopeMessage(t.msg)
+		}
 		return actor.UnwrapEnvelopeMessage(c.msg)
 	}
 	return c.Context.Message()
@@ -26,6 +29,9 @@ func (c *snapContext) Message() interface{} {
 // MessageHeader implements actor.Context.
 func (c *snapContext) MessageHeader() actor.ReadonlyMessageHeader {
 	if c.msg != nil {
+		if t, ok := c.msg.(*tagged); ok {
+			return actor.UnwrapEnvelopeHeader(t.msg)
+		}
 		return actor.UnwrapEnvelopeHeader(c.msg)
 	}
 	return c.Context.MessageHeader()
@@ -34,6 +40,12 @@ func (c *snapContext) MessageHeader() actor.ReadonlyMessageHeader {
 // Sender implements actor.Context.
 func (c *snapContext) Sender() *actor.PID {
 	if c.msg != nil {
+		if t, ok := c.msg.(*tagged); ok {
+			if t.sender != nil {
+				return t.sender
+			}
+			return actor.UnwrapEnvelopeSender(t.msg)
+		}
 		return actor.UnwrapEnvelopeSender(c.msg)
 	}
 	return c.Context.Sender()
@@ -92,7 +104,7 @@ func (c *snapContext) Forward(pid *actor.PID) {
 		c.Context.Forward(pid) // Proto.Actor refuses these; let it say so
 		return
 	}
-	c.p.send(c.Context, pid, msg)
+	c.p.send(c.Context, pid, c.p.forwarded(msg))
 }
 
 // Poison implements actor.Context: the pill goes after this participant's

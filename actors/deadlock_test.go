@@ -3,7 +3,10 @@ package actors
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
 
@@ -389,4 +393,104 @@ func eventuallyTrue(t *testing.T, what string, cond func() bool) {
 		case <-tick.C:
 		}
 	}
+}
+
+var systemDeadlockSeeds = flag.Int("system-deadlock-seeds", 30, "seeded systems of TestSeededDeadlocks")
+
+// Seeded systems: a cycle of holders of random length (a holder asking
+// itself is a cycle of one), holders blocked behind it, and participants
+// asking one another without pause around it. Every cycle is reported
+// with exactly its participants and those blocked on it, and nothing of
+// the traffic ever is.
+func TestSeededDeadlocks(t *testing.T) {
+	base := uint64(time.Now().UnixNano())
+	for i := range *systemDeadlockSeeds {
+		seed := base + uint64(i)
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 0))
+			sys := deadlockSystem(t)
+			defer shutdown(t, sys)
+			spawn := func(kind, name string) {
+				_, err := sys.Spawn(kind, name)
+				require.NoError(t, err, "seed %d", seed)
+			}
+			k := 1 + rng.IntN(8)
+			var cycle, blocked []snapshot.ProcessID
+			for j := range k {
+				name := fmt.Sprintf("c%02d", j)
+				spawn("holder", name)
+				cycle = append(cycle, snapshot.ProcessID(name))
+			}
+			for j := range rng.IntN(4) {
+				name := fmt.Sprintf("w%02d", j)
+				spawn("holder", name)
+				blocked = append(blocked, snapshot.ProcessID(name))
+			}
+			traffic := 2 + rng.IntN(6)
+			for j := range traffic {
+				spawn("eager", fmt.Sprintf("e%02d", j))
+			}
+			for j := range traffic {
+				for range 1 + rng.IntN(3) {
+					sys.Root().Send(sys.PID(fmt.Sprintf("e%02d", j)), &askOther{Peer: fmt.Sprintf("e%02d", rng.IntN(traffic))})
+				}
+			}
+			for j, id := range cycle {
+				sys.Root().Send(sys.PID(string(id)), &askOther{Peer: string(cycle[(j+1)%k])})
+			}
+			for _, id := range blocked {
+				sys.Root().Send(sys.PID(string(id)), &askOther{Peer: string(cycle[rng.IntN(k)])})
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var ds []snapshot.Deadlock
+			eventuallyTrue(t, "the cycle shows", func() bool {
+				var err error
+				ds, err = sys.Deadlocks(ctx)
+				require.NoError(t, err, "seed %d", seed)
+				for _, d := range ds {
+					for _, id := range slices.Concat(d.Participants, d.Blocked) {
+						require.NotEqual(t, byte('e'), id[0], "seed %d: traffic reported: %s", seed, d)
+					}
+				}
+				return len(ds) == 1 && len(ds[0].Participants) == k && len(ds[0].Blocked) == len(blocked)
+			})
+			assert.Equal(t, cycle, ds[0].Participants, "seed %d", seed)
+			assert.Equal(t, blocked, ds[0].Blocked, "seed %d", seed)
+			assert.Equal(t, k, ds[0].Cycle, "seed %d", seed)
+		})
+	}
+}
+
+// A deadlock stored in a snapshot is there again after a restore: the
+// restored participants' books hold the requests they had open, and the
+// requests held in their states are never answered.
+func TestDeadlockSurvivesRestore(t *testing.T) {
+	store := persistence.NewMemory()
+	sys := deadlockSystem(t, WithStore(store))
+	a, err := sys.Spawn("holder", "a")
+	require.NoError(t, err)
+	b, err := sys.Spawn("holder", "b")
+	require.NoError(t, err)
+	sys.Root().Send(a, &askOther{Peer: "b"})
+	sys.Root().Send(b, &askOther{Peer: "a"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	eventuallyTrue(t, "the deadlock shows", func() bool {
+		ds, err := sys.Deadlocks(ctx)
+		require.NoError(t, err)
+		return len(ds) == 1
+	})
+	g, err := sys.Snapshot(ctx)
+	require.NoError(t, err)
+	require.Len(t, snapshot.Deadlocks(g), 1, "the stored snapshot shows it")
+	shutdown(t, sys)
+
+	restored, err := Restore(ctx, store, g.ID, testMessages, deadlockMessages, WithKind("holder", func() actor.Actor { return &holder{} }))
+	require.NoError(t, err)
+	defer shutdown(t, restored)
+	ds, err := restored.Deadlocks(ctx)
+	require.NoError(t, err)
+	require.Len(t, ds, 1)
+	assert.Equal(t, []snapshot.ProcessID{"a", "b"}, ds[0].Participants)
 }

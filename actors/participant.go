@@ -215,10 +215,21 @@ func (w *shell) lifecycle(ctx actor.Context) {
 func (w *shell) deliver(ctx actor.Context, msg interface{}) {
 	p := w.p
 	c := &p.sctx
-	c.Context, c.p, c.msg = ctx, p, msg
-	if h := c.MessageHeader(); h != nil && h.Length() > 0 {
-		p.takeAnswer(h)
+	p.current = handling{}
+	raw := msg
+	if raw == nil {
+		raw = ctx.Message()
 	}
+	switch m := raw.(type) {
+	case *tagged:
+		p.takeTags(m)
+		msg = m // snapContext reads through it
+	case *actor.MessageEnvelope:
+		if len(m.Header) > 0 {
+			p.takeHeaders(m.Header)
+		}
+	}
+	c.Context, c.p, c.msg = ctx, p, msg
 	w.inner.Receive(c)
 	c.msg = nil
 	p.current = handling{}
@@ -383,8 +394,11 @@ func (p *participant) targetByID(id snapshot.ProcessID) *participant {
 // Proto.Actor, outside the snapshot, otherwise.
 func (p *participant) send(ctx actor.Context, pid *actor.PID, msg interface{}) {
 	t := p.target(pid)
-	if t != nil && p.current.id != "" {
+	if t != nil && p.current.id != 0 {
 		msg = p.answer(t, msg)
+	}
+	if t == nil || t.stopped.Load() {
+		msg = untag(msg) // leaves the participants' channels
 	}
 	if t == nil {
 		if pid != nil && p.sys.cfg.transport != nil && pid.Address != p.sys.actors.Address() && slices.Contains(p.sys.cfg.transport.Members(), pid.Address) {
@@ -421,6 +435,9 @@ func (p *participant) send(ctx actor.Context, pid *actor.PID, msg interface{}) {
 		return
 	}
 	if t.addr != "" {
+		if tg, ok := msg.(*tagged); ok {
+			msg = tg.envelope()
+		}
 		if err := p.sendRemote(t, st, msg); err != nil {
 			p.sys.log.Error("message lost: encoding failed", slog.String("from", string(p.id)), slog.String("to", string(t.id)), slog.Any("error", err))
 		}

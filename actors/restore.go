@@ -195,6 +195,7 @@ func (s *System) restore(ctx context.Context, g *snapshot.Global, base snapshot.
 		if p.state == nil {
 			p.state = []byte{} // restore even an empty state
 		}
+		p.requested = p.books.restore(pt.Waits)
 		live[pt.ID] = restored{p: p, k: k}
 		keys[pt.ID] = p.key
 	}

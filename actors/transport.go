@@ -417,7 +417,7 @@ func (p *participant) sendRemote(t *participant, st snapshot.Stamp, msg interfac
 // canCross checks that msg can cross to another member before it is
 // counted on its channel.
 func (p *participant) canCross(msg interface{}) error {
-	payload := actor.UnwrapEnvelopeMessage(msg)
+	payload := actor.UnwrapEnvelopeMessage(untag(msg))
 	_, err := p.enc.name(payload)
 	if err != nil {
 		return fmt.Errorf("actors: %s cannot send %T to another member: %w", p.id, payload, err)

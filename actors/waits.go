@@ -1,10 +1,13 @@
 package actors
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,10 +20,13 @@ import (
 // analyses. A participant's Request, RequestFuture or
 // RequestWithCustomSender to another participant is numbered and noted,
 // with its target, message type and time, until its answer comes: the
-// request carries its number in a header, and whatever the target sends
+// request carries its number and requester, and whatever the target sends
 // back to the requester while it handles that request (Respond, or a Send
-// or Request to it) carries the number as the answer's. A request whose
-// answer goes to a future is answered when the future completes.
+// or Request to it) carries the number as the answer's. Between
+// participants of one system the marks ride in a small wrapper (tagged)
+// that the receiving shell takes off; to another member they travel as
+// envelope headers. A request whose answer goes to a future is answered
+// when the future completes.
 //
 // Each record carries the requests not answered whose answers come on a
 // channel (the cut shows an answer in flight there), with what the actor
@@ -31,9 +37,11 @@ import (
 // Headers the glue sets on requests between participants and on their
 // answers.
 const (
-	requestHeader   = "actorsnap-request"   // a request's number at its requester
-	requesterHeader = "actorsnap-requester" // the requester's name (a forwarded request keeps it)
-	answerHeader    = "actorsnap-answer"    // the number of the request answered
+	// requestHeader is a request's number at its requester, then its
+	// requester's name: "7/acct-3" (a forwarded request keeps it).
+	requestHeader = "actorsnap-request"
+	// answerHeader is the number of the request an answer answers.
+	answerHeader = "actorsnap-answer"
 )
 
 // maxOpenRequests bounds a participant's books: a request never answered
@@ -60,7 +68,7 @@ type Waiter interface {
 type books struct {
 	mu   sync.Mutex
 	next uint64
-	open []openRequest // by number
+	open map[uint64]openRequest
 	// blocking is the number of the last request to a future made in the
 	// handler running now (0 when none): the actor may be blocked in its
 	// Result.
@@ -77,34 +85,57 @@ type openRequest struct {
 
 // request notes a request from p to t and returns its number.
 func (b *books) request(to snapshot.ProcessID, typ string, future bool) uint64 {
+	since := time.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.next++
-	if len(b.open) >= maxOpenRequests {
-		b.open = slices.Delete(b.open, 0, 1)
+	if b.open == nil {
+		b.open = make(map[uint64]openRequest)
 	}
-	b.open = append(b.open, openRequest{id: b.next, to: to, typ: typ, since: time.Now(), future: future})
+	if len(b.open) >= maxOpenRequests {
+		delete(b.open, b.next-maxOpenRequests) // the oldest, if it is still open
+		if len(b.open) >= maxOpenRequests {
+			oldest := b.next
+			for id := range b.open {
+				oldest = min(oldest, id)
+			}
+			delete(b.open, oldest)
+		}
+	}
+	b.open[b.next] = openRequest{id: b.next, to: to, typ: typ, since: since, future: future}
 	if future {
 		b.blocking = b.next
 	}
 	return b.next
 }
 
+// restore takes the requests a restored participant had open when it
+// recorded: their answers, recorded in flight or still to come, carry
+// the same numbers. It reports whether there were any.
+func (b *books) restore(w *snapshot.Waits) bool {
+	if w == nil {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, e := range w.Edges {
+		if e.Request == 0 {
+			continue // declared: the actor declares it again
+		}
+		if b.open == nil {
+			b.open = make(map[uint64]openRequest)
+		}
+		b.open[e.Request] = openRequest{id: e.Request, to: e.To, typ: e.Type, since: e.Since}
+		b.next = max(b.next, e.Request)
+	}
+	return len(b.open) > 0
+}
+
 // answered strikes request id from the books.
 func (b *books) answered(id uint64) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if i, ok := slices.BinarySearchFunc(b.open, id, func(r openRequest, id uint64) int {
-		switch {
-		case r.id < id:
-			return -1
-		case r.id > id:
-			return 1
-		}
-		return 0
-	}); ok {
-		b.open = slices.Delete(b.open, i, i+1)
-	}
+	delete(b.open, id)
+	b.mu.Unlock()
 }
 
 // handled ends the handler: a request to a future made in it no longer
@@ -121,12 +152,19 @@ func (b *books) handled() {
 func (b *books) waits() []snapshot.Wait {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.edgesLocked(false)
+}
+
+// edgesLocked returns the open requests to futures, or the others, by
+// number. The caller holds b.mu.
+func (b *books) edgesLocked(future bool) []snapshot.Wait {
 	var out []snapshot.Wait
 	for _, r := range b.open {
-		if !r.future {
+		if r.future == future {
 			out = append(out, snapshot.Wait{To: r.to, Request: r.id, Type: r.typ, Since: r.since})
 		}
 	}
+	slices.SortFunc(out, func(a, b snapshot.Wait) int { return cmp.Compare(a.Request, b.Request) })
 	return out
 }
 
@@ -139,12 +177,7 @@ func (b *books) blocked() ([]snapshot.Wait, bool) {
 	if b.blocking == 0 {
 		return nil, false
 	}
-	var out []snapshot.Wait
-	for _, r := range b.open {
-		if r.future {
-			out = append(out, snapshot.Wait{To: r.to, Request: r.id, Type: r.typ, Since: r.since})
-		}
-	}
+	out := b.edgesLocked(true)
 	return out, len(out) > 0
 }
 
@@ -189,9 +222,7 @@ func (p *participant) request(ctx actor.Context, pid *actor.PID, msg interface{}
 		p.blocking = true
 		p.watch(future, id)
 	}
-	env := &actor.MessageEnvelope{Message: msg, Sender: sender,
-		Header: map[string]string{requestHeader: strconv.FormatUint(id, 10), requesterHeader: string(p.id)}}
-	p.send(ctx, pid, env)
+	p.send(ctx, pid, &tagged{msg: msg, sender: sender, request: id, from: p.id})
 }
 
 // watch strikes request id from the books when future completes (or
@@ -227,26 +258,93 @@ func (w *answerWatch) SendSystemMessage(*actor.PID, interface{}) {}
 func (w *answerWatch) Stop(*actor.PID) {}
 
 // typeName is the name of msg's type for a wait-for edge.
-func typeName(msg interface{}) string { return fmt.Sprintf("%T", msg) }
+func typeName(msg interface{}) string {
+	if msg == nil {
+		return "nil"
+	}
+	return reflect.TypeOf(msg).String()
+}
+
+// tagged is a message between participants with the books' marks: the
+// request it is (its number at its requester) or the request it answers.
+// The receiving shell takes it off before the application sees the
+// message; recordings keep the message without it.
+type tagged struct {
+	msg     interface{} // as the application sent it: a message or an envelope
+	sender  *actor.PID  // a request's sender, when msg is a bare message
+	request uint64
+	from    snapshot.ProcessID // the requester, with request
+	answer  uint64
+}
+
+// untag returns msg without the books' marks: the message as the
+// application sent it, in an envelope if it has a sender.
+func untag(msg interface{}) interface{} {
+	t, ok := msg.(*tagged)
+	switch {
+	case !ok:
+		return msg
+	case t.sender != nil:
+		return &actor.MessageEnvelope{Message: t.msg, Sender: t.sender}
+	}
+	return t.msg
+}
+
+// envelope returns t as an envelope with the marks in headers, for
+// another member.
+func (t *tagged) envelope() *actor.MessageEnvelope {
+	env, ok := t.msg.(*actor.MessageEnvelope)
+	h := make(map[string]string, 2)
+	if ok {
+		for k, v := range env.Header {
+			h[k] = v
+		}
+		env = &actor.MessageEnvelope{Message: env.Message, Sender: env.Sender, Header: h}
+	} else {
+		env = &actor.MessageEnvelope{Message: t.msg, Sender: t.sender, Header: h}
+	}
+	if t.request != 0 {
+		h[requestHeader] = strconv.FormatUint(t.request, 10) + "/" + string(t.from)
+	}
+	if t.answer != 0 {
+		h[answerHeader] = strconv.FormatUint(t.answer, 10)
+	}
+	return env
+}
 
 // handling is the request being handled: its requester, and its number
 // there.
 type handling struct {
 	from snapshot.ProcessID
-	id   string
+	id   uint64
 }
 
-// takeAnswer strikes from the books the request a delivered message
-// answers, and notes the request it is, if it is one, for the answers
-// the handler sends. It runs before the application sees the message.
-func (p *participant) takeAnswer(h actor.ReadonlyMessageHeader) {
+// takeTags strikes from the books the request a delivered message
+// answers, and notes the request it is, if it is one, for the answers the
+// handler sends. It runs before the application sees the message.
+func (p *participant) takeTags(t *tagged) {
+	if t.answer != 0 {
+		p.books.answered(t.answer)
+	}
+	if t.request != 0 {
+		p.current = handling{from: t.from, id: t.request}
+	}
+}
+
+// takeHeaders is takeTags for the marks of a message from another
+// member, in headers.
+func (p *participant) takeHeaders(h actor.ReadonlyMessageHeader) {
 	if a := h.Get(answerHeader); a != "" {
 		if id, err := strconv.ParseUint(a, 10, 64); err == nil {
 			p.books.answered(id)
 		}
 	}
 	if r := h.Get(requestHeader); r != "" {
-		p.current = handling{from: snapshot.ProcessID(h.Get(requesterHeader)), id: r}
+		if n, from, ok := strings.Cut(r, "/"); ok {
+			if id, err := strconv.ParseUint(n, 10, 64); err == nil {
+				p.current = handling{from: snapshot.ProcessID(from), id: id}
+			}
+		}
 	}
 }
 
@@ -256,13 +354,18 @@ func (p *participant) answer(t *participant, msg interface{}) interface{} {
 	if t.id != p.current.from {
 		return msg
 	}
-	if env, ok := msg.(*actor.MessageEnvelope); ok {
-		h := make(map[string]string, len(env.Header)+1)
-		for k, v := range env.Header {
-			h[k] = v
-		}
-		h[answerHeader] = p.current.id
-		return &actor.MessageEnvelope{Message: env.Message, Sender: env.Sender, Header: h}
+	if tg, ok := msg.(*tagged); ok && tg.answer == 0 { // a request back to the requester
+		tg.answer = p.current.id
+		return tg
 	}
-	return &actor.MessageEnvelope{Message: msg, Header: map[string]string{answerHeader: p.current.id}}
+	return &tagged{msg: msg, answer: p.current.id}
+}
+
+// forwarded keeps the request p handles on a message it forwards: whoever
+// handles it next answers the requester.
+func (p *participant) forwarded(msg interface{}) interface{} {
+	if p.current.id == 0 {
+		return untag(msg)
+	}
+	return &tagged{msg: untag(msg), request: p.current.id, from: p.current.from}
 }
