@@ -271,12 +271,22 @@ type pingStart struct {
 }
 
 // pinger keeps pingInFlight pings going to its peer and closes done when
-// n have come back.
+// n have come back. With request, each ping is a Request.
 type pinger struct {
 	Sent, Recv int
 	peer       *actor.PID `msgpack:"-"`
 	start      *pingStart `msgpack:"-"`
 	msg        benchPing  `msgpack:"-"`
+	request    bool       `msgpack:"-"`
+}
+
+func (p *pinger) ping(ctx actor.Context) {
+	p.Sent++
+	if p.request {
+		ctx.Request(p.peer, &p.msg)
+	} else {
+		ctx.Send(p.peer, &p.msg)
+	}
 }
 
 func (p *pinger) Receive(ctx actor.Context) {
@@ -287,14 +297,12 @@ func (p *pinger) Receive(ctx actor.Context) {
 	case *pingStart:
 		p.start = m
 		for p.Sent < min(pingInFlight, m.n) {
-			p.Sent++
-			ctx.Send(p.peer, &p.msg)
+			p.ping(ctx)
 		}
 	case *benchPing:
 		p.Recv++
 		if p.Sent < p.start.n {
-			p.Sent++
-			ctx.Send(p.peer, &p.msg)
+			p.ping(ctx)
 		}
 		if p.Recv == p.start.n {
 			close(p.start.done)
@@ -302,11 +310,12 @@ func (p *pinger) Receive(ctx actor.Context) {
 	}
 }
 
-// ponger sends every ping back.
+// ponger sends every ping back, with respond as its answer.
 type ponger struct {
-	Recv int
-	peer *actor.PID `msgpack:"-"`
-	msg  benchPing  `msgpack:"-"`
+	Recv    int
+	peer    *actor.PID `msgpack:"-"`
+	msg     benchPing  `msgpack:"-"`
+	respond bool       `msgpack:"-"`
 }
 
 func (p *ponger) Receive(ctx actor.Context) {
@@ -316,7 +325,11 @@ func (p *ponger) Receive(ctx actor.Context) {
 		m.ack.Done()
 	case *benchPing:
 		p.Recv++
-		ctx.Send(p.peer, &p.msg)
+		if p.respond {
+			ctx.Respond(&p.msg)
+		} else {
+			ctx.Send(p.peer, &p.msg)
+		}
 	}
 }
 
@@ -324,15 +337,15 @@ func (p *ponger) Receive(ctx actor.Context) {
 // actors. One op is one message delivered (either direction).
 func BenchmarkPingPong(b *testing.B) {
 	for _, v := range variants {
-		b.Run(v.name, func(b *testing.B) { benchPingPong(b, v) })
+		b.Run(v.name, func(b *testing.B) { benchPingPong(b, v, false) })
 	}
 }
 
-func benchPingPong(b *testing.B, v variant) {
+func benchPingPong(b *testing.B, v variant, request bool) {
 	r := newRig(b, v)
 	defer r.shutdown(b)
-	r.register(b, "pinger", func() actor.Actor { return &pinger{msg: benchPing{From: 1}} })
-	r.register(b, "ponger", func() actor.Actor { return &ponger{msg: benchPing{From: 2}} })
+	r.register(b, "pinger", func() actor.Actor { return &pinger{msg: benchPing{From: 1}, request: request} })
+	r.register(b, "ponger", func() actor.Actor { return &ponger{msg: benchPing{From: 2}, respond: request} })
 	ping := r.spawn(b, "pinger", "pinger")
 	pong := r.spawn(b, "ponger", "ponger")
 	var ack sync.WaitGroup
@@ -352,78 +365,13 @@ func benchPingPong(b *testing.B, v variant) {
 	b.ReportMetric(float64(2*start.n)/b.Elapsed().Seconds(), "msgs/s")
 }
 
-// asker keeps pingInFlight requests to its peer open, each answered by
-// a Respond: the request/response traffic whose books the glue keeps
-// (waits.go).
-type asker struct {
-	Sent, Recv int
-	start      *pingStart `msgpack:"-"`
-	peer       *actor.PID `msgpack:"-"`
-	msg        benchPing  `msgpack:"-"`
-}
-
-func (a *asker) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
-	case *ready:
-		a.peer = m.peers[0]
-		m.ack.Done()
-	case *pingStart:
-		a.start = m
-		for a.Sent < min(pingInFlight, m.n) {
-			a.Sent++
-			ctx.Request(a.peer, &a.msg)
-		}
-	case *benchPing:
-		a.Recv++
-		if a.Sent < a.start.n {
-			a.Sent++
-			ctx.Request(a.peer, &a.msg)
-		}
-		if a.Recv == a.start.n {
-			close(a.start.done)
-		}
-	}
-}
-
-// answerer answers every request.
-type answerer struct {
-	Recv int
-	msg  benchPing `msgpack:"-"`
-}
-
-func (a *answerer) Receive(ctx actor.Context) {
-	if _, ok := ctx.Message().(*benchPing); ok {
-		a.Recv++
-		ctx.Respond(&a.msg)
-	}
-}
-
-// BenchmarkRequestResponse keeps pingInFlight requests open from one
-// actor to another, each answered with Respond. One op is one request
-// answered. Beside bare Proto.Actor, the cost of the glue's books of
-// requests (a number and two headers on each request, one on each
-// answer).
+// BenchmarkRequestResponse is BenchmarkPingPong with each ping a
+// Request and each pong its Respond: one op is one message delivered,
+// half of them answers. Beside bare Proto.Actor, the cost of the glue's
+// books of requests (a number on each request, one on each answer).
 func BenchmarkRequestResponse(b *testing.B) {
 	for _, v := range []variant{variants[0], variants[2]} {
-		b.Run(v.name, func(b *testing.B) {
-			r := newRig(b, v)
-			defer r.shutdown(b)
-			r.register(b, "asker", func() actor.Actor { return &asker{msg: benchPing{From: 1}} })
-			r.register(b, "answerer", func() actor.Actor { return &answerer{msg: benchPing{From: 2}} })
-			ask := r.spawn(b, "asker", "asker")
-			ans := r.spawn(b, "answerer", "answerer")
-			var ack sync.WaitGroup
-			ack.Add(1)
-			r.root().Send(ask, &ready{peers: []*actor.PID{ans}, ack: &ack})
-			ack.Wait()
-			start := &pingStart{n: max(1, b.N), done: make(chan struct{})}
-			b.ReportAllocs()
-			b.ResetTimer()
-			r.root().Send(ask, start)
-			await(b, start.done, "request-response")
-			b.StopTimer()
-			b.ReportMetric(float64(start.n)/b.Elapsed().Seconds(), "answers/s")
-		})
+		b.Run(v.name, func(b *testing.B) { benchPingPong(b, v, true) })
 	}
 }
 
