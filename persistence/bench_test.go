@@ -113,9 +113,23 @@ func benchFileStore(b *testing.B, shape storetest.Shape) {
 	})
 }
 
-// BenchmarkCodec measures encoding and decoding alone.
-func BenchmarkCodec(b *testing.B) {
-	g := storetest.NewGlobal(1, storetest.BenchShape)
+// BenchmarkCodec measures encoding and decoding alone, of a snapshot
+// without waits (storetest.BenchShape).
+//
+//	go test ./persistence -run '^$' -bench 'BenchmarkCodec' -count 5
+func BenchmarkCodec(b *testing.B) { benchCodec(b, storetest.BenchShape) }
+
+// BenchmarkCodecWaits is BenchmarkCodec with waits: every participant
+// but the departed one has three wait-for edges, two requests to
+// participants and a declared wait for a process that is not one.
+func BenchmarkCodecWaits(b *testing.B) {
+	shape := storetest.BenchShape
+	shape.Waiting, shape.Edges = shape.Participants, 3
+	benchCodec(b, shape)
+}
+
+func benchCodec(b *testing.B, shape storetest.Shape) {
+	g := storetest.NewGlobal(1, shape)
 	enc, err := persistence.EncodeGlobal(g)
 	if err != nil {
 		b.Fatal(err)

@@ -355,14 +355,14 @@ func TestLeaseHoldsWhateverIsDeleted(t *testing.T) {
 }
 
 // TestEveryFieldOfTheData changes every byte of a small snapshot's data
-// file, each time sealing it again (envelope checksum and manifest) so
+// file (waits and violations included), each time sealing it again (envelope checksum and manifest) so
 // that the change reaches the decoder's check of the field it falls in:
 // the load either fails with ErrCorrupt or ErrFormatVersion (the version
 // field), or yields a snapshot that passes Verify. Snapshots 1 and 3
 // stay whole throughout.
 func TestEveryFieldOfTheData(t *testing.T) {
 	ctx := context.Background()
-	shape := storetest.Shape{Participants: 3, StateSize: 4, Channels: 2, InFlight: 2, MessageSize: 3}
+	shape := storetest.Shape{Participants: 3, StateSize: 4, Channels: 2, InFlight: 2, MessageSize: 3, Waiting: 2, Edges: 2, Violations: 1}
 	root := t.TempDir()
 	s := openFile(t, root)
 	for id := snapshot.SnapshotID(1); id <= 3; id++ {

@@ -77,6 +77,18 @@ type decoder struct {
 	next   int               // where in recent the next name goes
 	arena  []byte            // the block strings are copied into
 	boxes  []RecordedMessage // the block message payloads are boxed in
+
+	waits   []snapshot.Waits // the block participants' waits are made in
+	edges   []snapshot.Wait  // the block their edges are made in
+	targets []target         // edges whose target is a participant's index
+	nedges  int              // edges decoded so far
+}
+
+// target is a wait-for edge whose target is given as the index of a
+// participant: it is named once all the participants are decoded.
+type target struct {
+	edge *snapshot.Wait
+	to   int
 }
 
 // openEnvelope checks data's envelope and returns a decoder at the start
@@ -381,17 +393,24 @@ func (d *decoder) string(b []byte) string {
 }
 
 func (d *decoder) time(what string) (time.Time, error) {
-	sec, err := d.int(what + " seconds")
+	return d.instant(what+" seconds", what+" nanoseconds")
+}
+
+// instant reads an instant as Unix seconds and nanoseconds, named by
+// secWhat and nsecWhat (constants, so that an edge's instant costs no
+// allocation for its names).
+func (d *decoder) instant(secWhat, nsecWhat string) (time.Time, error) {
+	sec, err := d.int(secWhat)
 	if err != nil {
 		return time.Time{}, err
 	}
 	off := d.pos
-	nsec, err := d.uint(what + " nanoseconds")
+	nsec, err := d.uint(nsecWhat)
 	if err != nil {
 		return time.Time{}, err
 	}
 	if nsec >= uint64(time.Second) {
-		return time.Time{}, d.corrupt(off, "%s nanoseconds: %d, want less than 1e9", what, nsec)
+		return time.Time{}, d.corrupt(off, "%s: %d, want less than 1e9", nsecWhat, nsec)
 	}
 	return time.Unix(sec, int64(nsec)).UTC(), nil
 }
@@ -441,9 +460,12 @@ var recordedMessageType = func() unsafe.Pointer {
 // Verify must be added here too (the race detector's runs catch one that
 // is not, where a test meets it).
 func (d *decoder) global() (g *snapshot.Global, vouched bool, err error) {
-	fields := 9
-	if d.version == 1 {
+	fields := 10
+	switch d.version {
+	case 1:
 		fields = 8
+	case 2:
+		fields = 9
 	}
 	if err := d.tuple(fields, "snapshot"); err != nil {
 		return nil, false, err
@@ -483,6 +505,9 @@ func (d *decoder) global() (g *snapshot.Global, vouched bool, err error) {
 	ps := g.Participants
 	if vouched, err = d.participants(ps); err != nil {
 		return nil, false, err
+	}
+	for _, t := range d.targets {
+		t.edge.To = ps[t.to].ID
 	}
 	// In version 2 the count of messages comes first: they are allocated
 	// at once, each channel's a part, once the count and the channels
@@ -614,7 +639,36 @@ func (d *decoder) global() (g *snapshot.Global, vouched bool, err error) {
 	if total != len(msgs) && d.version >= 2 {
 		return nil, false, d.corrupt(d.pos, "message count is %d, but the channels hold %d", len(msgs), total)
 	}
+	if d.version >= 3 {
+		if g.Violations, err = d.violations(); err != nil {
+			return nil, false, err
+		}
+	}
 	return g, vouched, nil
+}
+
+// violations reads the violations of a version-3 body; nil when none.
+func (d *decoder) violations() ([]snapshot.Violation, error) {
+	n, err := d.array("violations", MaxViolations, minViolationSize, violationMem)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	vs := make([]snapshot.Violation, n)
+	for i := range vs {
+		v := &vs[i]
+		if err := d.tuple(2, "violation"); err != nil {
+			return nil, err
+		}
+		if v.Invariant, err = d.name("invariant", false); err != nil {
+			return nil, err
+		}
+		b, err := d.raw("violation error", true, MaxViolationSize)
+		if err != nil {
+			return nil, err
+		}
+		v.Err = d.str(b, false)
+	}
+	return vs, nil
 }
 
 // end reads one end of a channel: in version 2 the index of a participant
@@ -643,7 +697,7 @@ func (d *decoder) participants(ps []snapshot.Participant) (sorted bool, err erro
 	for i := range ps {
 		p := &ps[i]
 		if !d.participantFast(p) {
-			if err := d.participant(p); err != nil {
+			if err := d.participant(p, len(ps)); err != nil {
 				return false, err
 			}
 		}
@@ -654,9 +708,21 @@ func (d *decoder) participants(ps []snapshot.Participant) (sorted bool, err erro
 	return sorted, nil
 }
 
-func (d *decoder) participant(p *snapshot.Participant) error {
-	if err := d.tuple(4, "participant"); err != nil {
+// participant decodes a participant of the general form: an array of 4
+// or, in version 3, of 5 when it has waits. n is the number of
+// participants, which the waits' indices must be below.
+func (d *decoder) participant(p *snapshot.Participant, n int) error {
+	off := d.pos
+	fields, err := d.arrayLen("participant")
+	if err != nil {
 		return err
+	}
+	if fields != 4 && (fields != 5 || d.version < 3) {
+		want := "4"
+		if d.version >= 3 {
+			want = "4 or 5"
+		}
+		return d.corrupt(off, "participant: want %s fields, got %d", want, fields)
 	}
 	id, err := d.name("process id", false)
 	if err != nil {
@@ -669,8 +735,103 @@ func (d *decoder) participant(p *snapshot.Participant) error {
 	if p.State, err = d.raw("state", false, MaxStateSize); err != nil {
 		return err
 	}
-	p.Departed, err = d.bool("departed")
+	if p.Departed, err = d.bool("departed"); err != nil {
+		return err
+	}
+	if fields == 5 {
+		p.Waits, err = d.waitsOf(n)
+	}
 	return err
+}
+
+// waitsOf reads a participant's waits, [any, timer, edges]. An edge's
+// target is the index of a participant, below n and named once all are
+// decoded, or a name. The waits and their edges are made in blocks, as
+// the payloads are (see box): a few allocations for a snapshot's waits,
+// never more than what is left to read could hold.
+func (d *decoder) waitsOf(n int) (*snapshot.Waits, error) {
+	if err := d.tuple(3, "waits"); err != nil {
+		return nil, err
+	}
+	if len(d.waits) == cap(d.waits) {
+		// Each of the rest is at least a participant with waits.
+		k := max(1, min(boxBlock, d.left()/(minParticipantSize+minWaitsSize)))
+		d.waits = make([]snapshot.Waits, 0, k)
+		d.alloc += k * waitsMem
+	}
+	d.waits = d.waits[:len(d.waits)+1]
+	w := &d.waits[len(d.waits)-1]
+	var err error
+	if w.Any, err = d.bool("waits any"); err != nil {
+		return nil, err
+	}
+	if w.Timer, err = d.bool("waits timer"); err != nil {
+		return nil, err
+	}
+	off := d.pos
+	k, err := d.array("wait-for edges", MaxWaits, minWaitSize, 0)
+	if err != nil || k == 0 {
+		return w, err
+	}
+	if d.nedges += k; d.nedges > MaxWaitsTotal {
+		return nil, d.corrupt(off, "wait-for edges: %d in all, more than the limit of %d", d.nedges, MaxWaitsTotal)
+	}
+	if cap(d.edges)-len(d.edges) < k {
+		size := max(k, min(arenaBlock/waitMem, d.left()/minWaitSize))
+		d.edges = make([]snapshot.Wait, 0, size)
+		d.alloc += size * waitMem
+	}
+	start := len(d.edges)
+	d.edges = d.edges[:start+k]
+	w.Edges = d.edges[start : start+k : start+k]
+	for i := range w.Edges {
+		e := &w.Edges[i]
+		if err := d.tuple(5, "wait-for edge"); err != nil {
+			return nil, err
+		}
+		if d.pos < len(d.data) && (d.data[d.pos] <= msgpcode.PosFixedNumHigh || d.data[d.pos] >= msgpcode.Uint8 && d.data[d.pos] <= msgpcode.Uint64) {
+			off := d.pos
+			to, err := d.uint("wait target")
+			if err != nil {
+				return nil, err
+			}
+			if to >= uint64(n) {
+				return nil, d.corrupt(off, "wait target: participant %d, but there are %d", to, n)
+			}
+			d.noteTarget(e, int(to))
+		} else {
+			name, err := d.name("wait target", false)
+			if err != nil {
+				return nil, err
+			}
+			e.To = snapshot.ProcessID(name)
+		}
+		if e.Request, err = d.uint("wait request"); err != nil {
+			return nil, err
+		}
+		if e.Type, err = d.name("wait type", true); err != nil {
+			return nil, err
+		}
+		if e.Since, err = d.instant("wait since seconds", "wait since nanoseconds"); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// noteTarget notes that e's target is participant i. The list grows by
+// doubling, bounded by the edges what is left to read could hold, and
+// every array it has is charged.
+func (d *decoder) noteTarget(e *snapshot.Wait, i int) {
+	if len(d.targets) == cap(d.targets) {
+		size := max(256, 2*cap(d.targets))
+		size = min(size, len(d.targets)+1+d.left()/minWaitSize)
+		t := make([]target, len(d.targets), size)
+		copy(t, d.targets)
+		d.targets = t
+		d.alloc += size * targetMem
+	}
+	d.targets = append(d.targets, target{edge: e, to: i})
 }
 
 // participantFast decodes a participant in the form the encoder gives

@@ -121,44 +121,61 @@
 //
 // Both files share one envelope, the same in every format version: an
 // 8-byte magic ("ASNAPGLB" for a snapshot, "ASNAPMAN" for a manifest), the
-// format version as a big-endian uint16 (FormatVersion, now 2), a msgpack
+// format version as a big-endian uint16 (FormatVersion, now 3), a msgpack
 // body, and the CRC-32C (Castagnoli) of everything before it as a
-// big-endian uint32. The body of a snapshot, version 2, is the array
+// big-endian uint32. The body of a snapshot, version 3, is the array
 //
 //	[id, mode, start seconds, start nanoseconds, end seconds, end nanoseconds,
-//	 [[process id, kind, state (bin or nil), departed], ...],
+//	 [[process id, kind, state (bin or nil), departed, waits (only if any)], ...],
 //	 in-flight message count,
-//	 [[from, to, sent, received, [[message type, message data (bin or nil)], ...]], ...]]
+//	 [[from, to, sent, received, [[message type, message data (bin or nil)], ...]], ...],
+//	 [[invariant, error], ...]]
 //
 // with times in Unix seconds and nanoseconds (kept as instants, in UTC).
-// A channel's from and to are the index of the participant (an unsigned
-// integer) or, for a process that is not a participant (only a channel
-// nothing crossed may have one), its name. Message sequence numbers are
-// not stored: Verify holds them to received+1 onwards. The manifest's body
-// is [id, [[name, size, crc32c], ...]].
+// A participant whose Waits is nil has four fields, as in version 2; one
+// with Waits (even empty) has a fifth,
 //
-// Version 1, which earlier builds wrote and this one still reads, differs
-// only in the snapshot's body: it has no message count, and a channel's
-// ends are always names.
+//	[any, timer, [[target, request, type, since seconds, since nanoseconds], ...]]
+//
+// its wait-for edges in their order. So waits cost nothing where there are
+// none: a snapshot without waits or violations is one byte longer than in
+// version 2 (the violations' empty array), whatever its size. A channel's
+// from and to, and a wait's target, are the index of the participant (an
+// unsigned integer) or, for a process that is not a participant, its
+// name (a channel nothing crossed may have one; a wait may be for any
+// process). Message sequence numbers are not stored: Verify holds them to
+// received+1 onwards. The violations are the snapshot's, in their order,
+// an empty array when there are none. The manifest's body is [id, [[name,
+// size, crc32c], ...]].
+//
+// Earlier builds wrote versions 1 and 2, which this one still reads;
+// neither keeps waits or violations, so a snapshot of either loads with
+// none. Version 2 differs from version 3 only in the snapshot's body: 9
+// fields, without the violations, and participants of four fields only.
+// Version 1 differs from version 2 in turn: 8 fields, without the message
+// count, and a channel's ends are always names.
 //
 // Decoding trusts nothing: the checksum is checked first (the FileStore
 // checks it on another goroutine while it decodes, and uses the result
 // only if it matches), every length is bounded by the format limits
-// (MaxParticipants, MaxStateSize and the others) and by the bytes
-// remaining before anything is allocated for it, and the decoded snapshot
-// must pass what Verify checks. The decoder checks that as it goes, with
-// a comparison per participant and channel (in version 2 a channel's ends
-// are participants by construction and compare as integers); where its
+// (MaxParticipants, MaxStateSize, MaxWaits, MaxViolationSize and the
+// others) and by the bytes remaining before anything is allocated for it,
+// and the decoded snapshot must pass what Verify checks. The decoder
+// checks that as it goes, with a comparison per participant and channel
+// (from version 2 a channel's ends are participants by construction and
+// compare as integers); where its
 // check cannot vouch for the snapshot it runs Verify itself, and under the
 // race detector or the invariants build tag it runs Verify always and
 // panics if the two disagree. Bytes of another format version are refused
 // with ErrFormatVersion.
 //
-// The codec is written by hand over bytes in memory. Decoding version 2
-// allocates the participants, the channels, the messages and their
-// payloads as one slice each; DecodeGlobal copies names into a few shared
-// blocks, and the FileStore's Load lets names, states and message data
-// share the one buffer it read the file into.
+// The codec is written by hand over bytes in memory. Decoding versions 2
+// and 3 allocates the participants, the channels, the messages and their
+// payloads as one slice each, and the waits and their edges in a few
+// blocks; DecodeGlobal copies names into a few shared blocks, and the
+// FileStore's Load lets names, states and message data share the one
+// buffer it read the file into. A wait's target given by index is named
+// once all the participants are decoded, and shares its participant's id.
 //
 // # Testing
 //

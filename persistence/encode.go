@@ -15,9 +15,9 @@ import (
 
 // FormatVersion is the version of the stored format this build writes. It
 // is stored in every encoded snapshot and manifest. This build reads it and
-// version 1 (see the package documentation for both); bytes of another
-// version are refused with ErrFormatVersion.
-const FormatVersion = 2
+// versions 1 and 2 (see the package documentation for each); bytes of
+// another version are refused with ErrFormatVersion.
+const FormatVersion = 3
 
 // minFormatVersion is the oldest version this build reads.
 const minFormatVersion = 1
@@ -37,13 +37,22 @@ const (
 	// MaxMessages bounds the in-flight messages of one snapshot, over all
 	// its channels.
 	MaxMessages = 1 << 24
-	// MaxNameSize bounds a process id, a kind and a message type name, in
-	// bytes.
+	// MaxNameSize bounds a process id, a kind, a message type name, the
+	// type of a wait and the name of an invariant, in bytes.
 	MaxNameSize = 1 << 16
 	// MaxStateSize bounds one participant's state, in bytes.
 	MaxStateSize = 1 << 26
 	// MaxMessageSize bounds one message's data, in bytes.
 	MaxMessageSize = 1 << 26
+	// MaxWaits bounds the wait-for edges of one participant.
+	MaxWaits = 1 << 16
+	// MaxWaitsTotal bounds the wait-for edges of one snapshot, over all
+	// its participants.
+	MaxWaitsTotal = 1 << 24
+	// MaxViolations bounds the violations of one snapshot.
+	MaxViolations = 1 << 16
+	// MaxViolationSize bounds the error text of one violation, in bytes.
+	MaxViolationSize = 1 << 20
 )
 
 // The envelope shared by encoded snapshots and manifests, the same in
@@ -67,9 +76,16 @@ const (
 	minParticipantSize = 5 // fixarray, fixstr, fixstr, nil, bool
 	minChannelSize     = 6 // fixarray, fixstr, fixstr, fixint, fixint, fixarray
 	minMessageSize     = 3 // fixarray, fixstr, nil
+	minWaitsSize       = 4 // fixarray, bool, bool, fixarray
+	minWaitSize        = 6 // fixarray, fixint, fixint, fixstr, fixint, fixint
+	minViolationSize   = 3 // fixarray, fixstr, fixstr
 	participantMem     = int(unsafe.Sizeof(snapshot.Participant{}))
 	channelMem         = int(unsafe.Sizeof(snapshot.ChannelState{}))
 	messageMem         = int(unsafe.Sizeof(snapshot.Message{}))
+	waitsMem           = int(unsafe.Sizeof(snapshot.Waits{}))
+	waitMem            = int(unsafe.Sizeof(snapshot.Wait{}))
+	violationMem       = int(unsafe.Sizeof(snapshot.Violation{}))
+	targetMem          = int(unsafe.Sizeof(target{}))
 	internMem          = 48 // a map entry of the decoder's shared names
 	maxShared          = 1024
 	arenaBlock         = 32 << 10
@@ -136,7 +152,9 @@ func encodeSplit(g *snapshot.Global, bufs [2][]byte, split bool) (pieces [2][]by
 		n0, n1 = size, trailerSize
 	}
 	b0, b1 := sized(bufs[0], n0), sized(bufs[1], n1)
-	rest := func(b []byte) []byte { return appendGlobalTail(appendParticipants(b, g.Participants[k:]), g) }
+	rest := func(b []byte) []byte {
+		return appendGlobalTail(appendParticipants(b, g.Participants, k, len(g.Participants)), g)
+	}
 	var done chan struct{}
 	if k > 0 {
 		done = make(chan struct{})
@@ -145,7 +163,7 @@ func encodeSplit(g *snapshot.Global, bufs [2][]byte, split bool) (pieces [2][]by
 			b1 = rest(b1)
 		}()
 	}
-	b0 = appendParticipants(appendGlobalHead(appendEnvelopeHeader(b0, globalMagic), g), g.Participants[:k])
+	b0 = appendParticipants(appendGlobalHead(appendEnvelopeHeader(b0, globalMagic), g), g.Participants, 0, k)
 	if k > 0 {
 		<-done
 	} else {
@@ -163,7 +181,24 @@ func encodeSplit(g *snapshot.Global, bufs [2][]byte, split bool) (pieces [2][]by
 // counts it.
 func participantSizeBound(p *snapshot.Participant) int {
 	const perItem = 16
-	return len(p.ID) + 5 + len(p.Kind) + 5 + len(p.State) + perItem
+	n := len(p.ID) + 5 + len(p.Kind) + 5 + len(p.State) + perItem
+	if p.Waits != nil {
+		n += waitsSizeBound(p.Waits)
+	}
+	return n
+}
+
+// waitsSizeBound bounds the encoded size of w: its array, two bools and
+// the edges' array header, then per edge its array, the target (a name,
+// or an index of at most 5 bytes), the request number (at most 9), the
+// type and the instant (at most 9 and 5).
+func waitsSizeBound(w *snapshot.Waits) int {
+	n := 16
+	for i := range w.Edges {
+		e := &w.Edges[i]
+		n += len(e.To) + 5 + 9 + len(e.Type) + 5 + 9 + 5 + 1
+	}
+	return n
 }
 
 // encodedSizeBound checks g against the format limits and returns an
@@ -187,6 +222,7 @@ func encodedSizeBound(g *snapshot.Global) (int, error) {
 		size += len(s) + 5
 		return nil
 	}
+	waits := 0
 	for i := range g.Participants {
 		p := &g.Participants[i]
 		if len(p.ID) > MaxNameSize {
@@ -197,6 +233,11 @@ func encodedSizeBound(g *snapshot.Global) (int, error) {
 		}
 		if len(p.State) > MaxStateSize {
 			return 0, tooLarge(fmt.Sprintf("state size of %s", p.ID), len(p.State), MaxStateSize)
+		}
+		if p.Waits != nil {
+			if err := checkWaits(g.ID, p, &waits); err != nil {
+				return 0, err
+			}
 		}
 		size += participantSizeBound(p)
 		if size > MaxEncodedSize {
@@ -230,14 +271,48 @@ func encodedSizeBound(g *snapshot.Global) (int, error) {
 			return 0, tooLarge("encoded size", size, MaxEncodedSize)
 		}
 	}
+	if len(g.Violations) > MaxViolations {
+		return 0, tooLarge("violation count", len(g.Violations), MaxViolations)
+	}
+	for _, v := range g.Violations {
+		if len(v.Invariant) > MaxNameSize {
+			return 0, tooLarge("invariant name size", len(v.Invariant), MaxNameSize)
+		}
+		if len(v.Err) > MaxViolationSize {
+			return 0, tooLarge(fmt.Sprintf("error size of violation %q", v.Invariant), len(v.Err), MaxViolationSize)
+		}
+		size += len(v.Invariant) + len(v.Err) + perItem
+	}
+	if size > MaxEncodedSize {
+		return 0, tooLarge("encoded size", size, MaxEncodedSize)
+	}
 	return size, nil
+}
+
+// checkWaits checks p's waits against the format limits, adding their
+// edges to total, the snapshot's count so far.
+func checkWaits(id snapshot.SnapshotID, p *snapshot.Participant, total *int) error {
+	edges := p.Waits.Edges
+	if len(edges) > MaxWaits {
+		return fmt.Errorf("%w: snapshot %d: wait-for edges of %s: %d, more than %d", ErrTooLarge, id, p.ID, len(edges), MaxWaits)
+	}
+	if *total += len(edges); *total > MaxWaitsTotal {
+		return fmt.Errorf("%w: snapshot %d: wait-for edge count is %d, more than %d", ErrTooLarge, id, *total, MaxWaitsTotal)
+	}
+	for i := range edges {
+		e := &edges[i]
+		if len(e.To) > MaxNameSize || len(e.Type) > MaxNameSize {
+			return fmt.Errorf("%w: snapshot %d: wait-for edge %d of %s: a name of %d bytes, more than %d", ErrTooLarge, id, i, p.ID, max(len(e.To), len(e.Type)), MaxNameSize)
+		}
+	}
+	return nil
 }
 
 // appendGlobalHead appends what comes before the participants: the body's
 // array header, the id, the mode, the instants and the participants'
 // array header.
 func appendGlobalHead(b []byte, g *snapshot.Global) []byte {
-	b = appendArray(b, 9)
+	b = appendArray(b, 10)
 	b = appendUint(b, uint64(g.ID))
 	b = appendUint(b, uint64(g.Mode))
 	b = appendTime(b, g.Start)
@@ -245,21 +320,55 @@ func appendGlobalHead(b []byte, g *snapshot.Global) []byte {
 	return appendArray(b, len(g.Participants))
 }
 
-// appendParticipants appends ps, elements of the participants' array.
-func appendParticipants(b []byte, ps []snapshot.Participant) []byte {
-	for i := range ps {
+// appendParticipants appends ps[lo:hi], elements of the participants'
+// array. A participant with waits has them as a fifth field; one without
+// has four, so that waits cost nothing to a snapshot that has none. ps is
+// whole, for the indices of the participants that waits name.
+func appendParticipants(b []byte, ps []snapshot.Participant, lo, hi int) []byte {
+	for i := lo; i < hi; i++ {
 		p := &ps[i]
-		b = appendArray(b, 4)
+		if p.Waits != nil {
+			b = appendArray(b, 5)
+		} else {
+			b = appendArray(b, 4)
+		}
 		b = appendString(b, string(p.ID))
 		b = appendString(b, p.Kind)
 		b = appendBytes(b, p.State)
 		b = appendBool(b, p.Departed)
+		if p.Waits != nil {
+			b = appendWaits(b, p.Waits, ps)
+		}
+	}
+	return b
+}
+
+// appendWaits appends w as [any, timer, [[to, request, type, since
+// seconds, since nanoseconds], ...]]. An edge's target is the index of
+// its participant in ps when it is one (if ps is not sorted, checkSave is
+// refusing it meanwhile and the encoding is thrown away), else its name.
+func appendWaits(b []byte, w *snapshot.Waits, ps []snapshot.Participant) []byte {
+	b = appendArray(b, 3)
+	b = appendBool(b, w.Any)
+	b = appendBool(b, w.Timer)
+	b = appendArray(b, len(w.Edges))
+	for i := range w.Edges {
+		e := &w.Edges[i]
+		b = appendArray(b, 5)
+		if to := participantIndex(ps, e.To); to >= 0 {
+			b = appendUint(b, uint64(to))
+		} else {
+			b = appendString(b, string(e.To))
+		}
+		b = appendUint(b, e.Request)
+		b = appendString(b, e.Type)
+		b = appendTime(b, e.Since)
 	}
 	return b
 }
 
 // appendGlobalTail appends what follows the participants: the in-flight
-// count and the channels. A channel's ends are written as indices into the
+// count, the channels and the violations. A channel's ends are written as indices into the
 // participants when they are participants, found by a cursor (channels are
 // sorted by sender) and a binary search; if g is not sorted (checkSave is
 // refusing it meanwhile) the indices are wrong, and the encoding is thrown
@@ -296,6 +405,12 @@ func appendGlobalTail(b []byte, g *snapshot.Global) []byte {
 			b = appendString(b, rm.Type)
 			b = appendBytes(b, rm.Data)
 		}
+	}
+	b = appendArray(b, len(g.Violations))
+	for _, v := range g.Violations {
+		b = appendArray(b, 2)
+		b = appendString(b, v.Invariant)
+		b = appendString(b, v.Err)
 	}
 	return b
 }

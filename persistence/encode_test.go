@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,25 +34,57 @@ func TestEncodeRoundTrip(t *testing.T) {
 	}
 }
 
-// requireSame checks that got is want exactly, nil and empty byte slices
-// told apart, except that times are compared as instants.
+// requireSame checks that got is want exactly, nil and empty slices
+// aside, and instants compared as instants (the stored form keeps neither
+// their location nor their monotonic reading).
 func requireSame(t testing.TB, want, got *snapshot.Global) {
 	t.Helper()
 	require.True(t, want.Start.Equal(got.Start) && want.End.Equal(got.End), "times: want %v %v, got %v %v", want.Start, want.End, got.Start, got.End)
-	w, g := *want, *got
-	w.Start, w.End, g.Start, g.End = time.Time{}, time.Time{}, time.Time{}, time.Time{}
-	if len(w.Participants) == 0 {
-		w.Participants = nil
-	}
-	if len(w.Channels) == 0 {
-		w.Channels = nil
-	}
-	for i := range w.Channels {
-		if len(w.Channels[i].Messages) == 0 {
-			w.Channels[i].Messages = nil
+	require.Equal(t, canonical(want), canonical(got))
+}
+
+// canonical returns a copy of g with its instants as stored (the start
+// and end zeroed, as requireSame compares them apart) and empty slices
+// nil. g is not changed.
+func canonical(g *snapshot.Global) *snapshot.Global {
+	c := *g
+	c.Start, c.End = time.Time{}, time.Time{}
+	c.Participants = nil
+	for _, p := range g.Participants {
+		if p.Waits != nil {
+			w := *p.Waits
+			w.Edges = nil
+			for _, e := range p.Waits.Edges {
+				e.Since = time.Unix(e.Since.Unix(), int64(e.Since.Nanosecond())).UTC()
+				w.Edges = append(w.Edges, e)
+			}
+			p.Waits = &w
 		}
+		c.Participants = append(c.Participants, p)
 	}
-	require.Equal(t, w, g)
+	c.Channels = nil
+	for _, ch := range g.Channels {
+		if len(ch.Messages) == 0 {
+			ch.Messages = nil
+		}
+		c.Channels = append(c.Channels, ch)
+	}
+	if len(c.Violations) == 0 {
+		c.Violations = nil
+	}
+	return &c
+}
+
+// withoutWaits returns a copy of g without its waits and violations, as
+// format versions 1 and 2 store it.
+func withoutWaits(g *snapshot.Global) *snapshot.Global {
+	c := *g
+	c.Participants = slices.Clone(g.Participants)
+	for i := range c.Participants {
+		c.Participants[i].Waits = nil
+	}
+	c.Violations = nil
+	return &c
 }
 
 func TestEncodeRefuses(t *testing.T) {
@@ -68,6 +101,44 @@ func TestEncodeRefuses(t *testing.T) {
 
 	_, err = persistence.EncodeGlobal(&snapshot.Global{})
 	require.ErrorIs(t, err, snapshot.ErrInvalidID)
+
+	// Waits and violations within the limits, and one past each.
+	for _, tc := range []struct {
+		name string
+		g    func(g *snapshot.Global)
+		want string
+	}{
+		{"edges", func(g *snapshot.Global) {
+			g.Participants[0].Waits = &snapshot.Waits{Edges: make([]snapshot.Wait, persistence.MaxWaits+1)}
+		}, "65537"},
+		{"target", func(g *snapshot.Global) {
+			g.Participants[0].Waits = &snapshot.Waits{Edges: []snapshot.Wait{{To: snapshot.ProcessID(strings.Repeat("x", persistence.MaxNameSize+1))}}}
+		}, "65537"},
+		{"type", func(g *snapshot.Global) {
+			g.Participants[0].Waits = &snapshot.Waits{Edges: []snapshot.Wait{{Type: strings.Repeat("x", persistence.MaxNameSize+1)}}}
+		}, "65537"},
+		{"violations", func(g *snapshot.Global) { g.Violations = make([]snapshot.Violation, persistence.MaxViolations+1) }, "65537"},
+		{"invariant", func(g *snapshot.Global) {
+			g.Violations = []snapshot.Violation{{Invariant: strings.Repeat("x", persistence.MaxNameSize+1)}}
+		}, "65537"},
+		{"error", func(g *snapshot.Global) {
+			g.Violations = []snapshot.Violation{{Err: strings.Repeat("x", persistence.MaxViolationSize+1)}}
+		}, "1048577"},
+	} {
+		g := storetest.NewGlobal(1, storetest.Small)
+		tc.g(g)
+		_, err := persistence.EncodeGlobal(g)
+		require.ErrorIs(t, err, persistence.ErrTooLarge, tc.name)
+		assert.Contains(t, err.Error(), tc.want, tc.name)
+	}
+	full := storetest.NewGlobal(1, storetest.Small)
+	full.Participants[0].Waits = &snapshot.Waits{Edges: make([]snapshot.Wait, persistence.MaxWaits)}
+	full.Violations = []snapshot.Violation{{Invariant: strings.Repeat("x", persistence.MaxNameSize), Err: strings.Repeat("x", persistence.MaxViolationSize)}}
+	b, err := persistence.EncodeGlobal(full)
+	require.NoError(t, err)
+	got, err := persistence.DecodeGlobal(b)
+	require.NoError(t, err)
+	requireSame(t, full, got)
 }
 
 // body returns an envelope around a msgpack body written by fn, with a
@@ -344,6 +415,29 @@ func TestDecodeHugeLengths(t *testing.T) {
 			_ = e.EncodeUint(0)
 			_, _ = e.Writer().Write([]byte{0xdd, 0x00, 0xff, 0xff, 0xff})
 		}),
+		"edges": body3(t, func(e *msgpack.Encoder) {
+			header3(e)
+			_ = e.EncodeArrayLen(1)
+			waiter(e, "a", 0, func(*msgpack.Encoder) {})
+			// The array header of 0 edges, made one of 65535.
+			e.Writer().(*bytes.Buffer).Truncate(e.Writer().(*bytes.Buffer).Len() - 1)
+			_, _ = e.Writer().Write([]byte{0xdc, 0xff, 0xff})
+		}),
+		"violations": body3(t, func(e *msgpack.Encoder) {
+			header3(e)
+			_ = e.EncodeArrayLen(0)
+			tail3(e, func(e *msgpack.Encoder) { _, _ = e.Writer().Write([]byte{0xdd, 0x00, 0x00, 0xff, 0xff}) })
+		}),
+		"violation error": body3(t, func(e *msgpack.Encoder) {
+			header3(e)
+			_ = e.EncodeArrayLen(0)
+			tail3(e, func(e *msgpack.Encoder) {
+				_ = e.EncodeArrayLen(1)
+				_ = e.EncodeArrayLen(2)
+				_ = e.EncodeString("i")
+				_, _ = e.Writer().Write([]byte{0xdb, 0x00, 0x0f, 0xff, 0xff})
+			})
+		}),
 	}
 	for name, data := range inputs {
 		t.Run(name, func(t *testing.T) {
@@ -392,8 +486,8 @@ func TestCorruptErrorMessage(t *testing.T) {
 
 // TestEncodeSplit checks that the FileStore's two-piece encoding is, piece
 // after piece, the bytes EncodeGlobal returns, however it splits: not at
-// all (small), inside the participants, or after all of them (channels
-// the larger half).
+// all (small), inside the participants (whose waits name participants of
+// both pieces by index), or after all of them (channels the larger half).
 func TestEncodeSplit(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -402,6 +496,7 @@ func TestEncodeSplit(t *testing.T) {
 	}{
 		{"small", storetest.Small, false},
 		{"states", storetest.BenchShape, true},
+		{"waits", storetest.Shape{Participants: 10000, StateSize: 10, Channels: 100, InFlight: 1, MessageSize: 10, Waiting: 10000, Edges: 3, Violations: 3}, true},
 		{"channels", storetest.Shape{Participants: 50, StateSize: 10, Channels: 2000, InFlight: 4, MessageSize: 100}, true},
 		{"empty", storetest.Shape{}, false},
 	} {

@@ -35,6 +35,8 @@ func validEncodings(f *testing.F) [][]byte {
 		storetest.NewGlobal(3, storetest.Shape{Participants: 3, StateSize: 2, Channels: 4, InFlight: 2, MessageSize: 1}),
 		randomGlobal(rand.New(rand.NewPCG(4, 4)), 4),
 		randomGlobal(rand.New(rand.NewPCG(5, 5)), 4),
+		storetest.NewGlobal(6, storetest.Shape{Participants: 3, StateSize: 1, Channels: 2, InFlight: 1, MessageSize: 1, Waiting: 2, Edges: 2, Violations: 1}),
+		waitsGlobal(),
 	} {
 		b, err := persistence.EncodeGlobal(g)
 		if err != nil {
@@ -59,6 +61,7 @@ func FuzzDecodeGlobal(f *testing.F) {
 	}
 	for _, g := range []*snapshot.Global{edgeGlobal(), randomGlobal(rand.New(rand.NewPCG(6, 6)), 4)} {
 		f.Add(encodeV1(f, g), true)
+		f.Add(encodeV2(f, g), true)
 	}
 	f.Fuzz(func(t *testing.T, data []byte, fix bool) {
 		if fix {
@@ -156,8 +159,10 @@ func FuzzDecodeOwner(f *testing.F) {
 
 // FuzzRoundTrip encodes and decodes random valid snapshots built from a
 // seed: names with odd bytes, nil and empty states and data, extreme
-// counters and times. decode(encode(g)) must be g, and so must the
-// decoding of g in format version 1.
+// counters and times, waits and violations. encode(g) must be what the
+// package documentation describes (encodeV3), decode(encode(g)) must be
+// g, and the decoding of g in format versions 1 and 2 must be g without
+// its waits and violations.
 //
 //	go test ./persistence -run '^$' -fuzz FuzzRoundTrip -fuzztime 30s
 func FuzzRoundTrip(f *testing.F) {
@@ -174,13 +179,18 @@ func FuzzRoundTrip(f *testing.F) {
 		r := bytes.NewReader(b[persistence.HeaderSize : len(b)-4])
 		require.NoError(t, msgpack.NewDecoder(r).Decode(&body))
 		require.Zero(t, r.Len())
-		// What version 1 wrote decodes to the same.
-		for _, enc := range [][]byte{b, encodeV1(t, g)} {
+		require.Equal(t, encodeV3(t, g), b)
+		// What versions 1 and 2 wrote decodes to the same, but for what
+		// they do not keep.
+		for _, enc := range []struct {
+			b    []byte
+			want *snapshot.Global
+		}{{b, g}, {encodeV1(t, g), withoutWaits(g)}, {encodeV2(t, g), withoutWaits(g)}} {
 			for _, alias := range []bool{false, true} {
-				got, alloc, err := persistence.DecodeGlobalCounted(enc, alias)
+				got, alloc, err := persistence.DecodeGlobalCounted(enc.b, alias)
 				require.NoError(t, err)
-				require.LessOrEqual(t, alloc, allocBound(len(enc)))
-				requireSame(t, g, got)
+				require.LessOrEqual(t, alloc, allocBound(len(enc.b)))
+				requireSame(t, enc.want, got)
 			}
 		}
 	})
@@ -236,12 +246,37 @@ func randomGlobal(rng *rand.Rand, size int) *snapshot.Global {
 			}
 		}
 	})
+	number := func() uint64 {
+		switch rng.IntN(3) {
+		case 0:
+			return 0
+		case 1:
+			return math.MaxUint64 - uint64(rng.IntN(2))
+		default:
+			return rng.Uint64() >> rng.IntN(64)
+		}
+	}
 	for _, id := range names {
 		p := snapshot.Participant{ID: snapshot.ProcessID(id), Kind: pick("account", "", "router"), State: data()}
 		if rng.IntN(5) == 0 {
 			p.Kind, p.State, p.Departed = "", nil, true
 		}
+		if rng.IntN(3) == 0 {
+			w := &snapshot.Waits{Any: rng.IntN(2) == 0, Timer: rng.IntN(3) == 0}
+			for range rng.IntN(4) {
+				// A participant, or a process that is not one.
+				to := name()
+				if len(names) > 0 && rng.IntN(3) != 0 {
+					to = names[rng.IntN(len(names))]
+				}
+				w.Edges = append(w.Edges, snapshot.Wait{To: snapshot.ProcessID(to), Request: number(), Type: pick("bank.Transfer", "", "fork", name()), Since: when()})
+			}
+			p.Waits = w
+		}
 		g.Participants = append(g.Participants, p)
+	}
+	for range rng.IntN(3) {
+		g.Violations = append(g.Violations, snapshot.Violation{Invariant: pick("conservation", "", name()), Err: pick("", "total is 999, want 1000", name()+strings.Repeat("e", rng.IntN(300)))})
 	}
 	seen := map[snapshot.Channel]bool{}
 	for range rng.IntN(2 * size) {

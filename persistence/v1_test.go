@@ -110,17 +110,24 @@ func TestDecodeVersion1(t *testing.T) {
 	}
 }
 
-// TestFileStoreOldVersions opens store directories written by earlier
-// builds, in format versions 1 and 2 (testdata/v1/store and
-// testdata/v2/store, kept as written): their snapshot loads, and lives
-// alongside those this build writes.
-func TestFileStoreOldVersions(t *testing.T) {
-	for _, version := range []string{"v1", "v2"} {
-		t.Run(version, func(t *testing.T) { testFileStoreOld(t, filepath.Join("testdata", version, "store")) })
+// TestFileStoreVersions opens store directories written by this build
+// and earlier ones, in format versions 1 to 3 (testdata/vN/store, kept as
+// written): their snapshot loads, and lives alongside those this build
+// writes.
+func TestFileStoreVersions(t *testing.T) {
+	for _, tc := range []struct {
+		version string
+		shape   storetest.Shape
+	}{
+		{"v1", storetest.Small},
+		{"v2", storetest.Small},
+		{"v3", storetest.WithWaits},
+	} {
+		t.Run(tc.version, func(t *testing.T) { testFileStoreFixture(t, filepath.Join("testdata", tc.version, "store"), tc.shape) })
 	}
 }
 
-func testFileStoreOld(t *testing.T, fixture string) {
+func testFileStoreFixture(t *testing.T, fixture string, shape storetest.Shape) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	require.NoError(t, os.CopyFS(dir, os.DirFS(fixture)))
@@ -134,9 +141,9 @@ func testFileStoreOld(t *testing.T, fixture string) {
 	s := openFile(t, dir)
 	g, err := s.Load(ctx, 7)
 	require.NoError(t, err)
-	require.NoError(t, storetest.Equal(storetest.NewGlobal(7, storetest.Small), g))
+	require.NoError(t, storetest.Equal(storetest.NewGlobal(7, shape), g))
 
-	require.NoError(t, s.Save(ctx, storetest.NewGlobal(8, storetest.Small)))
+	require.NoError(t, s.Save(ctx, storetest.NewGlobal(8, shape)))
 	assert.Equal(t, []snapshot.SnapshotID{7, 8}, ids(t, s))
 	latest, err := s.Latest(ctx)
 	require.NoError(t, err)

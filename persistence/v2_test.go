@@ -17,12 +17,22 @@ import (
 
 // encodeV2 is an encoder of format version 2 written with the msgpack
 // package, apart from the hand-written encoder that wrote it: stored data
-// of that version is in users' stores, and must keep loading once this
-// build writes a later version. g must be valid (sorted participants and
-// channels).
-func encodeV2(t testing.TB, g *snapshot.Global) []byte {
+// of that version is in users' stores, and must keep loading now that
+// this build writes version 3. g must be valid (sorted participants and
+// channels); its waits and violations are left out.
+func encodeV2(t testing.TB, g *snapshot.Global) []byte { return encodeIndexed(t, g, 2) }
+
+// encodeV3 is encodeV2 for format version 3, which keeps the waits and the
+// violations: what the package documentation describes, written apart
+// from the encoder under test.
+func encodeV3(t testing.TB, g *snapshot.Global) []byte { return encodeIndexed(t, g, 3) }
+
+// encodeIndexed writes g in format version 2 or 3, whose channel ends
+// (and, in version 3, wait targets) are indices of participants.
+func encodeIndexed(t testing.TB, g *snapshot.Global, version uint16) []byte {
 	var buf bytes.Buffer
-	buf.WriteString("ASNAPGLB\x00\x02")
+	buf.WriteString("ASNAPGLB\x00")
+	buf.WriteByte(byte(version))
 	e := msgpack.NewEncoder(&buf)
 	must := func(err error) {
 		if err != nil {
@@ -33,7 +43,8 @@ func encodeV2(t testing.TB, g *snapshot.Global) []byte {
 		must(e.EncodeInt(x.Unix()))
 		must(e.EncodeUint(uint64(x.Nanosecond())))
 	}
-	// A channel's end is the index of its participant, or its name.
+	// A channel's end, or a wait's target, is the index of its
+	// participant, or its name.
 	end := func(id snapshot.ProcessID) {
 		for i, p := range g.Participants {
 			if p.ID == id {
@@ -43,18 +54,36 @@ func encodeV2(t testing.TB, g *snapshot.Global) []byte {
 		}
 		must(e.EncodeString(string(id)))
 	}
-	must(e.EncodeArrayLen(9))
+	must(e.EncodeArrayLen(7 + int(version)))
 	must(e.EncodeUint(uint64(g.ID)))
 	must(e.EncodeUint(uint64(g.Mode)))
 	tm(g.Start)
 	tm(g.End)
 	must(e.EncodeArrayLen(len(g.Participants)))
 	for _, p := range g.Participants {
-		must(e.EncodeArrayLen(4))
+		if version < 3 || p.Waits == nil {
+			must(e.EncodeArrayLen(4))
+		} else {
+			must(e.EncodeArrayLen(5))
+		}
 		must(e.EncodeString(string(p.ID)))
 		must(e.EncodeString(p.Kind))
 		must(e.EncodeBytes(p.State))
 		must(e.EncodeBool(p.Departed))
+		if version < 3 || p.Waits == nil {
+			continue
+		}
+		must(e.EncodeArrayLen(3))
+		must(e.EncodeBool(p.Waits.Any))
+		must(e.EncodeBool(p.Waits.Timer))
+		must(e.EncodeArrayLen(len(p.Waits.Edges)))
+		for _, w := range p.Waits.Edges {
+			must(e.EncodeArrayLen(5))
+			end(w.To)
+			must(e.EncodeUint(w.Request))
+			must(e.EncodeString(w.Type))
+			tm(w.Since)
+		}
 	}
 	must(e.EncodeUint(uint64(g.TotalInFlight())))
 	must(e.EncodeArrayLen(len(g.Channels)))
@@ -70,6 +99,14 @@ func encodeV2(t testing.TB, g *snapshot.Global) []byte {
 			must(e.EncodeArrayLen(2))
 			must(e.EncodeString(rm.Type))
 			must(e.EncodeBytes(rm.Data))
+		}
+	}
+	if version >= 3 {
+		must(e.EncodeArrayLen(len(g.Violations)))
+		for _, v := range g.Violations {
+			must(e.EncodeArrayLen(2))
+			must(e.EncodeString(v.Invariant))
+			must(e.EncodeString(v.Err))
 		}
 	}
 	buf.Write(make([]byte, 4))
