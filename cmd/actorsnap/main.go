@@ -49,6 +49,6 @@ func newRoot(out, errw io.Writer) *cobra.Command {
 	root.SetOut(out)
 	root.SetErr(errw)
 	storeFlags(root)
-	root.AddCommand(runCmd(), restoreCmd(), lsCmd(), showCmd(), verifyCmd(), fsckCmd(), diffCmd(), exportCmd(), memberCmd())
+	root.AddCommand(runCmd(), restoreCmd(), lsCmd(), showCmd(), verifyCmd(), analyzeCmd(), fsckCmd(), diffCmd(), exportCmd(), memberCmd())
 	return root
 }

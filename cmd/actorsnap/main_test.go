@@ -83,6 +83,10 @@ func TestCommands(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, out, "ok: checksums match")
 
+	out, _, err = actorsnap(t, "analyze", "latest", "--store", store)
+	require.NoError(t, err)
+	assert.Contains(t, out, "\ndeadlocks: no deadlock\n", "the bank's accounts send and never wait")
+
 	ids := storedIDs(t, store)
 	out, _, err = actorsnap(t, "diff", fmt.Sprint(ids[0]), fmt.Sprint(ids[len(ids)-1]), "--store", store)
 	require.NoError(t, err)
