@@ -74,6 +74,9 @@
 // the migrations are applied once; a schema already up to date is only
 // read, so a role without the CREATE privilege can use it. A schema of a
 // newer version than this build knows is refused with ErrSchemaVersion.
+// Opened with persistence.MustExist, a schema is not migrated: it is read
+// as its version has it, and a Save into one older than this build's
+// version is refused.
 //
 // Version 1 has four tables. Names, kinds and message types are bytea,
 // not text: a process id may hold any bytes, NUL included, which text
@@ -81,7 +84,7 @@
 //
 //	snapshots     one header row per snapshot
 //	  id            bigint primary key (snapshot ids must be at most 2^63-1)
-//	  format        smallint, the row format (1)
+//	  format        smallint, the row format (1; 2 from version 3)
 //	  mode          smallint
 //	  start_sec, start_nsec, end_sec, end_nsec   the instants, in Unix
 //	                seconds and nanoseconds (timestamptz keeps microseconds)
@@ -103,8 +106,21 @@
 //	              timestamptz; high bigint, the highest snapshot id the
 //	              schema has held once the newest was deleted
 //
+// Version 3 keeps what participants waited for and the invariants a
+// snapshot broke, in row format 2 (format 1 rows stay as they were, and
+// load as before):
+//
+//	snapshots     + waits, violations   row counts (0 in format 1)
+//	participants  + wait_any, wait_timer boolean, both NULL for a
+//	              participant without waits (nil Waits), neither otherwise
+//	waits         (snapshot_id, participant_ord, ord) primary key; target,
+//	              type bytea (the target by name, participant or not);
+//	              request bigint; since_sec bigint, since_nsec integer; crc
+//	violations    (snapshot_id, ord) primary key; invariant, err bytea; crc
+//
 // ord is a row's position in the Global (participants sorted by id,
-// channels by sender then receiver, a channel's messages in FIFO order):
+// channels by sender then receiver, a channel's messages in FIFO order, a
+// participant's wait-for edges and the violations as given):
 // the database's collation does not order bytes as Go does, so the order
 // is stored, not recomputed. A message's sequence number is not stored:
 // Verify holds it to the channel's received count + 1 + its position. No
@@ -138,7 +154,8 @@
 // transaction: inserts the header row, not yet complete (ON CONFLICT DO
 // NOTHING: an id already stored gives persistence.ErrExists, and a Save
 // racing another for one id waits for it at the primary key); copies the
-// participants, then the channels, then the messages with COPY; and
+// participants, then the channels, the messages, the wait-for edges and
+// the violations with COPY (a table with none to write is skipped); and
 // finally sets the header's checksum and complete mark. The rows are
 // streamed: each COPY reads the Global one row at a time through a
 // pgx.CopyFromSource that computes the row's checksum as it goes, and pgx
@@ -152,15 +169,18 @@
 // # Checksums
 //
 // Each row's crc is the CRC-32C (Castagnoli) of a canonical encoding of
-// the row: a tag byte ('p', 'c', 'm'), the snapshot id (8 bytes), the
-// row's position (4 bytes each: ord, or channel_ord and ord), then its
-// columns in order: byte strings as a 4-byte length and the bytes (length
-// 0xffffffff for NULL), numbers in 8 bytes, booleans in one; every number
-// is big-endian. The header's checksum is the CRC-32C of 'h',
-// the id, format, mode, instants and counts, then of every row's crc in
-// order: participants, channels, messages. A row moved to another
-// snapshot or position, changed, added or removed therefore fails a
-// check.
+// the row: a tag byte ('p', 'c', 'm', 'w', 'v'), the snapshot id (8
+// bytes), the row's position (4 bytes each: ord, or channel_ord or
+// participant_ord and ord), then its columns in order: byte strings as a
+// 4-byte length and the bytes (length 0xffffffff for NULL), numbers in 8
+// bytes (since_nsec in 4), booleans in one; every number is big-endian. In
+// format 2 a participant's wait flags are one byte after departed: 0 for
+// none, else 1 plus 2 for wait_any and 4 for wait_timer. The header's
+// checksum is the CRC-32C of 'h', the id, format, mode, instants and
+// counts (in format 2 the counts of waits and violations too), then of
+// every row's crc in order: participants, channels, messages, waits,
+// violations. A row moved to another snapshot or position, changed, added
+// or removed therefore fails a check.
 //
 // # Reading
 //
@@ -172,8 +192,10 @@
 // reported as a *persistence.CorruptError whose File is the
 // schema-qualified table (such as "actorsnap.participants") and whose
 // Offset is the row's position among the snapshot's rows of that table
-// (0 for the header), with the row named in the Reason. A header of
-// another row format is reported with persistence.ErrFormatVersion.
+// (0 for the header), with the row named in the Reason. Whether the waits
+// and violations tables hold rows of a snapshot that counts none is read
+// with the header, at no query of its own. A header of a row format other
+// than 1 and 2 is reported with persistence.ErrFormatVersion.
 // Names and byte strings are copied from the connection's buffer into a
 // few shared blocks, so a Global costs a few allocations beyond one per
 // message.

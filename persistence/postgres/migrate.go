@@ -73,11 +73,41 @@ var migrations = []string{
 		since      timestamptz NOT NULL,
 		high       bigint      NOT NULL DEFAULT 0
 	);`,
+	// 3: row format 2, which keeps each participant's waits (its flags in
+	// participants, its wait-for edges in waits) and the snapshot's
+	// violations. The rows of format 1 stay as they are: their counts of
+	// waits and violations are 0, and their flags NULL.
+	`ALTER TABLE {schema}.snapshots
+		ADD COLUMN waits      integer NOT NULL DEFAULT 0,
+		ADD COLUMN violations integer NOT NULL DEFAULT 0;
+	ALTER TABLE {schema}.participants
+		ADD COLUMN wait_any   boolean,
+		ADD COLUMN wait_timer boolean;
+	CREATE TABLE {schema}.waits (
+		snapshot_id     bigint  NOT NULL,
+		participant_ord integer NOT NULL,
+		ord             integer NOT NULL,
+		target          bytea   NOT NULL,
+		request         bigint  NOT NULL,
+		type            bytea   NOT NULL,
+		since_sec       bigint  NOT NULL,
+		since_nsec      integer NOT NULL,
+		crc             bigint  NOT NULL,
+		PRIMARY KEY (snapshot_id, participant_ord, ord)
+	);
+	CREATE TABLE {schema}.violations (
+		snapshot_id bigint  NOT NULL,
+		ord         integer NOT NULL,
+		invariant   bytea   NOT NULL,
+		err         bytea   NOT NULL,
+		crc         bigint  NOT NULL,
+		PRIMARY KEY (snapshot_id, ord)
+	);`,
 }
 
 // SchemaVersion is the version of the database schema this build
 // migrates to.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // migrate brings the schema up to SchemaVersion in one transaction, under
 // a transaction-scoped advisory lock of the schema's own: processes
@@ -127,7 +157,14 @@ func (s *Store) migrateTx(c *call, tx pgx.Tx) error {
 	}
 	if s.mustExist {
 		// Only read: an older schema is read as it is, and migrated by the
-		// next writer.
+		// next writer. Its version says which tables and columns it has.
+		var found bool
+		if err := scan(&found, `SELECT to_regclass($1) IS NOT NULL`, s.t.qMigrations); err != nil {
+			return err
+		}
+		if found {
+			return scan(&s.version, `SELECT coalesce(max(version), 0) FROM `+s.t.qMigrations)
+		}
 		return nil
 	}
 	if !exists {
@@ -148,6 +185,7 @@ func (s *Store) migrateTx(c *call, tx pgx.Tx) error {
 	if version > len(migrations) {
 		return fmt.Errorf("%w: schema %s is at version %d, this build knows up to %d", ErrSchemaVersion, s.schema, version, len(migrations))
 	}
+	s.version = len(migrations)
 	quoted := pgx.Identifier{s.schema}.Sanitize()
 	for v := version; v < len(migrations); v++ {
 		// Without arguments pgx sends the simple protocol, which runs

@@ -192,8 +192,10 @@ func countTrue(bs []bool) int {
 func TestCorrupt(t *testing.T) {
 	serverURL(t)
 	t.Parallel()
-	// storetest.Small: 12 participants, the last departed; 16 channels of
-	// 3 messages each, so message (channel c, j) is row 3c+j.
+	// storetest.WithWaits: 12 participants, the last departed, the first 8
+	// with 3 wait-for edges each, so edge (participant p, j) is row 3p+j;
+	// 16 channels of 3 messages each, so message (channel c, j) is row
+	// 3c+j; 2 violations.
 	tests := []struct {
 		name   string
 		sql    string // %[1]s is the schema
@@ -244,6 +246,39 @@ func TestCorrupt(t *testing.T) {
 			 UPDATE %[1]s.participants SET ord = 0 WHERE snapshot_id = 5 AND ord = 1;
 			 UPDATE %[1]s.participants SET ord = 1 WHERE snapshot_id = 5 AND ord = -1`,
 			"participants", 0, "checksum mismatch"},
+		{"wait flag",
+			`UPDATE %[1]s.participants SET wait_timer = NOT wait_timer WHERE snapshot_id = 5 AND ord = 2`,
+			"participants", 2, "participant 2: checksum mismatch"},
+		{"waits taken away",
+			`UPDATE %[1]s.participants SET wait_any = NULL, wait_timer = NULL WHERE snapshot_id = 5 AND ord = 5`,
+			"participants", 5, "checksum mismatch"},
+		{"half the wait flags",
+			`UPDATE %[1]s.participants SET wait_any = NULL WHERE snapshot_id = 5 AND ord = 1`,
+			"participants", 1, "must both be NULL, or neither"},
+		{"wait type",
+			`UPDATE %[1]s.waits SET type = 'x' WHERE snapshot_id = 5 AND participant_ord = 1 AND ord = 0`,
+			"waits", 3, "wait (participant 1, 0): checksum mismatch"},
+		{"wait since",
+			`UPDATE %[1]s.waits SET since_nsec = since_nsec + 1 WHERE snapshot_id = 5 AND participant_ord = 7 AND ord = 2`,
+			"waits", 23, "checksum mismatch"},
+		{"wait missing",
+			`DELETE FROM %[1]s.waits WHERE snapshot_id = 5 AND participant_ord = 0 AND ord = 1`,
+			"waits", 1, "out of place"},
+		{"wait moved to a participant without waits",
+			`UPDATE %[1]s.waits SET participant_ord = 10 WHERE snapshot_id = 5 AND participant_ord = 7`,
+			"waits", 21, "out of place"},
+		{"wait rows the header does not count",
+			`UPDATE %[1]s.snapshots SET waits = 0 WHERE id = 5`,
+			"waits", 0, "the header counts none"},
+		{"violation error",
+			`UPDATE %[1]s.violations SET err = 'x' WHERE snapshot_id = 5 AND ord = 1`,
+			"violations", 1, "violation 1: checksum mismatch"},
+		{"violation missing",
+			`DELETE FROM %[1]s.violations WHERE snapshot_id = 5 AND ord = 1`,
+			"violations", 1, "1 violation rows, the header counts 2"},
+		{"header violation count",
+			`UPDATE %[1]s.snapshots SET violations = 3 WHERE id = 5`,
+			"violations", 2, "2 violation rows, the header counts 3"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -251,8 +286,8 @@ func TestCorrupt(t *testing.T) {
 			ctx := context.Background()
 			schema := freshSchema(t)
 			s := open(t, schema)
-			require.NoError(t, s.Save(ctx, storetest.NewGlobal(4, storetest.Small)))
-			require.NoError(t, s.Save(ctx, storetest.NewGlobal(5, storetest.Small)))
+			require.NoError(t, s.Save(ctx, storetest.NewGlobal(4, storetest.WithWaits)))
+			require.NoError(t, s.Save(ctx, storetest.NewGlobal(5, storetest.WithWaits)))
 			exec(t, fmt.Sprintf(tt.sql, schema))
 
 			_, err := s.Load(ctx, 5)
@@ -262,7 +297,7 @@ func TestCorrupt(t *testing.T) {
 
 			g, err := s.Load(ctx, 4)
 			require.NoError(t, err)
-			require.NoError(t, storetest.Equal(storetest.NewGlobal(4, storetest.Small), g))
+			require.NoError(t, storetest.Equal(storetest.NewGlobal(4, storetest.WithWaits), g))
 			require.NoError(t, s.Retain(ctx, 1))
 			ids, err := s.List(ctx)
 			require.NoError(t, err)
@@ -296,7 +331,7 @@ func TestSaveCutShort(t *testing.T) {
 				s := open(t, freshSchema(t))
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
-				require.NoError(t, s.Save(ctx, storetest.NewGlobal(1, storetest.Small)))
+				require.NoError(t, s.Save(ctx, storetest.NewGlobal(1, storetest.WithWaits)))
 				postgres.SetSaveHook(s, func(ctx context.Context, at string, tx pgx.Tx) error {
 					if at != stage {
 						return nil
@@ -312,7 +347,7 @@ func TestSaveCutShort(t *testing.T) {
 						return err
 					}
 				})
-				err := s.Save(ctx, storetest.NewGlobal(2, storetest.Small))
+				err := s.Save(ctx, storetest.NewGlobal(2, storetest.WithWaits))
 				require.Error(t, err)
 				switch how {
 				case "error":
@@ -330,11 +365,11 @@ func TestSaveCutShort(t *testing.T) {
 				require.ErrorIs(t, err, persistence.ErrNotFound)
 				g, err := s.Latest(bg)
 				require.NoError(t, err)
-				require.NoError(t, storetest.Equal(storetest.NewGlobal(1, storetest.Small), g))
-				require.NoError(t, s.Save(bg, storetest.NewGlobal(2, storetest.Small)))
+				require.NoError(t, storetest.Equal(storetest.NewGlobal(1, storetest.WithWaits), g))
+				require.NoError(t, s.Save(bg, storetest.NewGlobal(2, storetest.WithWaits)))
 				g, err = s.Load(bg, 2)
 				require.NoError(t, err)
-				require.NoError(t, storetest.Equal(storetest.NewGlobal(2, storetest.Small), g))
+				require.NoError(t, storetest.Equal(storetest.NewGlobal(2, storetest.WithWaits), g))
 			})
 		}
 	}
@@ -382,6 +417,61 @@ func TestMigrationsConcurrent(t *testing.T) {
 	g, err := again.Load(ctx, 1)
 	require.NoError(t, err)
 	require.NoError(t, storetest.Equal(storetest.NewGlobal(1, storetest.Small), g))
+}
+
+// TestSchemaVersion2 opens a schema of version 2 holding a snapshot in
+// row format 1, as the build before version 3 left it
+// (testdata/schema-v2.sql, kept as written): with MustExist it is read as
+// it is, and changes nothing; opened to write, it is migrated, and its
+// snapshot lives alongside those with waits.
+func TestSchemaVersion2(t *testing.T) {
+	serverURL(t)
+	t.Parallel()
+	ctx := context.Background()
+	schema := freshSchema(t)
+	fixture, err := os.ReadFile("testdata/schema-v2.sql")
+	require.NoError(t, err)
+	exec(t, strings.ReplaceAll(string(fixture), "{schema}", pgx.Identifier{schema}.Sanitize()))
+	versions := func() []int32 {
+		return query[int32](t, `SELECT version FROM `+schema+`.schema_migrations ORDER BY version`)
+	}
+	old := storetest.NewGlobal(7, storetest.Small)
+
+	u := withParams(t, serverURL(t), map[string]string{"schema": schema})
+	ro, err := persistence.OpenURL(ctx, u, persistence.MustExist())
+	require.NoError(t, err)
+	defer ro.(*postgres.Store).Close()
+	g, err := ro.Load(ctx, 7)
+	require.NoError(t, err)
+	require.NoError(t, storetest.Equal(old, g))
+	g, err = ro.Latest(ctx)
+	require.NoError(t, err)
+	require.NoError(t, storetest.Equal(old, g))
+	require.ErrorContains(t, ro.Save(ctx, storetest.NewGlobal(8, storetest.WithWaits)), "version 2")
+	assert.Equal(t, []int32{1, 2}, versions(), "MustExist migrates nothing")
+
+	s := open(t, schema)
+	assert.Equal(t, []int32{1, 2, 3}, versions())
+	g, err = s.Load(ctx, 7)
+	require.NoError(t, err)
+	require.NoError(t, storetest.Equal(old, g))
+	require.NoError(t, s.Save(ctx, storetest.NewGlobal(8, storetest.WithWaits)))
+	g, err = s.Latest(ctx)
+	require.NoError(t, err)
+	require.NoError(t, storetest.Equal(storetest.NewGlobal(8, storetest.WithWaits), g))
+	require.NoError(t, s.Retain(ctx, 2))
+	ids, err := s.List(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []snapshot.SnapshotID{7, 8}, ids)
+	require.NoError(t, s.Retain(ctx, 1))
+	ids, err = s.List(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []snapshot.SnapshotID{8}, ids)
+
+	// The store opened before the migration reads the schema as it was
+	// then: a snapshot saved since is of a format it cannot read.
+	_, err = ro.Load(ctx, 8)
+	require.ErrorIs(t, err, persistence.ErrFormatVersion)
 }
 
 // TestSchemaNewer opens a schema migrated by a newer build.
@@ -506,11 +596,11 @@ func TestDeleteLeavesNothing(t *testing.T) {
 	schema := freshSchema(t)
 	s := open(t, schema)
 	for id := snapshot.SnapshotID(1); id <= 4; id++ {
-		require.NoError(t, s.Save(ctx, storetest.NewGlobal(id, storetest.Small)))
+		require.NoError(t, s.Save(ctx, storetest.NewGlobal(id, storetest.WithWaits)))
 	}
 	require.NoError(t, s.Delete(ctx, 2))
 	require.NoError(t, s.Retain(ctx, 1))
-	for _, table := range []string{"participants", "channels", "messages"} {
+	for _, table := range []string{"participants", "channels", "messages", "waits", "violations"} {
 		assert.Equal(t, []int64{4}, query[int64](t, `SELECT DISTINCT snapshot_id FROM `+schema+`.`+table), table)
 	}
 	assert.Equal(t, []int64{4}, query[int64](t, `SELECT id FROM `+schema+`.snapshots`))
@@ -525,10 +615,13 @@ func TestExecModes(t *testing.T) {
 	edge := &snapshot.Global{
 		ID: 3,
 		Participants: []snapshot.Participant{
-			{ID: "", Kind: "", State: []byte{}},
-			{ID: "a", Kind: "k\x00\xff", State: nil},
+			{ID: "", Kind: "", State: []byte{}, Waits: &snapshot.Waits{}},
+			{ID: "a", Kind: "k\x00\xff", State: nil, Waits: &snapshot.Waits{Any: true, Timer: true, Edges: []snapshot.Wait{
+				{To: "b", Request: 1<<64 - 1, Type: "\x00\xff", Since: time.Unix(-1<<40, 999999999)},
+				{To: "\x00not a participant", Since: time.Unix(1<<40, 1)},
+			}}},
 			{ID: "b", Kind: "k", State: bytes.Repeat([]byte{0, 0xff}, 40000)},
-			{ID: "c/\u00e9\x00", Departed: true},
+			{ID: "c/\u00e9\x00", Departed: true, Waits: &snapshot.Waits{Timer: true}},
 		},
 		Channels: []snapshot.ChannelState{
 			{Channel: snapshot.Channel{From: "a", To: "b"}, Sent: 1 << 63, Received: 1<<63 - 2, Messages: []snapshot.Message{
@@ -536,6 +629,7 @@ func TestExecModes(t *testing.T) {
 				{Seq: 1 << 63, Payload: persistence.RecordedMessage{Type: "", Data: []byte{}}},
 			}},
 		},
+		Violations: []snapshot.Violation{{Invariant: "\x00", Err: "\xff"}, {}},
 	}
 	for _, mode := range []string{"cache_statement", "cache_describe", "describe_exec", "exec", "simple_protocol"} {
 		t.Run(mode, func(t *testing.T) {
@@ -544,7 +638,7 @@ func TestExecModes(t *testing.T) {
 			s, err := postgres.Open(ctx, withParams(t, base, map[string]string{"default_query_exec_mode": mode, "schema": freshSchema(t)}))
 			require.NoError(t, err)
 			defer s.Close()
-			for _, g := range []*snapshot.Global{edge, storetest.NewGlobal(5, storetest.Small)} {
+			for _, g := range []*snapshot.Global{edge, storetest.NewGlobal(5, storetest.WithWaits)} {
 				require.NoError(t, s.Save(ctx, g))
 				got, err := s.Load(ctx, g.ID)
 				require.NoError(t, err)

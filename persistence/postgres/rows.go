@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"slices"
 	"time"
 	"unsafe"
 
@@ -17,9 +18,10 @@ import (
 )
 
 // rowFormat is the version of the row layout and checksums this build
-// writes and reads, stored in each header row. A snapshot of another
-// version is listed but refused by Load with persistence.ErrFormatVersion.
-const rowFormat = 1
+// writes, stored in each header row. It reads it and format 1, which has
+// no waits and no violations. A snapshot of another format is listed but
+// refused by Load with persistence.ErrFormatVersion.
+const rowFormat = 2
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -30,6 +32,8 @@ const (
 	tagParticipant = 'p'
 	tagChannel     = 'c'
 	tagMessage     = 'm'
+	tagWait        = 'w'
+	tagViolation   = 'v'
 )
 
 // hasher computes the CRC-32C of a row's canonical encoding (see the
@@ -84,8 +88,13 @@ type header struct {
 	startNsec, endNsec     int32
 	participants, channels int32
 	messages               int32
+	waits, violations      int32 // 0 in format 1
 	checksum               int64
 	complete               bool
+	// Whether the waits and violations tables hold rows of the snapshot,
+	// read with the header so that a snapshot without any costs no
+	// query of its own to check that none are astray.
+	strayWaits, strayViolations bool
 }
 
 func newHeader(g *snapshot.Global) header {
@@ -100,12 +109,25 @@ func newHeader(g *snapshot.Global) header {
 		participants: int32(len(g.Participants)),
 		channels:     int32(len(g.Channels)),
 		messages:     int32(g.TotalInFlight()),
+		waits:        int32(totalWaits(g)),
+		violations:   int32(len(g.Violations)),
 	}
+}
+
+// totalWaits returns the number of wait-for edges of g's participants.
+func totalWaits(g *snapshot.Global) int {
+	n := 0
+	for i := range g.Participants {
+		if w := g.Participants[i].Waits; w != nil {
+			n += len(w.Edges)
+		}
+	}
+	return n
 }
 
 // newHeaderSum starts the header's checksum: its own columns, to which
 // the checksum of every row is added in order (participants, channels,
-// messages).
+// messages and, in format 2, waits and violations).
 func newHeaderSum(h header) *hasher {
 	s := &hasher{buf: make([]byte, 0, 128)}
 	s.u8(tagHeader)
@@ -119,6 +141,10 @@ func newHeaderSum(h header) *hasher {
 	s.u32(uint32(h.participants))
 	s.u32(uint32(h.channels))
 	s.u32(uint32(h.messages))
+	if h.format >= 2 {
+		s.u32(uint32(h.waits))
+		s.u32(uint32(h.violations))
+	}
 	return s
 }
 
@@ -131,7 +157,9 @@ func (h *hasher) add(crc uint32) {
 	}
 }
 
-func participantSum(h *hasher, id int64, ord int32, process, kind, state []byte, departed bool) uint32 {
+// participantSum is the checksum of a participant's row. In format 2 it
+// covers the row's waits too, as waitFlags gives them.
+func participantSum(h *hasher, format int16, id int64, ord int32, process, kind, state []byte, departed bool, waits byte) uint32 {
 	h.reset()
 	h.u8(tagParticipant)
 	h.u64(uint64(id))
@@ -140,6 +168,43 @@ func participantSum(h *hasher, id int64, ord int32, process, kind, state []byte,
 	h.bytes(kind)
 	h.bytes(state)
 	h.u8(b2u(departed))
+	if format >= 2 {
+		h.u8(waits)
+	}
+	return h.sum()
+}
+
+// waitFlags encodes a participant's wait_any and wait_timer for its
+// checksum: 0 for none (both NULL), else 1, plus 2 for any and 4 for
+// timer.
+func waitFlags(w *snapshot.Waits) byte {
+	if w == nil {
+		return 0
+	}
+	return 1 | b2u(w.Any)<<1 | b2u(w.Timer)<<2
+}
+
+func waitSum(h *hasher, id int64, participant, ord int32, target []byte, request uint64, typ []byte, sinceSec int64, sinceNsec int32) uint32 {
+	h.reset()
+	h.u8(tagWait)
+	h.u64(uint64(id))
+	h.u32(uint32(participant))
+	h.u32(uint32(ord))
+	h.bytes(target)
+	h.u64(request)
+	h.bytes(typ)
+	h.u64(uint64(sinceSec))
+	h.u32(uint32(sinceNsec))
+	return h.sum()
+}
+
+func violationSum(h *hasher, id int64, ord int32, invariant, err []byte) uint32 {
+	h.reset()
+	h.u8(tagViolation)
+	h.u64(uint64(id))
+	h.u32(uint32(ord))
+	h.bytes(invariant)
+	h.bytes(err)
 	return h.sum()
 }
 
@@ -188,9 +253,11 @@ func strBytes(s string) []byte {
 
 // The columns each COPY writes, in the order of the rows' values.
 var (
-	participantColumns = []string{"snapshot_id", "ord", "process", "kind", "state", "departed", "crc"}
+	participantColumns = []string{"snapshot_id", "ord", "process", "kind", "state", "departed", "wait_any", "wait_timer", "crc"}
 	channelColumns     = []string{"snapshot_id", "ord", "sender", "receiver", "sent", "received", "crc"}
 	messageColumns     = []string{"snapshot_id", "channel_ord", "ord", "type", "data", "crc"}
+	waitColumns        = []string{"snapshot_id", "participant_ord", "ord", "target", "request", "type", "since_sec", "since_nsec", "crc"}
+	violationColumns   = []string{"snapshot_id", "ord", "invariant", "err", "crc"}
 )
 
 // Cells of a row being copied. pgx encodes a value through the interface
@@ -198,14 +265,18 @@ var (
 // row costs no allocation (a pointer to a plain int64 would: pgx
 // dereferences it by reflection).
 type (
-	intCell   struct{ v int64 }
-	boolCell  struct{ v bool }
-	bytesCell struct{ v []byte } // nil is NULL
+	intCell      struct{ v int64 }
+	boolCell     struct{ v bool }
+	nullBoolCell struct{ v, valid bool } // NULL unless valid
+	bytesCell    struct{ v []byte }      // nil is NULL
 )
 
 func (c *intCell) Int64Value() (pgtype.Int8, error) { return pgtype.Int8{Int64: c.v, Valid: true}, nil }
 func (c *boolCell) BoolValue() (pgtype.Bool, error) { return pgtype.Bool{Bool: c.v, Valid: true}, nil }
-func (c *bytesCell) BytesValue() ([]byte, error)    { return c.v, nil }
+func (c *nullBoolCell) BoolValue() (pgtype.Bool, error) {
+	return pgtype.Bool{Bool: c.v, Valid: c.valid}, nil
+}
+func (c *bytesCell) BytesValue() ([]byte, error) { return c.v, nil }
 
 // participantRows is the pgx.CopyFromSource of a snapshot's participants.
 // It reads them from the Global one at a time, computing each row's
@@ -222,6 +293,7 @@ type participantRows struct {
 		id, ord, crc         intCell
 		process, kind, state bytesCell
 		departed             boolCell
+		waitAny, waitTimer   nullBoolCell
 	}
 }
 
@@ -231,12 +303,17 @@ func (r *participantRows) Next() bool {
 	}
 	if r.vals == nil {
 		w := &r.row
-		r.vals = []any{&w.id, &w.ord, &w.process, &w.kind, &w.state, &w.departed, &w.crc}
+		r.vals = []any{&w.id, &w.ord, &w.process, &w.kind, &w.state, &w.departed, &w.waitAny, &w.waitTimer, &w.crc}
 	}
 	p, w := &r.g.Participants[r.i], &r.row
 	w.id.v, w.ord.v = int64(r.g.ID), int64(r.i)
 	w.process.v, w.kind.v, w.state.v, w.departed.v = strBytes(string(p.ID)), strBytes(p.Kind), p.State, p.Departed
-	crc := participantSum(&r.h, w.id.v, int32(r.i), w.process.v, w.kind.v, p.State, p.Departed)
+	w.waitAny, w.waitTimer = nullBoolCell{}, nullBoolCell{}
+	if p.Waits != nil {
+		w.waitAny = nullBoolCell{v: p.Waits.Any, valid: true}
+		w.waitTimer = nullBoolCell{v: p.Waits.Timer, valid: true}
+	}
+	crc := participantSum(&r.h, rowFormat, w.id.v, int32(r.i), w.process.v, w.kind.v, p.State, p.Departed, waitFlags(p.Waits))
 	r.sum.add(crc)
 	w.crc.v = int64(crc)
 	r.i++
@@ -322,6 +399,83 @@ func (r *messageRows) Next() bool {
 
 func (r *messageRows) Values() ([]any, error) { return r.vals, nil }
 func (r *messageRows) Err() error             { return nil }
+
+// waitRows is the pgx.CopyFromSource of a snapshot's wait-for edges,
+// participant by participant, each's in order. A target is stored by
+// name, whether it is a participant or not.
+type waitRows struct {
+	g    *snapshot.Global
+	sum  *hasher
+	h    hasher
+	p, j int
+	vals []any
+	row  struct {
+		id, participant, ord, request, sinceSec, sinceNsec, crc intCell
+		target, typ                                             bytesCell
+	}
+}
+
+func (r *waitRows) Next() bool {
+	ps := r.g.Participants
+	for r.p < len(ps) && (ps[r.p].Waits == nil || r.j >= len(ps[r.p].Waits.Edges)) {
+		r.p, r.j = r.p+1, 0
+	}
+	if r.p >= len(ps) {
+		return false
+	}
+	if r.vals == nil {
+		w := &r.row
+		r.vals = []any{&w.id, &w.participant, &w.ord, &w.target, &w.request, &w.typ, &w.sinceSec, &w.sinceNsec, &w.crc}
+	}
+	e, w := &ps[r.p].Waits.Edges[r.j], &r.row
+	w.id.v, w.participant.v, w.ord.v = int64(r.g.ID), int64(r.p), int64(r.j)
+	w.target.v, w.typ.v = strBytes(string(e.To)), strBytes(e.Type)
+	// The request number is stored as its bits: bigint has no unsigned
+	// form.
+	w.request.v, w.sinceSec.v, w.sinceNsec.v = int64(e.Request), e.Since.Unix(), int64(e.Since.Nanosecond())
+	crc := waitSum(&r.h, w.id.v, int32(r.p), int32(r.j), w.target.v, e.Request, w.typ.v, w.sinceSec.v, int32(w.sinceNsec.v))
+	r.sum.add(crc)
+	w.crc.v = int64(crc)
+	r.j++
+	return true
+}
+
+func (r *waitRows) Values() ([]any, error) { return r.vals, nil }
+func (r *waitRows) Err() error             { return nil }
+
+// violationRows is the pgx.CopyFromSource of a snapshot's violations.
+type violationRows struct {
+	g    *snapshot.Global
+	sum  *hasher
+	h    hasher
+	i    int
+	vals []any
+	row  struct {
+		id, ord, crc   intCell
+		invariant, err bytesCell
+	}
+}
+
+func (r *violationRows) Next() bool {
+	if r.i >= len(r.g.Violations) {
+		return false
+	}
+	if r.vals == nil {
+		w := &r.row
+		r.vals = []any{&w.id, &w.ord, &w.invariant, &w.err, &w.crc}
+	}
+	v, w := &r.g.Violations[r.i], &r.row
+	w.id.v, w.ord.v = int64(r.g.ID), int64(r.i)
+	w.invariant.v, w.err.v = strBytes(v.Invariant), strBytes(v.Err)
+	crc := violationSum(&r.h, w.id.v, int32(r.i), w.invariant.v, w.err.v)
+	r.sum.add(crc)
+	w.crc.v = int64(crc)
+	r.i++
+	return true
+}
+
+func (r *violationRows) Values() ([]any, error) { return r.vals, nil }
+func (r *violationRows) Err() error             { return nil }
 
 // The loader never allocates for more elements than a header claims up
 // front, beyond this: a damaged count cannot make it allocate much before
@@ -412,11 +566,20 @@ func (s *Store) load(c *call, tx pgx.Tx, id snapshot.SnapshotID) (*snapshot.Glob
 	var h header
 	ctx, cancel := c.stmt()
 	defer cancel()
+	// A schema not yet migrated to version 3 (opened with MustExist) has
+	// neither the counts nor the tables of waits and violations.
+	extra := `0, 0, false, false`
+	if s.version >= 3 {
+		extra = `waits, violations,
+			EXISTS (SELECT FROM ` + s.t.qWaits + ` WHERE snapshot_id = $1),
+			EXISTS (SELECT FROM ` + s.t.qViolations + ` WHERE snapshot_id = $1)`
+	}
 	err := tx.QueryRow(ctx, `SELECT format, mode, start_sec, start_nsec, end_sec, end_nsec,
-			participants, channels, messages, checksum, complete
+			participants, channels, messages, checksum, complete, `+extra+`
 		FROM `+s.t.qSnapshots+` WHERE id = $1`, int64(id)).Scan(
 		&h.format, &h.mode, &h.startSec, &h.startNsec, &h.endSec, &h.endNsec,
-		&h.participants, &h.channels, &h.messages, &h.checksum, &h.complete)
+		&h.participants, &h.channels, &h.messages, &h.checksum, &h.complete,
+		&h.waits, &h.violations, &h.strayWaits, &h.strayViolations)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: %d", persistence.ErrNotFound, id)
 	}
@@ -424,8 +587,12 @@ func (s *Store) load(c *call, tx pgx.Tx, id snapshot.SnapshotID) (*snapshot.Glob
 		return nil, err
 	}
 	h.id = int64(id)
-	if h.format != rowFormat {
-		return nil, fmt.Errorf("%w: snapshot %d has row format %d, this build reads %d", persistence.ErrFormatVersion, id, h.format, rowFormat)
+	if h.format < 1 || h.format > rowFormat {
+		return nil, fmt.Errorf("%w: snapshot %d has row format %d, this build reads 1 to %d", persistence.ErrFormatVersion, id, h.format, rowFormat)
+	}
+	if h.format >= 2 && s.version < 3 {
+		// Saved after the schema was migrated, by another Store.
+		return nil, fmt.Errorf("%w: snapshot %d has row format %d, which schema %s at version %d, as this Store opened it, does not hold; open the store again", persistence.ErrFormatVersion, id, h.format, s.schema, s.version)
 	}
 	t := s.t.snapshots
 	switch {
@@ -441,6 +608,16 @@ func (s *Store) load(c *call, tx pgx.Tx, id snapshot.SnapshotID) (*snapshot.Glob
 		return nil, l.corrupt(t, 0, "channel count %d out of range", h.channels)
 	case h.messages < 0 || h.messages > persistence.MaxMessages:
 		return nil, l.corrupt(t, 0, "message count %d out of range", h.messages)
+	case h.waits < 0 || h.waits > persistence.MaxWaitsTotal:
+		return nil, l.corrupt(t, 0, "wait count %d out of range", h.waits)
+	case h.violations < 0 || h.violations > persistence.MaxViolations:
+		return nil, l.corrupt(t, 0, "violation count %d out of range", h.violations)
+	case h.format < 2 && (h.waits != 0 || h.violations != 0):
+		return nil, l.corrupt(t, 0, "row format %d has no waits or violations, but the header counts %d and %d", h.format, h.waits, h.violations)
+	case h.waits == 0 && h.strayWaits:
+		return nil, l.corrupt(s.t.waits, 0, "wait rows, but the header counts none")
+	case h.violations == 0 && h.strayViolations:
+		return nil, l.corrupt(s.t.violations, 0, "violation rows, but the header counts none")
 	}
 	g := &snapshot.Global{
 		ID:    id,
@@ -449,7 +626,8 @@ func (s *Store) load(c *call, tx pgx.Tx, id snapshot.SnapshotID) (*snapshot.Glob
 		End:   time.Unix(h.endSec, int64(h.endNsec)).UTC(),
 	}
 	l.sum = newHeaderSum(h)
-	if err := l.participants(tx, g, int(h.participants)); err != nil {
+	waiting, err := l.participants(tx, g, h.format, int(h.participants))
+	if err != nil {
 		return nil, err
 	}
 	if err := l.channels(tx, g, int(h.channels), int(h.messages)); err != nil {
@@ -457,6 +635,16 @@ func (s *Store) load(c *call, tx pgx.Tx, id snapshot.SnapshotID) (*snapshot.Glob
 	}
 	if err := l.messages(tx, g, int(h.messages)); err != nil {
 		return nil, err
+	}
+	if h.waits > 0 {
+		if err := l.waits(tx, g, waiting, int(h.waits)); err != nil {
+			return nil, err
+		}
+	}
+	if h.violations > 0 {
+		if err := l.violations(tx, g, int(h.violations)); err != nil {
+			return nil, err
+		}
 	}
 	if got := l.sum.sum(); int64(got) != h.checksum {
 		return nil, l.corrupt(t, 0, "header checksum mismatch: stored %08x, computed %08x", uint32(h.checksum), got)
@@ -475,14 +663,22 @@ func (l *loader) checkCRC(table pgx.Identifier, ord int64, key func() string, st
 	return nil
 }
 
-func (l *loader) participants(tx pgx.Tx, g *snapshot.Global, n int) error {
+// participants reads the participants of a snapshot of the given row
+// format, n of them, and returns the ords of those with waits, whose
+// edges l.waits reads.
+func (l *loader) participants(tx pgx.Tx, g *snapshot.Global, format int16, n int) ([]int32, error) {
 	t := l.s.t.participants
 	ctx, cancel := l.c.stmt()
 	defer cancel()
-	rows, err := tx.Query(ctx, `SELECT ord, process, kind, state, departed, crc
+	// A schema not yet migrated to version 3 has no wait columns.
+	waitCols := `NULL::boolean, NULL::boolean`
+	if l.s.version >= 3 {
+		waitCols = `wait_any, wait_timer`
+	}
+	rows, err := tx.Query(ctx, `SELECT ord, process, kind, state, departed, `+waitCols+`, crc
 		FROM `+l.s.t.qParticipants+` WHERE snapshot_id = $1 ORDER BY ord`, int64(l.id))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer rows.Close()
 	if n > 0 {
@@ -492,24 +688,34 @@ func (l *loader) participants(tx pgx.Tx, g *snapshot.Global, n int) error {
 		ord                  int32
 		process, kind, state pgtype.DriverBytes
 		departed             bool
+		waitAny, waitTimer   pgtype.Bool
 		crc                  int64
 		i                    int
+		waiting              []int32
+		flags                []byte // of each participant in waiting
 	)
 	// One slice for every row: a variadic call would allocate one each.
-	dest := []any{&ord, &process, &kind, &state, &departed, &crc}
+	dest := []any{&ord, &process, &kind, &state, &departed, &waitAny, &waitTimer, &crc}
 	for ; rows.Next(); i++ {
 		if err := rows.Scan(dest...); err != nil {
-			return err
+			return nil, err
 		}
 		if i >= n || int(ord) != i {
-			return l.corrupt(t, int64(ord), "participant row %d out of place (the header counts %d, the next expected is %d)", ord, n, i)
+			return nil, l.corrupt(t, int64(ord), "participant row %d out of place (the header counts %d, the next expected is %d)", ord, n, i)
 		}
 		key := func() string { return fmt.Sprintf("participant %d", ord) }
-		if err := l.checkCRC(t, int64(ord), key, crc, participantSum(&l.h, int64(l.id), ord, process, kind, state, departed)); err != nil {
-			return err
+		var f byte
+		if waitAny.Valid || waitTimer.Valid {
+			if !waitAny.Valid || !waitTimer.Valid || format < 2 {
+				return nil, l.corrupt(t, int64(ord), "%s: wait_any and wait_timer must both be NULL, or neither (and only in row format 2)", key())
+			}
+			f = waitFlags(&snapshot.Waits{Any: waitAny.Bool, Timer: waitTimer.Bool})
+		}
+		if err := l.checkCRC(t, int64(ord), key, crc, participantSum(&l.h, format, int64(l.id), ord, process, kind, state, departed, f)); err != nil {
+			return nil, err
 		}
 		if len(process) > persistence.MaxNameSize || len(kind) > persistence.MaxNameSize || len(state) > persistence.MaxStateSize {
-			return l.corrupt(t, int64(ord), "%s exceeds a format limit", key())
+			return nil, l.corrupt(t, int64(ord), "%s exceeds a format limit", key())
 		}
 		l.sum.add(uint32(crc))
 		g.Participants = append(g.Participants, snapshot.Participant{
@@ -518,14 +724,23 @@ func (l *loader) participants(tx pgx.Tx, g *snapshot.Global, n int) error {
 			State:    l.bytes(state),
 			Departed: departed,
 		})
+		if f != 0 {
+			waiting, flags = append(waiting, ord), append(flags, f)
+		}
 	}
 	if err := rows.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	if i != n {
-		return l.corrupt(t, int64(i), "%d participant rows, the header counts %d", i, n)
+		return nil, l.corrupt(t, int64(i), "%d participant rows, the header counts %d", i, n)
 	}
-	return nil
+	// The waits, made in one block once their number is known.
+	ws := make([]snapshot.Waits, len(waiting))
+	for k, p := range waiting {
+		ws[k] = snapshot.Waits{Any: flags[k]&2 != 0, Timer: flags[k]&4 != 0}
+		g.Participants[p].Waits = &ws[k]
+	}
+	return waiting, nil
 }
 
 func (l *loader) channels(tx pgx.Tx, g *snapshot.Global, n, messages int) error {
@@ -663,6 +878,128 @@ func (l *loader) messages(tx pgx.Tx, g *snapshot.Global, n int) error {
 			c.Messages = msgs[at : at+k : at+k]
 			at += k
 		}
+	}
+	return nil
+}
+
+// waits reads the n wait-for edges of a snapshot, ordered by participant
+// and then by their order, into the waits of the participants waiting
+// lists (the ords of those with waits, in order; one may have no edges).
+// Each participant's edges are a window of one array.
+func (l *loader) waits(tx pgx.Tx, g *snapshot.Global, waiting []int32, n int) error {
+	t := l.s.t.waits
+	ctx, cancel := l.c.stmt()
+	defer cancel()
+	rows, err := tx.Query(ctx, `SELECT participant_ord, ord, target, request, type, since_sec, since_nsec, crc
+		FROM `+l.s.t.qWaits+` WHERE snapshot_id = $1 ORDER BY participant_ord, ord`, int64(l.id))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	edges := make([]snapshot.Wait, 0, min(n, maxPrealloc))
+	spans := make([][2]int, len(waiting)) // each's edges, [start, end)
+	var (
+		p, ord       int32
+		target, typ  pgtype.DriverBytes
+		request, sec int64
+		nsec         int32
+		crc          int64
+		k            = -1 // the index in waiting of the last row's participant
+		i            int
+	)
+	// One slice for every row: a variadic call would allocate one each.
+	dest := []any{&p, &ord, &target, &request, &typ, &sec, &nsec, &crc}
+	for ; rows.Next(); i++ {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		// A row is the next of the last row's participant, or the first
+		// of a later participant with waits.
+		ok := k >= 0 && p == waiting[k] && int(ord) == i-spans[k][0]
+		if !ok && ord == 0 {
+			next, found := slices.BinarySearch(waiting[k+1:], p)
+			if ok = found; ok {
+				k += 1 + next
+				spans[k][0] = i
+			}
+		}
+		if i >= n || !ok {
+			return l.corrupt(t, int64(i), "wait row (participant %d, %d) out of place (the header counts %d; each participant's rows are numbered from 0, and only one with wait flags has any)", p, ord, n)
+		}
+		spans[k][1] = i + 1
+		key := func() string { return fmt.Sprintf("wait (participant %d, %d)", p, ord) }
+		if err := l.checkCRC(t, int64(i), key, crc, waitSum(&l.h, int64(l.id), p, ord, target, uint64(request), typ, sec, nsec)); err != nil {
+			return err
+		}
+		switch {
+		case len(target) > persistence.MaxNameSize || len(typ) > persistence.MaxNameSize || ord >= persistence.MaxWaits:
+			return l.corrupt(t, int64(i), "%s exceeds a format limit", key())
+		case nsec < 0 || nsec >= int32(time.Second):
+			return l.corrupt(t, int64(i), "%s: nanoseconds out of range", key())
+		}
+		l.sum.add(uint32(crc))
+		edges = append(edges, snapshot.Wait{
+			To:      snapshot.ProcessID(l.string(target)),
+			Request: uint64(request),
+			Type:    l.shared(typ),
+			Since:   time.Unix(sec, int64(nsec)).UTC(),
+		})
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if i != n {
+		return l.corrupt(t, int64(i), "%d wait rows, the header counts %d", i, n)
+	}
+	for k, p := range waiting {
+		if a, b := spans[k][0], spans[k][1]; b > a {
+			g.Participants[p].Waits.Edges = edges[a:b:b]
+		}
+	}
+	return nil
+}
+
+// violations reads the n violations of a snapshot.
+func (l *loader) violations(tx pgx.Tx, g *snapshot.Global, n int) error {
+	t := l.s.t.violations
+	ctx, cancel := l.c.stmt()
+	defer cancel()
+	rows, err := tx.Query(ctx, `SELECT ord, invariant, err, crc
+		FROM `+l.s.t.qViolations+` WHERE snapshot_id = $1 ORDER BY ord`, int64(l.id))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	g.Violations = make([]snapshot.Violation, 0, min(n, maxPrealloc))
+	var (
+		ord            int32
+		invariant, msg pgtype.DriverBytes
+		crc            int64
+		i              int
+	)
+	dest := []any{&ord, &invariant, &msg, &crc}
+	for ; rows.Next(); i++ {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		if i >= n || int(ord) != i {
+			return l.corrupt(t, int64(ord), "violation row %d out of place (the header counts %d, the next expected is %d)", ord, n, i)
+		}
+		key := func() string { return fmt.Sprintf("violation %d", ord) }
+		if err := l.checkCRC(t, int64(ord), key, crc, violationSum(&l.h, int64(l.id), ord, invariant, msg)); err != nil {
+			return err
+		}
+		if len(invariant) > persistence.MaxNameSize || len(msg) > persistence.MaxViolationSize {
+			return l.corrupt(t, int64(ord), "%s exceeds a format limit", key())
+		}
+		l.sum.add(uint32(crc))
+		g.Violations = append(g.Violations, snapshot.Violation{Invariant: l.string(invariant), Err: l.string(msg)})
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if i != n {
+		return l.corrupt(t, int64(i), "%d violation rows, the header counts %d", i, n)
 	}
 	return nil
 }

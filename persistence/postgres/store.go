@@ -68,8 +68,12 @@ type Store struct {
 	t         tables
 	timeouts  timeouts
 	mustExist bool // Open creates nothing (persistence.OpenOptions.MustExist)
-	leaseMu   sync.Mutex
-	lease     *lease // held by this Store, if any
+	// version is the schema's version: SchemaVersion, unless the Store
+	// was opened with MustExist on a schema not yet migrated, whose
+	// tables it reads as they are.
+	version int
+	leaseMu sync.Mutex
+	lease   *lease // held by this Store, if any
 	// hook, set by tests only, runs at each stage of a Save; an error
 	// aborts the Save there.
 	hook func(ctx context.Context, stage string, tx pgx.Tx) error
@@ -79,9 +83,9 @@ var _ persistence.Store = (*Store)(nil)
 
 // tables holds the schema-qualified names of the store's tables.
 type tables struct {
-	snapshots, participants, channels, messages, migrations pgx.Identifier
+	snapshots, participants, channels, messages, waits, violations, migrations pgx.Identifier
 	// The same, quoted for SQL text; and the owner table's.
-	qSnapshots, qParticipants, qChannels, qMessages, qMigrations, qOwner string
+	qSnapshots, qParticipants, qChannels, qMessages, qWaits, qViolations, qMigrations, qOwner string
 }
 
 func newTables(schema string) tables {
@@ -91,12 +95,16 @@ func newTables(schema string) tables {
 		participants: id("participants"),
 		channels:     id("channels"),
 		messages:     id("messages"),
+		waits:        id("waits"),
+		violations:   id("violations"),
 		migrations:   id("schema_migrations"),
 	}
 	t.qSnapshots = t.snapshots.Sanitize()
 	t.qParticipants = t.participants.Sanitize()
 	t.qChannels = t.channels.Sanitize()
 	t.qMessages = t.messages.Sanitize()
+	t.qWaits = t.waits.Sanitize()
+	t.qViolations = t.violations.Sanitize()
 	t.qMigrations = t.migrations.Sanitize()
 	t.qOwner = id("owner").Sanitize()
 	return t
@@ -259,14 +267,17 @@ func (s *Store) Save(ctx context.Context, g *snapshot.Global) error {
 }
 
 func (s *Store) save(c *call, tx pgx.Tx, g *snapshot.Global) error {
+	if s.version < SchemaVersion {
+		return fmt.Errorf("schema %s is at version %d, opened without migrating it (MustExist); this build saves to version %d", s.schema, s.version, SchemaVersion)
+	}
 	h := newHeader(g)
 	ctx, cancel := c.stmt()
 	defer cancel()
 	tag, err := tx.Exec(ctx, `INSERT INTO `+s.t.qSnapshots+`
-		(id, format, mode, start_sec, start_nsec, end_sec, end_nsec, participants, channels, messages, checksum, complete)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, false)
+		(id, format, mode, start_sec, start_nsec, end_sec, end_nsec, participants, channels, messages, waits, violations, checksum, complete)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 0, false)
 		ON CONFLICT (id) DO NOTHING`,
-		h.id, h.format, h.mode, h.startSec, h.startNsec, h.endSec, h.endNsec, h.participants, h.channels, h.messages)
+		h.id, h.format, h.mode, h.startSec, h.startNsec, h.endSec, h.endNsec, h.participants, h.channels, h.messages, h.waits, h.violations)
 	if err != nil {
 		return err
 	}
@@ -308,6 +319,28 @@ func (s *Store) save(c *call, tx pgx.Tx, g *snapshot.Global) error {
 		}
 	}
 	if err := s.step(c.ctx, "messages", tx); err != nil {
+		return err
+	}
+	if h.waits > 0 {
+		src := &waitRows{g: g, sum: sum}
+		ctx, cancel := c.stmt()
+		defer cancel()
+		if _, err := tx.CopyFrom(ctx, s.t.waits, waitColumns, src); err != nil {
+			return fmt.Errorf("copy waits: %w", err)
+		}
+	}
+	if err := s.step(c.ctx, "waits", tx); err != nil {
+		return err
+	}
+	if h.violations > 0 {
+		src := &violationRows{g: g, sum: sum}
+		ctx, cancel := c.stmt()
+		defer cancel()
+		if _, err := tx.CopyFrom(ctx, s.t.violations, violationColumns, src); err != nil {
+			return fmt.Errorf("copy violations: %w", err)
+		}
+	}
+	if err := s.step(c.ctx, "violations", tx); err != nil {
 		return err
 	}
 	ctx, cancel = c.stmt()
@@ -419,9 +452,16 @@ func (s *Store) List(ctx context.Context) ([]snapshot.SnapshotID, error) {
 // deleteSQL deletes the rows of the snapshots whose id matches cond (in
 // which $1 is a parameter) in one statement: the statement sees one
 // snapshot of the database, so it deletes a snapshot wholly or, if its
-// Save commits meanwhile, not at all.
+// Save commits meanwhile, not at all. A schema not yet migrated to version
+// 3 has no waits or violations to delete.
 func (s *Store) deleteSQL(cond string) string {
-	return `WITH m AS (DELETE FROM ` + s.t.qMessages + ` WHERE snapshot_id ` + cond + `),
+	with := `WITH `
+	if s.version >= 3 {
+		with += `w AS (DELETE FROM ` + s.t.qWaits + ` WHERE snapshot_id ` + cond + `),
+		v AS (DELETE FROM ` + s.t.qViolations + ` WHERE snapshot_id ` + cond + `),
+		`
+	}
+	return with + `m AS (DELETE FROM ` + s.t.qMessages + ` WHERE snapshot_id ` + cond + `),
 		c AS (DELETE FROM ` + s.t.qChannels + ` WHERE snapshot_id ` + cond + `),
 		p AS (DELETE FROM ` + s.t.qParticipants + ` WHERE snapshot_id ` + cond + `)
 		DELETE FROM ` + s.t.qSnapshots + ` WHERE id ` + cond
@@ -575,12 +615,38 @@ func checkSave(g *snapshot.Global) error {
 		}
 		return nil
 	}
+	waits := 0
 	for _, p := range g.Participants {
 		if err := errors.Join(name("process id", string(p.ID)), name("kind", p.Kind)); err != nil {
 			return err
 		}
 		if len(p.State) > persistence.MaxStateSize {
 			return tooLarge(fmt.Sprintf("state size of %s", p.ID), uint64(len(p.State)), persistence.MaxStateSize)
+		}
+		if p.Waits == nil {
+			continue
+		}
+		if len(p.Waits.Edges) > persistence.MaxWaits {
+			return tooLarge(fmt.Sprintf("wait-for edges of %s", p.ID), uint64(len(p.Waits.Edges)), persistence.MaxWaits)
+		}
+		if waits += len(p.Waits.Edges); waits > persistence.MaxWaitsTotal {
+			return tooLarge("wait-for edge count", uint64(waits), persistence.MaxWaitsTotal)
+		}
+		for _, e := range p.Waits.Edges {
+			if err := errors.Join(name("wait target", string(e.To)), name("wait type", e.Type)); err != nil {
+				return err
+			}
+		}
+	}
+	if len(g.Violations) > persistence.MaxViolations {
+		return tooLarge("violation count", uint64(len(g.Violations)), persistence.MaxViolations)
+	}
+	for _, v := range g.Violations {
+		if err := name("invariant name", v.Invariant); err != nil {
+			return err
+		}
+		if len(v.Err) > persistence.MaxViolationSize {
+			return tooLarge(fmt.Sprintf("error size of violation %q", v.Invariant), uint64(len(v.Err)), persistence.MaxViolationSize)
 		}
 	}
 	messages := 0
