@@ -232,6 +232,34 @@ func TestAnalyze(t *testing.T) {
 		assert.Equal(t, true, doc["quiescence"].(map[string]any)["quiescent"])
 	})
 
+	t.Run("export dot", func(t *testing.T) {
+		out, _, err := actorsnap(t, "export", stuck, "--format", "dot", "--store", store)
+		require.NoError(t, err)
+		g, err := parseDOT(out)
+		require.NoError(t, err, out)
+		graphvizReads(t, "export "+stuck, out)
+		for _, id := range []string{"a", "b"} {
+			assert.Equal(t, "red", g.nodes[id]["color"], "%s is in the deadlock", id)
+		}
+		assert.Equal(t, "orange", g.nodes["c"]["color"], "c is blocked on it")
+		for _, e := range [][2]string{{"a", "b"}, {"b", "a"}} {
+			attrs := g.edge(e[0], e[1], "style", "dashed")
+			require.NotNil(t, attrs, "no wait-for edge %s -> %s:\n%s", e[0], e[1], out)
+			assert.Equal(t, "red", attrs["color"])
+			assert.Equal(t, "request 1", attrs["label"])
+		}
+		attrs := g.edge("c", "a", "style", "dashed")
+		require.NotNil(t, attrs, out)
+		assert.Equal(t, "blue", attrs["color"], "c's wait is in no cycle")
+
+		// Without waits the graph is what export drew before it drew
+		// them: channels alone.
+		out, _, err = actorsnap(t, "export", quiet, "--format", "dot", "--store", store)
+		require.NoError(t, err)
+		assert.NotContains(t, out, "dashed")
+		assert.NotContains(t, out, "color=")
+	})
+
 	t.Run("errors", func(t *testing.T) {
 		for _, tc := range []struct {
 			args []string

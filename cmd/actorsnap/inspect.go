@@ -433,7 +433,8 @@ func writeJSON(w io.Writer, g *snapshot.Global) error {
 }
 
 // writeDOT draws actors as nodes and channels as edges labelled with the
-// number of messages in flight on them.
+// number of messages in flight on them. Waits follow (writeWaitsDOT);
+// a snapshot in which nobody waits is drawn with channels alone.
 func writeDOT(w io.Writer, g *snapshot.Global) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "digraph snapshot_%d {\n  rankdir=LR;\n  node [shape=box];\n", g.ID)
@@ -451,7 +452,62 @@ func writeDOT(w io.Writer, g *snapshot.Global) error {
 		}
 		fmt.Fprintf(&b, "  %q -> %q [%s];\n", c.Channel.From, c.Channel.To, attrs)
 	}
+	writeWaitsDOT(&b, g)
 	b.WriteString("}\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// The colours of waits in the DOT graph.
+const (
+	dotWait     = "blue"   // a wait-for edge
+	dotDeadlock = "red"    // a deadlock's participants and the waits among them
+	dotBlocked  = "orange" // a participant blocked on a deadlock
+)
+
+// writeWaitsDOT draws the wait-for graph over the graph of channels: a
+// dashed edge from each waiter to each participant it waits for, blue,
+// labelled with the request's number (or what a declared wait awaits).
+// The participants of each deadlock and the waits among them, which form
+// its cycles, are red; the participants blocked on one are orange. The
+// attributes of a participant's node are added by a second statement for
+// it, so that its first is the same whether or not it waits.
+func writeWaitsDOT(b *strings.Builder, g *snapshot.Global) {
+	type waitKey struct {
+		from, to snapshot.ProcessID
+		request  uint64
+		typ      string
+		since    int64
+	}
+	key := func(from snapshot.ProcessID, w snapshot.Wait) waitKey {
+		return waitKey{from, w.To, w.Request, w.Type, w.Since.UnixNano()}
+	}
+	inDeadlock := make(map[waitKey]bool)
+	for _, d := range snapshot.Deadlocks(g) {
+		for _, id := range d.Participants {
+			fmt.Fprintf(b, "  %q [color=%s, fontcolor=%s, penwidth=2];\n", id, dotDeadlock, dotDeadlock)
+		}
+		for _, id := range d.Blocked {
+			fmt.Fprintf(b, "  %q [color=%s, fontcolor=%s];\n", id, dotBlocked, dotBlocked)
+		}
+		for _, e := range d.Edges {
+			inDeadlock[key(e.From, e.Wait)] = true
+		}
+	}
+	for _, p := range g.Participants {
+		if p.Waits == nil {
+			continue
+		}
+		for _, w := range p.Waits.Edges {
+			label := w.Type
+			if w.Request != 0 {
+				label = fmt.Sprintf("request %d", w.Request)
+			}
+			colour, width := dotWait, ""
+			if inDeadlock[key(p.ID, w)] {
+				colour, width = dotDeadlock, ", penwidth=2"
+			}
+			fmt.Fprintf(b, "  %q -> %q [label=%q, style=dashed, color=%s, fontcolor=%s%s];\n", p.ID, w.To, label, colour, colour, width)
+		}
+	}
 }
