@@ -260,6 +260,17 @@ func TestAnalyze(t *testing.T) {
 		assert.NotContains(t, out, "color=")
 	})
 
+	t.Run("verify", func(t *testing.T) {
+		out, _, err := actorsnap(t, "verify", stuck, "--store", store)
+		require.NoError(t, err, "a broken invariant is reported, the snapshot is not corrupt")
+		assert.Contains(t, out, "ok: checksums match")
+		assert.Contains(t, out, "; but 1 invariant was violated:\n  invariant questions answered violated: 3 questions not answered\n")
+
+		out, _, err = actorsnap(t, "verify", quiet, "--store", store)
+		require.NoError(t, err)
+		assert.NotContains(t, out, "violated")
+	})
+
 	t.Run("errors", func(t *testing.T) {
 		for _, tc := range []struct {
 			args []string
