@@ -325,15 +325,23 @@ func (m *Memory) Retain(ctx context.Context, n int) error {
 	return nil
 }
 
-// shallowCopy returns a copy of g whose slices can be changed without
-// changing g; byte slices and payloads are shared.
+// shallowCopy returns a copy of g whose slices and waits can be changed
+// without changing g; byte slices and payloads are shared.
 func shallowCopy(g *snapshot.Global) *snapshot.Global {
 	c := *g
 	c.Participants = slices.Clone(g.Participants)
+	for i := range c.Participants {
+		if w := c.Participants[i].Waits; w != nil {
+			cw := *w
+			cw.Edges = slices.Clone(w.Edges)
+			c.Participants[i].Waits = &cw
+		}
+	}
 	c.Channels = slices.Clone(g.Channels)
 	for i := range c.Channels {
 		c.Channels[i].Messages = slices.Clone(c.Channels[i].Messages)
 	}
+	c.Violations = slices.Clone(g.Violations)
 	return &c
 }
 

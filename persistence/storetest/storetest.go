@@ -266,9 +266,15 @@ func testRoundTrip(t *testing.T, s persistence.Store) {
 	edge := &snapshot.Global{
 		ID: 3,
 		Participants: []snapshot.Participant{
-			{ID: "a", Kind: "k", State: []byte{}},
-			{ID: "b", Kind: "", State: nil, Departed: true},
-			{ID: "c/\u00e9\x00", Kind: "k", State: bytes.Repeat([]byte{0xff}, 70000)},
+			// Waits that wait for nothing, kept as given.
+			{ID: "a", Kind: "k", State: []byte{}, Waits: &snapshot.Waits{}},
+			{ID: "b", Kind: "", State: nil, Departed: true, Waits: &snapshot.Waits{Any: true, Timer: true}},
+			{ID: "c/\u00e9\x00", Kind: "k", State: bytes.Repeat([]byte{0xff}, 70000), Waits: &snapshot.Waits{Any: true, Edges: []snapshot.Wait{
+				{To: "c/\u00e9\x00", Request: 1<<64 - 1, Type: strings.Repeat("t", 300), Since: time.Unix(-1<<40, 999999999).UTC()},
+				{To: "", Type: ""},
+				{To: "not a participant \x00", Request: 7, Type: "fork", Since: time.Date(2026, 12, 1, 8, 0, 0, 1, time.FixedZone("X", -3600))},
+				{To: "a"},
+			}}},
 		},
 		Channels: []snapshot.ChannelState{
 			{Channel: snapshot.Channel{From: "a", To: "c/\u00e9\x00"}, Sent: 5, Received: 5},
@@ -277,13 +283,18 @@ func testRoundTrip(t *testing.T, s persistence.Store) {
 				{Seq: 1 << 40, Payload: persistence.RecordedMessage{Type: "", Data: []byte("x")}},
 			}},
 		},
+		Violations: []snapshot.Violation{
+			{Invariant: "", Err: ""},
+			{Invariant: "balance \x00é", Err: strings.Repeat("e", 70000)},
+		},
 	}
 	empty := &snapshot.Global{ID: 1}
+	waiting := NewGlobal(5, Shape{Participants: 300, StateSize: 10, Channels: 100, InFlight: 1, MessageSize: 10, Waiting: 200, Edges: 4, Violations: 3})
 	big := NewGlobal(7, Shape{Participants: 300, StateSize: 100, Channels: 400, InFlight: 4, MessageSize: 40})
-	for _, g := range []*snapshot.Global{empty, edge, big} {
+	for _, g := range []*snapshot.Global{empty, edge, waiting, big} {
 		require.NoError(t, s.Save(ctx, g))
 	}
-	for _, g := range []*snapshot.Global{empty, edge, big} {
+	for _, g := range []*snapshot.Global{empty, edge, waiting, big} {
 		got, err := s.Load(ctx, g.ID)
 		require.NoError(t, err)
 		requireEqual(t, g, got)
@@ -421,15 +432,21 @@ func testCancelled(t *testing.T, s persistence.Store) {
 
 func testLoadedIsCallers(t *testing.T, s persistence.Store) {
 	ctx := context.Background()
-	require.NoError(t, s.Save(ctx, NewGlobal(1, Small)))
+	require.NoError(t, s.Save(ctx, NewGlobal(1, WithWaits)))
 	g, err := s.Load(ctx, 1)
 	require.NoError(t, err)
 	g.Participants[0].Kind = "changed"
-	g.Participants = g.Participants[:1]
+	g.Participants[0].Waits.Timer = !g.Participants[0].Waits.Timer
+	g.Participants[0].Waits.Edges[0].Type = "changed"
+	g.Participants[1].Waits.Edges = g.Participants[1].Waits.Edges[:1]
+	g.Participants[2].Waits = nil
+	g.Participants = g.Participants[:3]
 	g.Channels[0].Messages[0].Seq = 0
+	g.Violations[0].Err = "changed"
+	g.Violations = g.Violations[:1]
 	again, err := s.Load(ctx, 1)
 	require.NoError(t, err)
-	requireEqual(t, NewGlobal(1, Small), again)
+	requireEqual(t, NewGlobal(1, WithWaits), again)
 }
 
 // testConcurrentSaves saves from several goroutines at once: distinct ids
