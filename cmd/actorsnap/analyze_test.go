@@ -271,6 +271,17 @@ func TestAnalyze(t *testing.T) {
 		assert.NotContains(t, out, "violated")
 	})
 
+	t.Run("show", func(t *testing.T) {
+		out, _, err := actorsnap(t, "show", stuck, "--store", store)
+		require.NoError(t, err)
+		assert.Contains(t, out, " in flight, taken ")
+		assert.Contains(t, out, fmt.Sprintf("\n3 participants wait, 1 deadlock, 1 invariant violated: see actorsnap analyze %s\n\nPARTICIPANT", stuck))
+
+		out, _, err = actorsnap(t, "show", quiet, "--store", store)
+		require.NoError(t, err)
+		assert.NotContains(t, out, "actorsnap analyze")
+	})
+
 	t.Run("errors", func(t *testing.T) {
 		for _, tc := range []struct {
 			args []string

@@ -201,8 +201,13 @@ func showCmd() *cobra.Command {
 				return err
 			}
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "snapshot %d (%s): %d participants, %d messages in flight, taken %s in %v\n\n",
+			fmt.Fprintf(w, "snapshot %d (%s): %d participants, %d messages in flight, taken %s in %v\n",
 				g.ID, g.Mode, len(g.Participants), g.TotalInFlight(), g.End.Local().Format(time.DateTime), g.End.Sub(g.Start).Round(time.Microsecond))
+			if a := analyze(g); a.waiting > 0 || len(a.deadlocks) > 0 || len(g.Violations) > 0 {
+				fmt.Fprintf(w, "%s %s, %s, %s violated: see actorsnap analyze %d\n", count(a.waiting, "participant"), verb(a.waiting, "waits", "wait"),
+					count(len(a.deadlocks), "deadlock"), count(len(g.Violations), "invariant"), g.ID)
+			}
+			fmt.Fprintln(w)
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "PARTICIPANT\tKIND\tSTATE BYTES")
 			for _, p := range g.Participants {
