@@ -5,6 +5,8 @@
 //	actorsnap ls --store ./snaps
 //	actorsnap show 12 --store ./snaps
 //	actorsnap verify 12 --store ./snaps
+//	actorsnap analyze 12 --store ./snaps
+//	actorsnap analyze latest --fail-on-deadlock --format json --store ./snaps
 //	actorsnap fsck --set-aside --store ./snaps
 //	actorsnap diff 11 12 --store ./snaps
 //	actorsnap export 12 --format dot --store ./snaps | dot -Tsvg > snap.svg
@@ -13,7 +15,9 @@
 //
 // Every command takes --store: a directory, a file://DIR URL, or a
 // postgres:// URL; and --namespace, for a store of its own beside the
-// store's. Errors are one line on stderr and a non-zero exit.
+// store's. Errors are one line on stderr and a non-zero exit. analyze
+// reports a snapshot's wait-for graph, deadlocks, quiescence and broken
+// invariants; it exits 1 on a deadlock only with --fail-on-deadlock.
 package main
 
 import (
