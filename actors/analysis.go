@@ -202,7 +202,7 @@ const lossCuts = 3
 // finding a channel short of the same messages.
 func (s *System) AwaitQuiescence(ctx context.Context) error {
 	pause := time.Millisecond
-	var short snapshot.BalanceError
+	var short snapshot.ChannelGap
 	shortCuts := 0
 	for {
 		g, err := s.take(ctx, true)
@@ -217,16 +217,17 @@ func (s *System) AwaitQuiescence(ctx context.Context) error {
 		case errors.Is(err, ErrShutdown):
 			return err
 		default:
-			var be *snapshot.BalanceError
-			if errors.As(err, &be) && be.Received+be.Recorded < be.Sent {
-				if shortCuts > 0 && be.Channel == short.Channel && be.Sent == short.Sent && be.Received == short.Received {
+			if gap, ok := shortfall(err); ok {
+				if shortCuts > 0 && gap == short {
 					shortCuts++
 				} else {
-					short, shortCuts = *be, 1
+					short, shortCuts = gap, 1
 				}
 				if shortCuts >= lossCuts {
-					return &ProbableLossError{Channel: be.Channel, Sent: be.Sent, Received: be.Received, Cuts: shortCuts}
+					return &ProbableLossError{Channel: gap.Channel, Sent: gap.Sent, Received: gap.Received, Cuts: shortCuts}
 				}
+			} else {
+				shortCuts = 0
 			}
 		}
 		t := time.NewTimer(pause)
@@ -238,6 +239,28 @@ func (s *System) AwaitQuiescence(ctx context.Context) error {
 		}
 		pause = min(2*pause, 100*time.Millisecond)
 	}
+}
+
+// shortfall returns the channel a cut that err aborted found short of
+// messages its sender counted, when that is why it aborted: a channel
+// that cannot balance, or a deadline met with every participant recorded
+// and channels still short (a recording waits for a message that does
+// not come).
+func shortfall(err error) (snapshot.ChannelGap, bool) {
+	var be *snapshot.BalanceError
+	if errors.As(err, &be) && be.Received+be.Recorded < be.Sent {
+		return snapshot.ChannelGap{Channel: be.Channel, Sent: be.Sent, Received: be.Received, Recorded: be.Recorded}, true
+	}
+	var ae *snapshot.AbortError
+	if errors.As(err, &ae) && errors.Is(err, snapshot.ErrTimeout) && len(ae.Missing.Participants) == 0 {
+		for _, c := range ae.Missing.Channels {
+			if c.Received+c.Recorded < c.Sent {
+				c.Open = false
+				return c, true
+			}
+		}
+	}
+	return snapshot.ChannelGap{}, false
 }
 
 // WithDeadlockCheck looks for deadlocks (System.Deadlocks) every d: each

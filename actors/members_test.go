@@ -8,9 +8,11 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
 
 	"github.com/actorsnap/actorsnap/actors"
@@ -50,6 +52,7 @@ type memLink struct {
 	mu     sync.Mutex
 	q      [][]byte
 	paused bool
+	lose   int // channel messages to lose, as a broken link would
 	wake   chan struct{}
 	done   chan struct{}
 	wg     sync.WaitGroup
@@ -165,8 +168,14 @@ func (l *memLink) run(from string, to *memMember) {
 			}
 			b := l.q[0]
 			l.q = l.q[1:]
+			lost := l.lose > 0 && len(b) > 0 && b[0] == 1 // a participant's message (the first byte of its frame)
+			if lost {
+				l.lose--
+			}
 			l.mu.Unlock()
-			to.deliver(from, b)
+			if !lost {
+				to.deliver(from, b)
+			}
 		}
 	}
 }
@@ -398,4 +407,83 @@ func TestAlignedStartGate(t *testing.T) {
 	c.members[0].pause("m1", false)
 	awaitSnapshot(t, done, snapshot.Aligned)
 	require.Zero(t, actors.GateHeld(c.systems[1]), "frames still held after the start came")
+}
+
+// relay passes a token back and forth between two members until none is
+// left.
+type relay struct{ Peer string }
+
+type token struct{ Left int }
+
+var relayed atomic.Int64
+
+func (r *relay) Receive(ctx actor.Context) {
+	if m, ok := ctx.Message().(*token); ok {
+		relayed.Add(1)
+		if m.Left > 0 {
+			ctx.Send(actors.SystemOf(ctx).PID(r.Peer), &token{Left: m.Left - 1})
+		}
+	}
+}
+
+// A link that loses a participant's message, which the transport
+// contract forbids: every cut then finds the channel short of it, and
+// AwaitQuiescence reports the probable loss instead of waiting for a
+// quiescence that cannot come. Before the loss it finds quiescence.
+func TestQuiescenceAcrossMembersAndLoss(t *testing.T) {
+	net := &memNet{}
+	members := []*memMember{net.add("m0"), net.add("m1")}
+	names := [2]string{}
+	for i := 0; names[0] == "" || names[1] == ""; i++ {
+		n := fmt.Sprintf("r%d", i)
+		if o := placement.Owner(n, []string{"m0", "m1"}); o == "m0" && names[0] == "" {
+			names[0] = n
+		} else if o == "m1" && names[1] == "" {
+			names[1] = n
+		}
+	}
+	var systems []*actors.System
+	for i, m := range members {
+		peer := names[1-i]
+		sys, err := actors.NewSystem(actors.WithMessage[*token]("test.token"), actors.WithTransport(m), actors.WithStore(persistence.NewMemory()),
+			actors.WithTimeout(2*time.Second), actors.WithKind("relay", func() actor.Actor { return &relay{Peer: peer} }))
+		require.NoError(t, err)
+		systems = append(systems, sys)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for i := len(systems) - 1; i >= 0; i-- {
+			_ = systems[i].Shutdown(ctx)
+		}
+	}()
+	for _, sys := range systems {
+		sys.MembersChanged()
+	}
+	for i, sys := range systems {
+		_, err := sys.Spawn("relay", names[i])
+		require.NoError(t, err)
+	}
+	eventually(t, "both relays reachable", func() bool {
+		return systems[0].Reachable(names[1]) && systems[1].Reachable(names[0])
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	relayed.Store(0)
+	systems[0].Root().Send(systems[0].PID(names[0]), &token{Left: 100})
+	require.NoError(t, systems[0].AwaitQuiescence(ctx))
+	require.Equal(t, int64(101), relayed.Load(), "quiescent before the last relay")
+
+	l, err := members[0].link("m1")
+	require.NoError(t, err)
+	l.mu.Lock()
+	l.lose = 1
+	l.mu.Unlock()
+	systems[0].Root().Send(systems[0].PID(names[0]), &token{Left: 10})
+	err = systems[0].AwaitQuiescence(ctx)
+	var loss *actors.ProbableLossError
+	require.ErrorAs(t, err, &loss)
+	require.Equal(t, snapshot.Channel{From: snapshot.ProcessID(names[0]), To: snapshot.ProcessID(names[1])}, loss.Channel)
+	require.Equal(t, loss.Received+1, loss.Sent)
+	t.Log(err)
 }

@@ -192,6 +192,11 @@ func (p *participant) waiting() *snapshot.Waits {
 	if p.requested {
 		w.Edges = append(p.books.waits(), w.Edges...)
 	}
+	if p.mb.Outside() > 0 {
+		// Input from outside the cut (the root context, a timer, a
+		// future) is queued for it: it will run, whatever the cut shows.
+		w.Timer = true
+	}
 	if w.Empty() {
 		return nil
 	}

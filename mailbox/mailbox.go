@@ -33,6 +33,7 @@ type Mailbox struct {
 	suspended    atomic.Bool
 	sysMessages  atomic.Int32
 	userMessages atomic.Int32 // posted and not yet delivered, held ones included
+	outside      atomic.Int32 // of those, posted without a key and bound for the external queue
 	pending      atomic.Bool  // in is not empty; written under inMu
 
 	inMu sync.Mutex
@@ -140,6 +141,11 @@ func (m *Mailbox) Start() {
 // yet delivered, including those held for paused senders.
 func (m *Mailbox) UserMessageCount() int { return int(m.userMessages.Load()) }
 
+// Outside returns how many user messages posted without a sender key
+// (PostUserMessage: from outside every sender the owner knows) are not yet
+// delivered, less those the key function has sorted to a sender.
+func (m *Mailbox) Outside() int { return int(m.outside.Load()) }
+
 // PostUserMessage implements actor.Mailbox. The message is appended to one
 // shared buffer under a short lock; sorting by sender is left to the
 // mailbox's goroutine so that posting costs what it costs in Proto.Actor's
@@ -181,6 +187,9 @@ func (m *Mailbox) post(p posted) {
 		m.pending.Store(true)
 	}
 	m.inMu.Unlock()
+	if !p.keyed {
+		m.outside.Add(1)
+	}
 	m.userMessages.Add(1)
 	m.schedule()
 }
@@ -268,6 +277,9 @@ func (m *Mailbox) run(budget *int) {
 			if m.pos < len(m.batch) {
 				// The key function panicked: drop the message it was given.
 				msg = m.batch[m.pos].msg
+				if !m.batch[m.pos].keyed {
+					m.outside.Add(-1)
+				}
 				m.batch[m.pos] = posted{}
 				m.pos++
 				m.userMessages.Add(-1)
@@ -308,6 +320,9 @@ func (m *Mailbox) run(budget *int) {
 		}
 		*budget--
 		m.userMessages.Add(-1)
+		if m.current == &m.external {
+			m.outside.Add(-1)
+		}
 		m.delivering = msg
 		m.invoker.InvokeUserMessage(msg)
 		m.current, m.delivering = nil, nil
@@ -365,6 +380,9 @@ func (m *Mailbox) demux() {
 	for m.pos < len(m.batch) {
 		p := m.batch[m.pos]
 		q := m.queueOf(p)
+		if !p.keyed && q != &m.external {
+			m.outside.Add(-1) // the key function named its sender
+		}
 		m.batch[m.pos] = posted{}
 		m.pos++
 		q.msgs.push(p.msg)

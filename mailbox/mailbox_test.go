@@ -466,3 +466,23 @@ func TestPostBeforeRegistration(t *testing.T) {
 	d.drain()
 	assert.Equal(t, "started early1 early2", s.String())
 }
+
+// Outside counts the messages posted without a key until they are
+// delivered, or sorted to a sender the key function names; those posted
+// with PostFrom never count.
+func TestOutsideCount(t *testing.T) {
+	m, d, s := newStepped()
+	post(m, 1, 1)                  // the key function names its sender
+	m.PostFrom(2, &msg{2, 1})      // keyed
+	m.PostUserMessage("outside-1") // no sender
+	m.PostUserMessage("outside-2")
+	assert.Equal(t, 3, m.Outside(), "posted without a key, not sorted yet")
+	s.onUser = func(message interface{}) {
+		if message == "outside-1" {
+			assert.Equal(t, 1, m.Outside(), "the one being delivered is not counted")
+		}
+	}
+	d.drain()
+	assert.Equal(t, 0, m.Outside())
+	assert.Equal(t, 0, m.UserMessageCount())
+}

@@ -15,8 +15,9 @@ type Waits struct {
 	// one answer frees it. Otherwise it waits for all of them (the AND
 	// model, the default for requests).
 	Any bool `msgpack:"any,omitempty"`
-	// Timer says a timer the participant set will wake it: it is not
-	// idle, and waits on nothing for good.
+	// Timer says something outside the cut will wake the participant: a
+	// timer it set, or input from outside the snapshot already queued
+	// for it. It is not idle, and waits on nothing for good.
 	Timer bool `msgpack:"timer,omitempty"`
 	// Edges are the waits, oldest first.
 	Edges []Wait `msgpack:"edges,omitempty"`
