@@ -781,13 +781,13 @@ func TestQuiescent(t *testing.T) {
 		{"a request outstanding", snapshot.Global{ID: 3, End: end, Participants: parts(idle, declared, requester)},
 			"snapshot 3: not quiescent: 1 request not answered (c waits for a (request 9, *main.Get, 2.0s))"},
 		{"a timer", snapshot.Global{ID: 3, Participants: parts(idle, timer)},
-			"snapshot 3: not quiescent: 1 timer set (d)"},
+			"snapshot 3: not quiescent: 1 woken from outside the cut, by a timer or queued input (d)"},
 		{"everything, the first few named", snapshot.Global{ID: 3, End: end, Participants: parts(idle, declared, requester, timer), Channels: []snapshot.ChannelState{
 			{Channel: snapshot.Channel{From: "a", To: "b"}, Sent: 1, Messages: []snapshot.Message{{Seq: 1}}},
 			{Channel: snapshot.Channel{From: "a", To: "c"}, Sent: 1, Messages: []snapshot.Message{{Seq: 1}}},
 			{Channel: snapshot.Channel{From: "a", To: "d"}, Sent: 1, Messages: []snapshot.Message{{Seq: 1}}},
 			busy}},
-			"snapshot 3: not quiescent: 5 messages in flight on 4 channels (a->b, a->c, a->d and 1 more); 1 request not answered (c waits for a (request 9, *main.Get, 2.0s)); 1 timer set (d)"},
+			"snapshot 3: not quiescent: 5 messages in flight on 4 channels (a->b, a->c, a->d and 1 more); 1 request not answered (c waits for a (request 9, *main.Get, 2.0s)); 1 woken from outside the cut, by a timer or queued input (d)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := snapshot.Quiescent(&tc.g)

@@ -22,7 +22,8 @@ type NotQuiescentError struct {
 	// oldest first. With nothing in flight, each is a reply lost or a
 	// deadlock (Deadlocks).
 	Requests []WaitEdge
-	// Timers are the participants with a timer set, by ID.
+	// Timers are the participants something outside the cut will wake (a
+	// timer, or input queued from outside: Waits.Timer), by ID.
 	Timers []ProcessID
 }
 
@@ -46,7 +47,7 @@ func (e *NotQuiescentError) Error() string {
 		part("%d %s not answered (%s)", len(e.Requests), plural(uint64(len(e.Requests)), "request"), names(e.Requests))
 	}
 	if len(e.Timers) > 0 {
-		part("%d %s set (%s)", len(e.Timers), plural(uint64(len(e.Timers)), "timer"), names(e.Timers))
+		part("%d woken from outside the cut, by a timer or queued input (%s)", len(e.Timers), names(e.Timers))
 	}
 	return b.String()
 }

@@ -139,7 +139,7 @@ func writeAnalysis(w io.Writer, a analysis) error {
 				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", who, e.To, req, dash(e.Type), long)
 			}
 			if p.Waits.Timer {
-				fmt.Fprintf(tw, "  %s\t(a timer)\t-\t-\t-\n", who)
+				fmt.Fprintf(tw, "  %s\t(a timer or queued input)\t-\t-\t-\n", who)
 			}
 		}
 		if err := tw.Flush(); err != nil {
@@ -186,7 +186,7 @@ func writeAnalysis(w io.Writer, a analysis) error {
 			fmt.Fprintf(w, "  %s not answered: %s\n", count(len(q.Requests), "request"), some(q.Requests, edge))
 		}
 		if len(q.Timers) > 0 {
-			fmt.Fprintf(w, "  %s set: %s\n", count(len(q.Timers), "timer"), some(q.Timers, func(id snapshot.ProcessID) string { return string(id) }))
+			fmt.Fprintf(w, "  %d woken from outside the cut (a timer or queued input): %s\n", len(q.Timers), some(q.Timers, func(id snapshot.ProcessID) string { return string(id) }))
 		}
 	}
 

@@ -308,13 +308,13 @@ func TestAnalysisText(t *testing.T) {
 	_, body, _ := strings.Cut(b.String(), "\n") // the first line has the local time
 	assert.Equal(t, `
 wait-for graph: 4 participants wait
-  PARTICIPANT  WAITS FOR  REQUEST  TYPE        WAITED
-  a            b          7        *main.Ping  3.2s
-  b            a          9        *main.Pong  3.1s
-  c            a          -        fork        1s
-  d (any one)  b          2        *main.Get   1s
-  d (any one)  e          -        spoon       -
-  d (any one)  (a timer)  -        -           -
+  PARTICIPANT  WAITS FOR                  REQUEST  TYPE        WAITED
+  a            b                          7        *main.Ping  3.2s
+  b            a                          9        *main.Pong  3.1s
+  c            a                          -        fork        1s
+  d (any one)  b                          2        *main.Get   1s
+  d (any one)  e                          -        spoon       -
+  d (any one)  (a timer or queued input)  -        -           -
 
 deadlocks: 1
   a, b wait for one another; blocked on them: c
@@ -324,7 +324,7 @@ deadlocks: 1
 quiescence: not quiescent
   1 message in flight on 1 channel: b->d
   3 requests not answered: a waits for b (request 7, *main.Ping, 3.2s), b waits for a (request 9, *main.Pong, 3.1s), d waits for b (request 2, *main.Get, 1s)
-  1 timer set: d
+  1 woken from outside the cut (a timer or queued input): d
 
 invariants: 2 violated
   money: 999, want 1000
