@@ -20,6 +20,10 @@ func Example() {
 		return
 	}
 	d := o.Deadlock
+	if d == nil {
+		fmt.Println("no deadlock")
+		return
+	}
 	fmt.Println(d.Participants, "in a cycle of", d.Cycle)
 	for _, e := range d.Edges {
 		fmt.Println(e.From, "waits for", e.To, "("+e.Type+")")

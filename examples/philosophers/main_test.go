@@ -90,7 +90,7 @@ func TestNaiveDeadlocks(t *testing.T) {
 	for _, s := range runs {
 		t.Run(fmt.Sprintf("seed=%d", s), func(t *testing.T) {
 			c := naive(s)
-			how := fmt.Sprintf("seed %d; replay: %s, or go test -run TestNaiveDeadlocks -philosopher-seed %d", s, replay(c), s)
+			how := fmt.Sprintf("seed %d; replay: %s, or go test ./examples/philosophers -run TestNaiveDeadlocks -philosopher-seed=%d", s, replay(c), s)
 			ctx, cancel := context.WithTimeout(context.Background(), deadline)
 			defer cancel()
 			var out bytes.Buffer
