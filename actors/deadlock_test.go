@@ -262,11 +262,20 @@ func TestDeclaredWaits(t *testing.T) {
 // hopper passes a hop on to Next until none is left, counting them.
 type hopper struct{ Next string }
 
-var hops atomic.Int64
+var (
+	hops    atomic.Int64
+	lastHop atomic.Uint64 // the last snapshot started when the last hop arrived
+)
 
 func (h *hopper) Receive(ctx actor.Context) {
 	if m, ok := ctx.Message().(*hop); ok {
 		hops.Add(1)
+		if m.Left == 0 {
+			reg := &SystemOf(ctx).reg
+			reg.mu.RLock()
+			lastHop.Store(uint64(reg.started))
+			reg.mu.RUnlock()
+		}
 		if m.Left > 0 {
 			ctx.Send(SystemOf(ctx).PID(h.Next), &hop{Left: m.Left - 1})
 		}
@@ -294,6 +303,13 @@ func TestAwaitQuiescence(t *testing.T) {
 	defer cancel()
 	require.NoError(t, sys.AwaitQuiescence(ctx))
 	assert.Equal(t, int64(total), hops.Load(), "quiescence reported before the last hop")
+	// Found by the first cut started after the last hop, or the one after
+	// it (a cut under way at the last hop shows it busy).
+	sys.reg.mu.RLock()
+	after := uint64(sys.reg.started) - lastHop.Load()
+	sys.reg.mu.RUnlock()
+	assert.LessOrEqual(t, after, uint64(2), "cuts taken after the last hop")
+	t.Logf("quiescence found by the %d. cut after the last hop", after)
 }
 
 // An invariant is checked on every stored snapshot: the violations are
