@@ -164,15 +164,21 @@ func (s *System) take(ctx context.Context, probe bool) (*snapshot.Global, error)
 // has passed. In a cluster, waits in Result are seen on the coordinating
 // member only.
 func (s *System) Deadlocks(ctx context.Context) ([]snapshot.Deadlock, error) {
+	ds, _, err := s.deadlocks(ctx)
+	return ds, err
+}
+
+// deadlocks is Deadlocks, with the id of the cut that shows them.
+func (s *System) deadlocks(ctx context.Context) ([]snapshot.Deadlock, snapshot.SnapshotID, error) {
 	g, err := s.take(ctx, true)
 	if err != nil {
 		var be *BlockedError
 		if errors.As(err, &be) {
-			return be.Deadlocks, nil
+			return be.Deadlocks, be.Snapshot, nil
 		}
-		return nil, err
+		return nil, 0, err
 	}
-	return snapshot.Deadlocks(g), nil
+	return snapshot.Deadlocks(g), g.ID, nil
 }
 
 // ProbableLossError is AwaitQuiescence's answer when successive cuts
@@ -274,6 +280,7 @@ func WithDeadlockCheck(d time.Duration) Option { return func(c *config) { c.dead
 // deadlock it had not reported.
 type DeadlockFound struct {
 	Deadlock snapshot.Deadlock
+	Snapshot snapshot.SnapshotID // the cut that showed it first (a probe: not stored)
 }
 
 // checkDeadlocks runs WithDeadlockCheck until the system shuts down.
@@ -291,7 +298,7 @@ func (s *System) checkDeadlocks(every time.Duration) {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*s.cfg.timeout)
-		ds, err := s.Deadlocks(ctx)
+		ds, id, err := s.deadlocks(ctx)
 		cancel()
 		if err != nil {
 			if !errors.Is(err, ErrShutdown) {
@@ -306,9 +313,9 @@ func (s *System) checkDeadlocks(every time.Duration) {
 			if reported[key] {
 				continue
 			}
-			s.log.Warn("deadlock", slog.String("cycle", d.String()))
+			s.log.Warn("deadlock", slog.Uint64("cut", uint64(id)), slog.String("cycle", d.String()))
 			s.metrics.deadlocks.Add(context.Background(), 1)
-			s.actors.EventStream.Publish(&DeadlockFound{Deadlock: d})
+			s.actors.EventStream.Publish(&DeadlockFound{Deadlock: d, Snapshot: id})
 		}
 		reported = now
 		if s.cfg.checkHook != nil {

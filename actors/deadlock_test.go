@@ -28,6 +28,7 @@ type (
 	blockOn  struct{ Peer string } // ask Peer with RequestFuture, and block in Result
 	askSelf  struct{}
 	hop      struct{ Left int } // pass on until Left is 0
+	release  struct{}           // answer the questions held, later, by Send
 )
 
 var deadlockMessages = withOptions(
@@ -37,6 +38,7 @@ var deadlockMessages = withOptions(
 	WithMessage[*blockOn]("test.dl.blockon"),
 	WithMessage[*askSelf]("test.dl.askself"),
 	WithMessage[*hop]("test.dl.hop"),
+	WithMessage[*release]("test.dl.release"),
 )
 
 // holder asks its peer a question and answers questions only once its
@@ -66,6 +68,11 @@ func (h *holder) Receive(ctx actor.Context) {
 		if h.loop {
 			ctx.Request(h.peer, &question{N: m.N + 1})
 		}
+	case *release:
+		for _, asker := range h.Pending {
+			ctx.Send(SystemOf(ctx).PID(asker), &answer{})
+		}
+		h.Pending = nil
 	}
 }
 
@@ -509,4 +516,32 @@ func TestDeadlockSurvivesRestore(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ds, 1)
 	assert.Equal(t, []snapshot.ProcessID{"a", "b"}, ds[0].Participants)
+}
+
+// Questions held and answered later, from another handler, by a plain
+// Send (as a lock grants a queued request): the answer carries no mark,
+// and still ends the wait. Without that, two such participants that asked
+// each other would be reported deadlocked after both were answered.
+func TestAnswerSentLater(t *testing.T) {
+	sys := deadlockSystem(t)
+	defer shutdown(t, sys)
+	a, err := sys.Spawn("holder", "a")
+	require.NoError(t, err)
+	b, err := sys.Spawn("holder", "b")
+	require.NoError(t, err)
+	sys.Root().Send(a, &askOther{Peer: "b"})
+	sys.Root().Send(b, &askOther{Peer: "a"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	eventuallyTrue(t, "the deadlock shows", func() bool {
+		ds, err := sys.Deadlocks(ctx)
+		require.NoError(t, err)
+		return len(ds) == 1
+	})
+	sys.Root().Send(a, &release{})
+	sys.Root().Send(b, &release{})
+	require.NoError(t, sys.AwaitQuiescence(ctx))
+	ds, err := sys.Deadlocks(ctx)
+	require.NoError(t, err)
+	require.Empty(t, ds, "a wait answered by a later Send is still reported")
 }

@@ -157,7 +157,7 @@ func (w *shell) receive(ctx actor.Context, key mailbox.SenderKey) {
 	case *firstMsg:
 		p.takeAwaited()
 		if p.receive(from, m.stamp, m.msg) {
-			w.deliver(ctx, m.msg)
+			w.deliver(ctx, from, m.msg)
 		} else {
 			p.held[from] = heldMsg{stamp: m.stamp, msg: m.msg}
 		}
@@ -165,7 +165,7 @@ func (w *shell) receive(ctx actor.Context, key mailbox.SenderKey) {
 		// As posted: a message with a sender or headers is recorded with
 		// its envelope, so that a restore replays the request itself.
 		p.receive(from, snapshot.Stamp{Seq: p.proc.Received(from) + 1}, p.mb.Message())
-		w.deliver(ctx, nil)
+		w.deliver(ctx, from, nil)
 	}
 }
 
@@ -196,7 +196,7 @@ func (w *shell) lifecycle(ctx actor.Context) {
 	case *actor.Stopped:
 		defer p.depart()
 	}
-	w.deliver(ctx, nil)
+	w.deliver(ctx, "", nil)
 	if _, started := ctx.Message().(*actor.Started); started && len(p.joins) > 0 {
 		// Spawned from outside every participant while these snapshots ran: it
 		// records its state at birth, before any message.
@@ -212,7 +212,7 @@ func (w *shell) lifecycle(ctx actor.Context) {
 
 // deliver hands the current message to the application. msg, when set,
 // replaces the message Proto.Actor delivered (an unwrapped first message).
-func (w *shell) deliver(ctx actor.Context, msg interface{}) {
+func (w *shell) deliver(ctx actor.Context, from snapshot.ProcessID, msg interface{}) {
 	p := w.p
 	c := &p.sctx
 	p.current = handling{}
@@ -222,11 +222,17 @@ func (w *shell) deliver(ctx actor.Context, msg interface{}) {
 	}
 	switch m := raw.(type) {
 	case *tagged:
-		p.takeTags(m)
+		p.takeTags(m, from)
 		msg = m // snapContext reads through it
 	case *actor.MessageEnvelope:
 		if len(m.Header) > 0 {
-			p.takeHeaders(m.Header)
+			p.takeHeaders(m.Header, from)
+		} else if p.requested && from != "" {
+			p.books.heard(from)
+		}
+	default:
+		if p.requested && from != "" {
+			p.books.heard(from)
 		}
 	}
 	c.Context, c.p, c.msg = ctx, p, msg
@@ -311,7 +317,7 @@ func (w *shell) releaseHeld(ctx actor.Context) {
 		}
 		delete(p.held, from)
 		if p.receive(from, h.stamp, h.msg) {
-			w.deliver(ctx, h.msg)
+			w.deliver(ctx, from, h.msg)
 		} else {
 			p.held[from] = h
 		}

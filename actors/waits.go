@@ -131,6 +131,26 @@ func (b *books) restore(w *snapshot.Waits) bool {
 	return len(b.open) > 0
 }
 
+// heard strikes the oldest request to participant from still open: a
+// message from it that is neither a request nor marked as an answer (an
+// answer sent later, from another handler, as a lock grants a queued
+// request) may be the answer. Striking too soon can hide a wait from one cut; never striking
+// would leave a wait for ever, and a cycle of such could be reported
+// though nothing waits.
+func (b *books) heard(from snapshot.ProcessID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var oldest uint64
+	for id, r := range b.open {
+		if r.to == from && !r.future && (oldest == 0 || id < oldest) {
+			oldest = id
+		}
+	}
+	if oldest != 0 {
+		delete(b.open, oldest)
+	}
+}
+
 // answered strikes request id from the books.
 func (b *books) answered(id uint64) {
 	b.mu.Lock()
@@ -324,12 +344,16 @@ type handling struct {
 	id   uint64
 }
 
-// takeTags strikes from the books the request a delivered message
-// answers, and notes the request it is, if it is one, for the answers the
-// handler sends. It runs before the application sees the message.
-func (p *participant) takeTags(t *tagged) {
+// takeTags strikes from the books the request a delivered message from
+// participant from answers (or the oldest open to from, if it carries no
+// answer's mark: heard), and notes the request it is, if it is one, for
+// the answers the handler sends. It runs before the application sees the
+// message.
+func (p *participant) takeTags(t *tagged, from snapshot.ProcessID) {
 	if t.answer != 0 {
 		p.books.answered(t.answer)
+	} else if p.requested && from != "" && t.request == 0 {
+		p.books.heard(from)
 	}
 	if t.request != 0 {
 		p.current = handling{from: t.from, id: t.request}
@@ -338,11 +362,13 @@ func (p *participant) takeTags(t *tagged) {
 
 // takeHeaders is takeTags for the marks of a message from another
 // member, in headers.
-func (p *participant) takeHeaders(h actor.ReadonlyMessageHeader) {
+func (p *participant) takeHeaders(h actor.ReadonlyMessageHeader, from snapshot.ProcessID) {
 	if a := h.Get(answerHeader); a != "" {
 		if id, err := strconv.ParseUint(a, 10, 64); err == nil {
 			p.books.answered(id)
 		}
+	} else if p.requested && from != "" && h.Get(requestHeader) == "" {
+		p.books.heard(from)
 	}
 	if r := h.Get(requestHeader); r != "" {
 		if n, from, ok := strings.Cut(r, "/"); ok {

@@ -61,7 +61,7 @@ func (e WaitEdge) appendTo(b *strings.Builder) {
 		parts = append(parts, e.Type)
 	}
 	if !e.Since.IsZero() {
-		parts = append(parts, fmt.Sprintf("%.1fs", e.Waited.Seconds()))
+		parts = append(parts, waitedString(e.Waited))
 	}
 	if len(parts) > 0 {
 		b.WriteString(" (")
@@ -521,4 +521,14 @@ func waitedSince(since, now time.Time) time.Duration {
 		return 0
 	}
 	return now.Sub(since)
+}
+
+// waitedString prints a wait to a tenth of a second from a second on
+// ("3.2s"), and in milliseconds below ("33ms"): a deadlock found soon
+// after it formed does not read "0.0s".
+func waitedString(d time.Duration) string {
+	if d >= time.Second || d <= -time.Second {
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+	return d.Round(time.Millisecond).String()
 }
