@@ -487,3 +487,77 @@ func TestQuiescenceAcrossMembersAndLoss(t *testing.T) {
 	require.Equal(t, loss.Received+1, loss.Sent)
 	t.Log(err)
 }
+
+// asking asks its peer a question when told, and holds the questions it
+// is asked until told to answer them, which it does by Send.
+type asking struct {
+	Held []string
+}
+
+type (
+	askNow    struct{ Peer string }
+	askQ      struct{}
+	askA      struct{}
+	answerNow struct{}
+)
+
+func (a *asking) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *askNow:
+		ctx.Request(actors.SystemOf(ctx).PID(m.Peer), &askQ{})
+	case *askQ:
+		a.Held = append(a.Held, ctx.Sender().Id)
+	case *answerNow:
+		for _, h := range a.Held {
+			ctx.Send(actors.SystemOf(ctx).PID(h), &askA{})
+		}
+		a.Held = nil
+	}
+}
+
+// A request cycle across members: the requests' marks cross as headers,
+// the coordinator's cut shows the cycle, and answers sent later by Send
+// from the other member end it.
+func TestDeadlockAcrossMembers(t *testing.T) {
+	c := startMemCluster(t, 3, 30, 2, actors.WithMessage[*askNow]("test.asknow"), actors.WithMessage[*askQ]("test.askq"),
+		actors.WithMessage[*askA]("test.aska"), actors.WithMessage[*answerNow]("test.answernow"),
+		actors.WithKind("asking", func() actor.Actor { return &asking{} }))
+	names := [2]string{}
+	for i := 0; names[0] == "" || names[1] == ""; i++ {
+		n := fmt.Sprintf("q%d", i)
+		if o := placement.Owner(n, []string{"m0", "m1", "m2"}); o == "m1" && names[0] == "" {
+			names[0] = n
+		} else if o == "m2" && names[1] == "" {
+			names[1] = n
+		}
+	}
+	_, err := c.systems[1].Spawn("asking", names[0])
+	require.NoError(t, err)
+	_, err = c.systems[2].Spawn("asking", names[1])
+	require.NoError(t, err)
+	eventually(t, "both reachable", func() bool {
+		return c.systems[1].Reachable(names[1]) && c.systems[2].Reachable(names[0]) && c.systems[0].Reachable(names[0]) && c.systems[0].Reachable(names[1])
+	})
+	c.systems[1].Root().Send(c.systems[1].PID(names[0]), &askNow{Peer: names[1]})
+	c.systems[2].Root().Send(c.systems[2].PID(names[1]), &askNow{Peer: names[0]})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var ds []snapshot.Deadlock
+	eventually(t, "the cycle across members shows", func() bool {
+		var err error
+		ds, err = c.systems[0].Deadlocks(ctx)
+		require.NoError(t, err)
+		return len(ds) == 1
+	})
+	want := []snapshot.ProcessID{snapshot.ProcessID(names[0]), snapshot.ProcessID(names[1])}
+	slices.Sort(want)
+	require.Equal(t, want, ds[0].Participants)
+	t.Log(ds[0])
+	c.systems[1].Root().Send(c.systems[1].PID(names[0]), &answerNow{})
+	c.systems[2].Root().Send(c.systems[2].PID(names[1]), &answerNow{})
+	eventually(t, "the cycle is over", func() bool {
+		ds, err := c.systems[0].Deadlocks(ctx)
+		require.NoError(t, err)
+		return len(ds) == 0
+	})
+}

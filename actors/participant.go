@@ -215,30 +215,38 @@ func (w *shell) lifecycle(ctx actor.Context) {
 func (w *shell) deliver(ctx actor.Context, from snapshot.ProcessID, msg interface{}) {
 	p := w.p
 	c := &p.sctx
-	p.current = handling{}
-	raw := msg
-	if raw == nil {
-		raw = ctx.Message()
+	if p.current.id != 0 {
+		p.current = handling{} // a handler that panicked left it
 	}
-	switch m := raw.(type) {
-	case *tagged:
-		p.takeTags(m, from)
-		msg = m // snapContext reads through it
-	case *actor.MessageEnvelope:
-		if len(m.Header) > 0 {
-			p.takeHeaders(m.Header, from)
-		} else if p.requested && from != "" {
-			p.books.heard(from)
+	if from != "" {
+		// From a participant: the books' marks (waits.go), on the
+		// message as it was posted.
+		raw := msg
+		if raw == nil {
+			raw = p.mb.Message()
 		}
-	default:
-		if p.requested && from != "" {
-			p.books.heard(from)
+		switch m := raw.(type) {
+		case *tagged:
+			p.takeTags(m, from)
+			msg = m // snapContext reads through it
+		case *actor.MessageEnvelope:
+			if len(m.Header) > 0 {
+				p.takeHeaders(m.Header, from)
+			} else if p.requested {
+				p.books.heard(from)
+			}
+		default:
+			if p.requested {
+				p.books.heard(from)
+			}
 		}
 	}
 	c.Context, c.p, c.msg = ctx, p, msg
 	w.inner.Receive(c)
 	c.msg = nil
-	p.current = handling{}
+	if p.current.id != 0 {
+		p.current = handling{}
+	}
 	if p.blocking {
 		p.blocking = false
 		p.books.handled()

@@ -62,13 +62,17 @@ type Waiter interface {
 	Waiting() snapshot.Waits
 }
 
-// books are a participant's requests not answered yet. The participant's
-// goroutine writes them; the guardian reads them when a snapshot times
-// out, so they are kept under a lock.
+// books are a participant's requests not answered yet. Those answered on
+// a channel are the participant goroutine's alone (it notes, strikes and
+// records them); those to futures are also read by the guardian, when a
+// snapshot times out, and struck when the future completes, so they are
+// kept apart, under a lock.
 type books struct {
-	mu   sync.Mutex
 	next uint64
-	open map[uint64]openRequest
+	open map[uint64]openRequest // answered on a channel
+
+	mu      sync.Mutex
+	futures map[uint64]openRequest
 	// blocking is the number of the last request to a future made in the
 	// handler running now (0 when none): the actor may be blocked in its
 	// Result.
@@ -76,37 +80,41 @@ type books struct {
 }
 
 type openRequest struct {
-	id     uint64
-	to     snapshot.ProcessID
-	typ    string
-	since  time.Time
-	future bool
+	to    snapshot.ProcessID
+	typ   string
+	since time.Time
 }
 
-// request notes a request from p to t and returns its number.
+// request notes a request to participant to and returns its number.
 func (b *books) request(to snapshot.ProcessID, typ string, future bool) uint64 {
-	since := time.Now()
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	b.next++
-	if b.open == nil {
-		b.open = make(map[uint64]openRequest)
-	}
-	if len(b.open) >= maxOpenRequests {
-		delete(b.open, b.next-maxOpenRequests) // the oldest, if it is still open
-		if len(b.open) >= maxOpenRequests {
-			oldest := b.next
-			for id := range b.open {
-				oldest = min(oldest, id)
-			}
-			delete(b.open, oldest)
-		}
-	}
-	b.open[b.next] = openRequest{id: b.next, to: to, typ: typ, since: since, future: future}
+	r := openRequest{to: to, typ: typ, since: time.Now()}
 	if future {
+		b.mu.Lock()
+		b.futures = noteOpen(b.futures, b.next, r)
 		b.blocking = b.next
+		b.mu.Unlock()
+	} else {
+		b.open = noteOpen(b.open, b.next, r)
 	}
 	return b.next
+}
+
+// noteOpen adds request id to open, less the oldest when maxOpenRequests are
+// open.
+func noteOpen(open map[uint64]openRequest, id uint64, r openRequest) map[uint64]openRequest {
+	if open == nil {
+		open = make(map[uint64]openRequest)
+	}
+	if len(open) >= maxOpenRequests {
+		oldest := id
+		for o := range open {
+			oldest = min(oldest, o)
+		}
+		delete(open, oldest)
+	}
+	open[id] = r
+	return open
 }
 
 // restore takes the requests a restored participant had open when it
@@ -116,16 +124,11 @@ func (b *books) restore(w *snapshot.Waits) bool {
 	if w == nil {
 		return false
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	for _, e := range w.Edges {
 		if e.Request == 0 {
 			continue // declared: the actor declares it again
 		}
-		if b.open == nil {
-			b.open = make(map[uint64]openRequest)
-		}
-		b.open[e.Request] = openRequest{id: e.Request, to: e.To, typ: e.Type, since: e.Since}
+		b.open = noteOpen(b.open, e.Request, openRequest{to: e.To, typ: e.Type, since: e.Since})
 		b.next = max(b.next, e.Request)
 	}
 	return len(b.open) > 0
@@ -134,15 +137,13 @@ func (b *books) restore(w *snapshot.Waits) bool {
 // heard strikes the oldest request to participant from still open: a
 // message from it that is neither a request nor marked as an answer (an
 // answer sent later, from another handler, as a lock grants a queued
-// request) may be the answer. Striking too soon can hide a wait from one cut; never striking
-// would leave a wait for ever, and a cycle of such could be reported
-// though nothing waits.
+// request) may be the answer. Striking too soon can hide a wait from one
+// cut; never striking would leave a wait for ever, and a cycle of such
+// could be reported though nothing waits.
 func (b *books) heard(from snapshot.ProcessID) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	var oldest uint64
 	for id, r := range b.open {
-		if r.to == from && !r.future && (oldest == 0 || id < oldest) {
+		if r.to == from && (oldest == 0 || id < oldest) {
 			oldest = id
 		}
 	}
@@ -151,10 +152,13 @@ func (b *books) heard(from snapshot.ProcessID) {
 	}
 }
 
-// answered strikes request id from the books.
-func (b *books) answered(id uint64) {
+// answered strikes request id, answered on a channel, from the books.
+func (b *books) answered(id uint64) { delete(b.open, id) }
+
+// futureDone strikes request id, answered through a future.
+func (b *books) futureDone(id uint64) {
 	b.mu.Lock()
-	delete(b.open, id)
+	delete(b.futures, id)
 	b.mu.Unlock()
 }
 
@@ -169,35 +173,28 @@ func (b *books) handled() {
 
 // waits returns the requests answered on a channel that are still open,
 // oldest first, as wait-for edges.
-func (b *books) waits() []snapshot.Wait {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.edgesLocked(false)
-}
+func (b *books) waits() []snapshot.Wait { return edges(b.open) }
 
-// edgesLocked returns the open requests to futures, or the others, by
-// number. The caller holds b.mu.
-func (b *books) edgesLocked(future bool) []snapshot.Wait {
-	var out []snapshot.Wait
-	for _, r := range b.open {
-		if r.future == future {
-			out = append(out, snapshot.Wait{To: r.to, Request: r.id, Type: r.typ, Since: r.since})
-		}
+// edges returns open as wait-for edges, by number.
+func edges(open map[uint64]openRequest) []snapshot.Wait {
+	out := make([]snapshot.Wait, 0, len(open))
+	for id, r := range open {
+		out = append(out, snapshot.Wait{To: r.to, Request: id, Type: r.typ, Since: r.since})
 	}
 	slices.SortFunc(out, func(a, b snapshot.Wait) int { return cmp.Compare(a.Request, b.Request) })
 	return out
 }
 
 // blocked returns what the actor waits for if it is blocked in a
-// handler on a future: the requests to futures made in that handler and
-// not answered, and reports whether there are any.
+// handler on a future: the requests to futures not answered, and reports
+// whether there are any.
 func (b *books) blocked() ([]snapshot.Wait, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.blocking == 0 {
 		return nil, false
 	}
-	out := b.edgesLocked(true)
+	out := edges(b.futures)
 	return out, len(out) > 0
 }
 
@@ -274,7 +271,7 @@ type answerWatch struct {
 }
 
 func (w *answerWatch) SendUserMessage(*actor.PID, interface{}) {
-	w.b.answered(w.id)
+	w.b.futureDone(w.id)
 	w.reg.Remove(w.pid)
 }
 
