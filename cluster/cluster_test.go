@@ -12,17 +12,6 @@ import (
 	"github.com/actorsnap/actorsnap/internal/testenv"
 )
 
-// startCluster starts n members of a bank of accounts accounts, on the
-// automanaged provider, sharing a file store, and waits until each is
-// ready.
-func startCluster(t *testing.T, n, accounts int, interval time.Duration) ([]*child, []childSpec) {
-	t.Helper()
-	spec := childSpec{Store: t.TempDir(), Accounts: accounts, InFlight: 2, Interval: interval, Timeout: 2 * time.Second}
-	kids, specs := startMembers(t, n, spec, false)
-	awaitReady(t, kids)
-	return kids, specs
-}
-
 // awaitReady waits until every member is ready, and returns the deadline
 // the test goes on with.
 func awaitReady(t *testing.T, kids []*child) time.Time {
