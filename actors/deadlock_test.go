@@ -491,19 +491,9 @@ func TestSeededDeadlocks(t *testing.T) {
 func TestDeadlockSurvivesRestore(t *testing.T) {
 	store := persistence.NewMemory()
 	sys := deadlockSystem(t, WithStore(store))
-	a, err := sys.Spawn("holder", "a")
-	require.NoError(t, err)
-	b, err := sys.Spawn("holder", "b")
-	require.NoError(t, err)
-	sys.Root().Send(a, &askOther{Peer: "b"})
-	sys.Root().Send(b, &askOther{Peer: "a"})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	eventuallyTrue(t, "the deadlock shows", func() bool {
-		ds, err := sys.Deadlocks(ctx)
-		require.NoError(t, err)
-		return len(ds) == 1
-	})
+	deadlockAB(ctx, t, sys)
 	g, err := sys.Snapshot(ctx)
 	require.NoError(t, err)
 	require.Len(t, snapshot.Deadlocks(g), 1, "the stored snapshot shows it")
@@ -525,23 +515,29 @@ func TestDeadlockSurvivesRestore(t *testing.T) {
 func TestAnswerSentLater(t *testing.T) {
 	sys := deadlockSystem(t)
 	defer shutdown(t, sys)
-	a, err := sys.Spawn("holder", "a")
-	require.NoError(t, err)
-	b, err := sys.Spawn("holder", "b")
-	require.NoError(t, err)
-	sys.Root().Send(a, &askOther{Peer: "b"})
-	sys.Root().Send(b, &askOther{Peer: "a"})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	deadlockAB(ctx, t, sys)
+	sys.Root().Send(sys.PID("a"), &release{})
+	sys.Root().Send(sys.PID("b"), &release{})
+	require.NoError(t, sys.AwaitQuiescence(ctx))
+	ds, err := sys.Deadlocks(ctx)
+	require.NoError(t, err)
+	require.Empty(t, ds, "a wait answered by a later Send is still reported")
+}
+
+// deadlockAB spawns holders a and b, has them ask each other, and waits
+// until their deadlock shows.
+func deadlockAB(ctx context.Context, t *testing.T, sys *System) {
+	t.Helper()
+	for _, ab := range [][2]string{{"a", "b"}, {"b", "a"}} {
+		pid, err := sys.Spawn("holder", ab[0])
+		require.NoError(t, err)
+		sys.Root().Send(pid, &askOther{Peer: ab[1]})
+	}
 	eventuallyTrue(t, "the deadlock shows", func() bool {
 		ds, err := sys.Deadlocks(ctx)
 		require.NoError(t, err)
 		return len(ds) == 1
 	})
-	sys.Root().Send(a, &release{})
-	sys.Root().Send(b, &release{})
-	require.NoError(t, sys.AwaitQuiescence(ctx))
-	ds, err := sys.Deadlocks(ctx)
-	require.NoError(t, err)
-	require.Empty(t, ds, "a wait answered by a later Send is still reported")
 }
