@@ -18,7 +18,6 @@ func awaitReady(t *testing.T, kids []*child) time.Time {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for _, k := range kids {
-		k.self = strings.Fields(k.expect(t, deadline, "member "))[1]
 		k.expect(t, deadline, "ready")
 	}
 	return deadline
@@ -32,10 +31,59 @@ func startMembers(t *testing.T, n int, spec childSpec, restore bool) ([]*child, 
 }
 
 // startProxied is startMembers with, if spec.Advertised is set, a proxy
-// in front of each member, returned.
+// in front of each member, returned. It returns once every member has
+// joined and said its address (child.self). The ports are free when
+// picked, but another process may bind one before the member does: then
+// it starts them all again, on fresh ports, up to three times.
 func startProxied(t *testing.T, n int, spec childSpec, restore bool) ([]*child, []childSpec, []*tcpproxy.Proxy) {
-	var proxies []*tcpproxy.Proxy
 	t.Helper()
+	for attempt := 1; ; attempt++ {
+		kids, specs, proxies := launch(t, n, spec, restore)
+		if joined(t, kids) {
+			return kids, specs, proxies
+		}
+		for _, k := range kids {
+			_ = k.cmd.Process.Kill()
+			<-k.done
+		}
+		if attempt == 3 {
+			t.Fatal("a port was taken before its member bound it, three times")
+		}
+		t.Log("a port was taken before its member bound it: starting the members again")
+	}
+}
+
+// joined waits for every member's "member ADDR" line and notes its
+// address. It reports false if a member could not bind its port.
+func joined(t *testing.T, kids []*child) bool {
+	t.Helper()
+	deadline := time.After(60 * time.Second)
+	for _, k := range kids {
+		for k.self == "" {
+			select {
+			case l := <-k.lines:
+				switch {
+				case strings.HasPrefix(l, "member "):
+					k.self = strings.Fields(l)[1]
+				case strings.Contains(l, "address already in use"):
+					return false
+				case strings.HasPrefix(l, "error"):
+					t.Fatalf("member %s: %s", k.name, l)
+				}
+			case <-k.done:
+				t.Fatalf("member %s exited before it joined", k.name)
+			case <-deadline:
+				t.Fatalf("member %s did not join in 60 s", k.name)
+			}
+		}
+	}
+	return true
+}
+
+// launch starts n member processes from spec on fresh ports.
+func launch(t *testing.T, n int, spec childSpec, restore bool) ([]*child, []childSpec, []*tcpproxy.Proxy) {
+	t.Helper()
+	var proxies []*tcpproxy.Proxy
 	ports := freePorts(t, 2*n)
 	spec.Cluster = fmt.Sprintf("bank-%d", time.Now().UnixNano())
 	spec.Seeds = nil

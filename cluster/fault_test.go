@@ -69,7 +69,6 @@ func TestMemberKilledMidSnapshotThenRestore(t *testing.T) {
 			// still holds the last snapshot, and the next restore
 			// takes it.
 			kids, _ := startMembers(t, 2, specs[0], true)
-			kids[rng.IntN(2)].expect(t, deadline, "member ")
 			time.AfterFunc(time.Duration(rng.IntN(500))*time.Millisecond, func() { // the seeded moment
 				for _, k := range kids {
 					_ = k.cmd.Process.Kill()
@@ -91,7 +90,6 @@ func restoreOnto(t *testing.T, spec childSpec, n int) {
 	kids, _ := startMembers(t, n, spec, true)
 	deadline := time.Now().Add(60 * time.Second)
 	for _, k := range kids {
-		k.self = strings.Fields(k.expect(t, deadline, "member "))[1]
 		k.expect(t, deadline, "restored")
 	}
 	waitComplete(t, coordinator(kids), 3, deadline)
