@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/actorsnap/actorsnap/internal/testenv"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
 
@@ -348,9 +349,7 @@ func dotName(t *testing.T, id snapshot.ProcessID) string {
 // With Graphviz installed, dot itself reads the graphs, warning of
 // nothing.
 func TestExportDOTGraphviz(t *testing.T) {
-	if _, err := exec.LookPath("dot"); err != nil {
-		t.Skip("Graphviz's dot is not installed; TestExportDOT parses the graphs without it")
-	}
+	testenv.Graphviz(t) // TestExportDOT parses the graphs without it
 	for name, g := range dotGlobals() {
 		var b strings.Builder
 		require.NoError(t, writeDOT(&b, g))

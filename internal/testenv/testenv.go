@@ -9,6 +9,7 @@ package testenv
 import (
 	"context"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -65,6 +66,23 @@ func need(t testing.TB, env, require, what, script string) string {
 	msg := env + " is not set: set it to " + what + " to run this test (`eval \"$(bash " + script + ")\"` starts a server and sets it)"
 	if os.Getenv(require) != "" {
 		t.Fatal(msg + ", and " + require + " says the test must run")
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// Graphviz returns the path of Graphviz's dot. Without it the test is
+// skipped, or fails if ACTORSNAP_REQUIRE_GRAPHVIZ is set (CI installs
+// Graphviz and sets it).
+func Graphviz(t testing.TB) string {
+	t.Helper()
+	path, err := exec.LookPath("dot")
+	if err == nil {
+		return path
+	}
+	msg := "Graphviz's dot is not installed (apt-get install graphviz)"
+	if os.Getenv("ACTORSNAP_REQUIRE_GRAPHVIZ") != "" {
+		t.Fatal(msg + ", and ACTORSNAP_REQUIRE_GRAPHVIZ says the test must run")
 	}
 	t.Skip(msg)
 	return ""
