@@ -59,10 +59,12 @@ type childSpec struct {
 	// Ask takes one snapshot from each member that does not coordinate.
 	Ask bool
 	// Bench, if set, runs the member as a benchmark's: "bare" (plain
-	// Proto.Actor remote) or "actorsnap", measuring for Measure.
+	// Proto.Actor remote), "actorsnap", or one of floorModes, measuring
+	// for Measure.
 	Bench   string
 	Measure time.Duration
 	Addrs   []string // every member's remote address (bare)
+	Parts   string   // the member's own directory for its parts (floor-capture-local-parts)
 }
 
 // extraMessage is the message type only an Extra member registers.
