@@ -525,7 +525,9 @@ func (a *Assembler) askDeparted(q int32) {
 }
 
 // AddChannel adds the closed recording of one channel. A second recording
-// of one channel aborts the snapshot.
+// of one channel aborts the snapshot, except in the Epochs mode, where the
+// receiver reports its channel state as it comes, in parts: each part
+// continues the last one, in sequence order.
 func (a *Assembler) AddChannel(cr ChannelRecord) error {
 	if cr.Snapshot != a.cfg.Snapshot {
 		return fmt.Errorf("%w: channel record for snapshot %d given to assembler of %d", ErrProtocol, cr.Snapshot, a.cfg.Snapshot)
@@ -536,14 +538,34 @@ func (a *Assembler) AddChannel(cr ChannelRecord) error {
 	from := a.proc(cr.Channel.From)
 	c := a.channel(from, a.proc(cr.Channel.To))
 	a.askDeparted(from)
-	if a.chans[c].record != nil {
-		return a.fail(fmt.Errorf("%w: second recording of channel %s", ErrProtocol, cr.Channel))
+	if old := a.chans[c].record; old != nil {
+		if a.cfg.Mode != Epochs {
+			return a.fail(fmt.Errorf("%w: second recording of channel %s", ErrProtocol, cr.Channel))
+		}
+		if err := a.extend(old, cr.Messages); err != nil {
+			return err
+		}
+	} else {
+		// The receiver's messages are a read-only view: a part added
+		// later copies them rather than append into its array.
+		cr.Messages = slices.Clip(cr.Messages)
+		a.chans[c].record = &cr
 	}
-	a.chans[c].record = &cr
 	if len(cr.Messages) > 0 {
 		a.require(from)
 	}
 	return a.settle(c)
+}
+
+// extend appends a part of a channel's state reported in the Epochs mode
+// to what came before: its messages must continue those, one sequence
+// number after the other, as a FIFO channel delivers them.
+func (a *Assembler) extend(cr *ChannelRecord, msgs []Message) error {
+	if n := len(cr.Messages); n > 0 && len(msgs) > 0 && msgs[0].Seq != cr.Messages[n-1].Seq+1 {
+		return a.fail(fmt.Errorf("%w: channel %s: message %d reported after %d", ErrProtocol, cr.Channel, msgs[0].Seq, cr.Messages[n-1].Seq))
+	}
+	cr.Messages = append(cr.Messages, msgs...)
+	return nil
 }
 
 // settle recomputes whether channel ci balances, and aborts if it never
@@ -567,7 +589,13 @@ func (a *Assembler) settle(ci int32) error {
 		k = uint64(len(c.record.Messages))
 	}
 	ok := c.received+k == c.sent
-	if !ok && (c.record != nil || c.received > c.sent || a.procs[c.to].stopped) {
+	closed := c.record != nil
+	if a.cfg.Mode == Epochs {
+		// Reported in parts: only too many, or a part that does not
+		// follow what came before the receiver's record, is final.
+		closed = c.received+k > c.sent || (k > 0 && c.record.Messages[0].Seq != c.received+1)
+	}
+	if !ok && (closed || c.received > c.sent || a.procs[c.to].stopped) {
 		// A closed recording, too many receipts or a receiver that
 		// stopped cannot be mended.
 		return a.fail(&BalanceError{Snapshot: a.cfg.Snapshot, Channel: a.name(c), Sent: c.sent, Received: c.received, Recorded: k})

@@ -27,8 +27,7 @@ func FuzzProcess(f *testing.F) {
 	// b sends to c and stops while a snapshot runs; then another starts.
 	f.Add([]byte{0, 1, 0, 5, 2, 0, 7, 0x81, 1, 7, 1, 5, 1, 1, 2, 9, 0, 2, 1, 2, 1, 0})
 	f.Fuzz(func(t *testing.T, ops []byte) {
-		aligned := len(ops)%2 == 1 // odd length: the aligned mode
-		h := newHarness(t, aligned)
+		h := newHarness(t, fuzzMode(ops))
 		for i := 0; i+1 < len(ops); i += 2 {
 			h.do(ops[i], ops[i+1])
 		}
@@ -39,6 +38,19 @@ func FuzzProcess(f *testing.F) {
 		}
 		h.check()
 	})
+}
+
+// fuzzMode is the mode of a run of the harness on ops: the aligned mode
+// for an odd length, the Epochs mode for twice an odd number, the
+// unaligned mode for the rest.
+func fuzzMode(ops []byte) snapshot.Mode {
+	switch {
+	case len(ops)%2 == 1:
+		return snapshot.Aligned
+	case len(ops)%4 == 2:
+		return snapshot.Epochs
+	}
+	return snapshot.Unaligned
 }
 
 type fuzzMsg struct {
@@ -56,6 +68,7 @@ type harness struct {
 	links   [3][3][]fuzzMsg
 	blocked [3][3]bool // by the receiver (aligned mode)
 	aligned bool
+	mode    snapshot.Mode
 	asm     map[snapshot.SnapshotID]*snapshot.Assembler
 	trace   *snapshottest.Trace
 	faulty  bool
@@ -65,11 +78,12 @@ type harness struct {
 	final   map[snapshot.ProcessID]snapshot.LocalRecord // of stopped processes
 }
 
-func newHarness(t *testing.T, aligned bool) *harness {
+func newHarness(t *testing.T, mode snapshot.Mode) *harness {
+	aligned := mode == snapshot.Aligned
 	h := &harness{t: t, names: []snapshot.ProcessID{"a", "b", "c"}, asm: map[snapshot.SnapshotID]*snapshot.Assembler{}, trace: snapshottest.NewTrace(), aligned: aligned,
-		final: map[snapshot.ProcessID]snapshot.LocalRecord{}}
+		mode: mode, final: map[snapshot.ProcessID]snapshot.LocalRecord{}}
 	for i, id := range h.names {
-		cfg := snapshot.Config{ID: id}
+		cfg := snapshot.Config{ID: id, Mode: mode}
 		if i != 2 { // c's channels are discovered
 			cfg.Outgoing = []snapshot.ProcessID{h.names[(i+1)%3]}
 		}
@@ -105,7 +119,7 @@ func (h *harness) assembler(id snapshot.SnapshotID) *snapshot.Assembler {
 				live = append(live, n)
 			}
 		}
-		a, err = snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: id, Participants: live,
+		a, err = snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: id, Mode: h.mode, Participants: live,
 			Departed: func(p snapshot.ProcessID) (snapshot.LocalRecord, bool) {
 				r, ok := h.final[p]
 				return r, ok
@@ -181,6 +195,9 @@ func (h *harness) do(op, arg byte) {
 		}
 		h.faulty = true
 		st := snapshot.Stamp{Seq: uint64(arg / 9 % 4), Horizon: snapshot.SnapshotID(arg >> 6)}
+		if h.mode == snapshot.Epochs {
+			st.Epoch = snapshot.SnapshotID(arg >> 5)
+		}
 		if arg&0x10 != 0 {
 			st.Recorded = []snapshot.SnapshotID{snapshot.SnapshotID(arg/9%3 + 1)}
 		}
@@ -343,7 +360,7 @@ func (h *harness) check() {
 // final counters: the message it sent that arrives after the receiver
 // recorded is channel state, and the trace checkers accept the cut.
 func TestHarnessStopBeforeRecord(t *testing.T) {
-	h := newHarness(t, false)
+	h := newHarness(t, snapshot.Unaligned)
 	const bToC = 1 + 3*2 // arg: i = b, j = c
 	h.do(0, bToC)        // b sends m1 to c
 	h.do(1, bToC)        // c receives it
@@ -391,7 +408,7 @@ func TestRandomOps(t *testing.T) {
 					t.Logf("seed %d, events %x\nreplay: go test ./snapshot -run 'TestRandomOps$' -seed %d", s, ops, s)
 				}
 			}()
-			h := newHarness(t, len(ops)%2 == 1)
+			h := newHarness(t, fuzzMode(ops))
 			for i := 0; i+1 < len(ops); i += 2 {
 				h.do(ops[i], ops[i+1])
 			}

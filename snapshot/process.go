@@ -65,8 +65,9 @@ type inChan struct {
 	received uint64    // messages received so far; the last stamp's Seq
 	log      []Message // received messages with Seq in (base, received]
 	base     uint64
-	open     int  // snapshots recording this channel
-	departed bool // the sender stopped: nothing more will come
+	open     int        // snapshots recording this channel
+	departed bool       // the sender stopped: nothing more will come
+	epoch    SnapshotID // Epochs mode: the last message's
 
 	// Aligned mode.
 	back    bool // a back edge: never waited for
@@ -132,6 +133,9 @@ type Process struct {
 	// the cut); folded into done's horizon, they would not.
 	bornAfter []SnapshotID
 
+	// epoch is the newest snapshot recorded here (Epochs mode; epoch.go).
+	epoch SnapshotID
+
 	// gone holds senders that are no more, with no channel here: those
 	// that departed before any message of theirs came (Departed on an
 	// unknown channel), which an aligned snapshot does not await, and those
@@ -162,7 +166,7 @@ func NewProcess(cfg Config) (*Process, error) {
 	if cfg.ID == "" {
 		return nil, fmt.Errorf("%w: empty process id", ErrConfig)
 	}
-	if cfg.Mode != Unaligned && cfg.Mode != Aligned {
+	if !cfg.Mode.Valid() {
 		return nil, fmt.Errorf("%w: unknown mode %s", ErrConfig, cfg.Mode)
 	}
 	p := &Process{
@@ -191,6 +195,9 @@ func NewProcess(cfg Config) (*Process, error) {
 		if id > cfg.Horizon {
 			p.bornAfter = append(p.bornAfter, id)
 		}
+	}
+	if p.mode == Epochs {
+		p.initEpoch(cfg)
 	}
 	return p, nil
 }
@@ -243,6 +250,9 @@ func (p *Process) Send(to ProcessID) Stamp {
 		p.lastOut = c
 	}
 	c.sent++
+	if p.mode == Epochs {
+		return Stamp{Seq: c.sent, Epoch: p.epoch}
+	}
 	if c.sent == 1 {
 		return p.firstStamp()
 	}
@@ -290,6 +300,9 @@ func (p *Process) Receive(from ProcessID, st Stamp, payload any) error {
 	}
 	if st.Seq != c.received+1 {
 		return &SequenceError{Channel: Channel{From: from, To: p.id}, Expected: c.received + 1, Got: st.Seq}
+	}
+	if p.mode == Epochs {
+		return p.receiveEpoch(c, &st, payload)
 	}
 	if st.Seq == 1 && (len(p.snaps) > 0 || len(st.Recorded) > 0 || st.Horizon > 0) {
 		if p.holds(c, &st) {
@@ -361,6 +374,13 @@ func (p *Process) firstMessage(c *inChan, st *Stamp) error {
 func (p *Process) Marker(from ProcessID, id SnapshotID) error {
 	if id == 0 {
 		return ErrInvalidID
+	}
+	if p.mode == Epochs {
+		// No marker is sent in this mode; one given anyway is a start.
+		if id > p.epoch && !p.done.has(id) {
+			return p.advance(id)
+		}
+		return nil
 	}
 	if p.in[from] == nil {
 		if _, gone := p.gone[from]; gone || p.done.has(id) {
@@ -517,6 +537,12 @@ func (p *Process) Initiate(id SnapshotID) error {
 		return fmt.Errorf("%w: %d", ErrFinished, id)
 	}
 	if s := p.find(id); s != nil && s.recorded {
+		return nil
+	}
+	if p.mode == Epochs {
+		if id > p.epoch {
+			return p.advance(id)
+		}
 		return nil
 	}
 	p.recordNow(id, nil)
@@ -844,6 +870,9 @@ func (p *Process) Counters() LocalRecord {
 // has not (docs/design.md, decision 7). The caller also declares the channel to
 // the child with DeclareOutgoing, so that this process's markers reach it.
 func (p *Process) ChildConfig(id ProcessID) Config {
+	if p.mode == Epochs {
+		return p.childConfigEpoch(id)
+	}
 	cfg := Config{ID: id, Mode: p.mode, Incoming: []ProcessID{p.id}, Horizon: p.done.horizon}
 	for _, s := range p.snaps {
 		if s.recorded {

@@ -126,6 +126,47 @@ func TestRandomized(t *testing.T) {
 	}
 }
 
+// TestRandomizedEpochs runs the bank in the Epochs mode over as many
+// random graphs as TestRandomized, with stops, drops and names given
+// again, and snapshots started by broadcast or lazily: at one process,
+// the epoch spreading with the traffic, and the coordinator's sweeps
+// starting the processes that stay silent.
+func TestRandomizedEpochs(t *testing.T) {
+	t.Parallel()
+	first, count := seedRange(*seeds, 1000)
+	var stops stopStats
+	defer func() { stops.check(t, count) }()
+	markers, inFlight := 0, 0
+	defer func() {
+		t.Logf("%d messages in flight in complete snapshots, %d markers", inFlight, markers)
+		if markers > 0 || (count >= 500 && inFlight == 0) {
+			t.Errorf("want no marker and some channel state")
+		}
+	}()
+	for s := first; s < first+count; s++ {
+		run := randomRun(s)
+		run.Mode = snapshot.Epochs
+		run.Log = func(line string) {
+			if strings.Contains(line, "marker") {
+				markers++
+			}
+		}
+		res, err := run.Run()
+		stops.add(run, res)
+		if res != nil {
+			for _, g := range res.Network.Completed() {
+				for _, c := range g.Channels {
+					inFlight += len(c.Messages)
+				}
+			}
+		}
+		if err != nil {
+			t.Fatalf("seed %d (%d processes, %d edges, declare %d, %d snapshots): %v\nreplay: go test ./snapshot -run 'TestRandomizedEpochs$' -seed %d -v",
+				s, run.Graph.Len(), len(run.Graph.Edges), run.Declare, run.Snapshots, err, s)
+		}
+	}
+}
+
 var alignedSeeds = flag.Int("aligned-seeds", 5000, "number of seeds for the randomized aligned-mode test")
 
 // randomAlignedRun derives an aligned-mode bank run from one seed: an

@@ -47,18 +47,32 @@ const (
 	// incoming channel that is not a back edge, then unblocks. Only back
 	// edges, and channels the process did not wait for, get channel state.
 	Aligned
+	// Epochs is Lai–Yang's colouring with Mattern's counters: every
+	// message carries its sender's epoch, the newest snapshot it has
+	// recorded. A message from a newer epoch makes its receiver record
+	// first (an implicit marker); a message from an older epoch received
+	// after the receiver recorded is channel state, reported at once; and
+	// the Assembler decides completion by the channels' counters. No
+	// marker is ever sent, so a snapshot costs messages per participant,
+	// not per channel.
+	Epochs
 )
 
-// ParseMode returns the mode named s ("unaligned" or "aligned").
+// ParseMode returns the mode named s ("unaligned", "aligned" or "epoch").
 func ParseMode(s string) (Mode, error) {
 	switch s {
 	case "unaligned":
 		return Unaligned, nil
 	case "aligned":
 		return Aligned, nil
+	case "epoch":
+		return Epochs, nil
 	}
-	return 0, fmt.Errorf("%w: unknown mode %q (want unaligned or aligned)", ErrConfig, s)
+	return 0, fmt.Errorf("%w: unknown mode %q (want unaligned, aligned or epoch)", ErrConfig, s)
 }
+
+// Valid reports whether m is one of the modes.
+func (m Mode) Valid() bool { return m <= Epochs }
 
 // String returns the mode's name as used in stored snapshots and the CLI.
 func (m Mode) String() string {
@@ -67,6 +81,8 @@ func (m Mode) String() string {
 		return "unaligned"
 	case Aligned:
 		return "aligned"
+	case Epochs:
+		return "epoch"
 	default:
 		return fmt.Sprintf("mode(%d)", uint8(m))
 	}
@@ -75,7 +91,8 @@ func (m Mode) String() string {
 // Stamp is what a sender attaches to an application message: the channel's
 // sequence number and, on the first message of a channel only, which
 // snapshots the sender had already recorded (docs/design.md, decision 2). A stamp
-// with Seq > 1 never carries anything else, so it costs nothing to build.
+// with Seq > 1 never carries anything else but, in the Epochs mode, the
+// sender's epoch, so it costs nothing to build.
 type Stamp struct {
 	// Seq is the message's position on its channel, starting at 1.
 	Seq uint64
@@ -86,6 +103,10 @@ type Stamp struct {
 	// Horizon, on the first message of a channel, says every snapshot id up
 	// to and including it was finished at the sender.
 	Horizon SnapshotID
+	// Epoch, in the Epochs mode and on every message, is the newest
+	// snapshot its sender had recorded when it sent it: every snapshot up
+	// to it was recorded or finished there. Zero in the other modes.
+	Epoch SnapshotID
 }
 
 // covers reports whether the sender had recorded (or finished) id when it

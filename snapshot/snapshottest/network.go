@@ -407,6 +407,14 @@ func (n *Network) Missing(id snapshot.SnapshotID) snapshot.Missing {
 	return m
 }
 
+// epochOf shows a stamp's epoch (Epochs mode) in a log line.
+func epochOf(st snapshot.Stamp) string {
+	if st.Epoch == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" epoch %d", st.Epoch)
+}
+
 func (n *Network) logf(format string, args ...any) {
 	if n.cfg.Log != nil {
 		n.cfg.Log(fmt.Sprintf(format, args...))
@@ -482,7 +490,7 @@ func (n *Network) Send(from, to int, payload any) {
 	if st.Seq == 1 && (len(st.Recorded) > 0 || st.Horizon > 0) {
 		n.logf("%s: send seq=%d %v (recorded %v, horizon %d)", ch, st.Seq, payload, st.Recorded, st.Horizon)
 	} else {
-		n.logf("%s: send seq=%d %v", ch, st.Seq, payload)
+		n.logf("%s: send seq=%d %v%s", ch, st.Seq, payload, epochOf(st))
 	}
 	n.enqueue(from, to, envelope{kind: data, stamp: st, payload: payload})
 }
@@ -598,7 +606,11 @@ func (n *Network) step(i int, input func(p *snapshot.Process) error) {
 		n.enqueue(i, to, envelope{kind: marker, id: m.Snapshot})
 	}
 	for _, cr := range rd.Channels {
-		n.logf("%s: channel %s closed for %d: %s", n.name(i), cr.Channel, cr.Snapshot, messages(cr.Messages))
+		if n.cfg.Mode == snapshot.Epochs {
+			n.logf("%s: in flight on %s for %d: %s", n.name(i), cr.Channel, cr.Snapshot, messages(cr.Messages))
+		} else {
+			n.logf("%s: channel %s closed for %d: %s", n.name(i), cr.Channel, cr.Snapshot, messages(cr.Messages))
+		}
 		if err := n.coord.Channel(tickTime(n.now), cr); err != nil {
 			n.logf("snapshot %d: %v", cr.Snapshot, err)
 		}

@@ -1,0 +1,134 @@
+package snapshot
+
+import "fmt"
+
+// The Epochs mode: Lai and Yang's colouring of messages ("On distributed
+// snapshots", Information Processing Letters 25, 1987), with the colour an
+// epoch number so that snapshots may overlap, and completion decided by
+// counters as in Mattern's algorithm ("Efficient algorithms for
+// distributed snapshots and global virtual time approximation", Journal
+// of Parallel and Distributed Computing 18, 1993). The rules:
+//
+//   - A process's epoch is the newest snapshot it has recorded. Recording
+//     is monotone: a process that records id records every snapshot below
+//     it that it has neither recorded nor finished, at the same moment,
+//     with the same state. So every snapshot up to the epoch is recorded
+//     or finished, and one number says which snapshots a message follows.
+//   - Every message carries its sender's epoch (Stamp.Epoch).
+//   - A message whose epoch is newer than the receiver's makes it record
+//     up to that epoch before the message is delivered: the message was
+//     sent after its sender's record, so it must come after the
+//     receiver's too. That is the marker, carried by the message itself.
+//   - A message whose epoch is older than a snapshot the receiver has
+//     recorded was sent before its sender's record and received after the
+//     receiver's: it is that snapshot's channel state, reported at once
+//     (Ready.Channels, one message each) rather than held.
+//   - No marker is sent. A channel's state is complete when the counters
+//     balance: sent before the sender's record = received before the
+//     receiver's record + reported (the Assembler's rule in every mode; in
+//     this one it adds up partial reports). A snapshot therefore costs its
+//     starts and records, one per participant, and one report per message
+//     in flight, whatever the number of channels.
+//   - Starts may be lazy: a process that never hears of a snapshot from
+//     the coordinator records it at the first message from a newer epoch.
+
+// maxEpochJump bounds how far one message may move a receiver's epoch:
+// every id in between is recorded, so a stamp from a corrupt or hostile
+// peer must not ask for billions of records. Ids are dense, so a real
+// jump is at most the number of snapshots started since the receiver's
+// last record.
+const maxEpochJump = 1 << 16
+
+// Epoch returns the newest snapshot this process has recorded (in the
+// Epochs mode; zero in the others before any record): every snapshot up to
+// it is recorded or finished here.
+func (p *Process) Epoch() SnapshotID { return p.epoch }
+
+// initEpoch sets a new process's epoch from its Config: the snapshots it
+// takes no part in are behind it.
+func (p *Process) initEpoch(cfg Config) {
+	p.epoch = cfg.Horizon
+	for _, id := range cfg.Finished {
+		p.epoch = max(p.epoch, id)
+	}
+	// Every id up to the epoch is done here: the epoch says so to every
+	// receiver, and a start of one of them must not record it.
+	p.done.horizon = max(p.done.horizon, p.epoch)
+	for id := range p.done.above {
+		if id <= p.done.horizon {
+			delete(p.done.above, id)
+		}
+	}
+	p.bornAfter = nil
+}
+
+// receiveEpoch is Receive in the Epochs mode.
+func (p *Process) receiveEpoch(c *inChan, st *Stamp, payload any) error {
+	if st.Epoch < c.epoch {
+		// A sender's epoch never goes back, and its channel keeps order.
+		return fmt.Errorf("%w: channel %s: message %d from epoch %d after one from epoch %d", ErrProtocol, Channel{From: c.from, To: p.id}, st.Seq, st.Epoch, c.epoch)
+	}
+	if st.Epoch > p.epoch {
+		if err := p.advance(st.Epoch); err != nil {
+			return err
+		}
+	}
+	c.epoch = st.Epoch
+	c.received = st.Seq
+	if st.Epoch == p.epoch {
+		return nil
+	}
+	// Older than this process's epoch: in flight for every snapshot in
+	// progress here above the sender's epoch.
+	var msgs []Message
+	for _, s := range p.snaps {
+		if s.id <= st.Epoch || s.discarded {
+			continue
+		}
+		if msgs == nil {
+			msgs = []Message{{Seq: st.Seq, Payload: payload}}
+		}
+		p.ready.Channels = append(p.ready.Channels, ChannelRecord{
+			Snapshot: s.id,
+			Channel:  Channel{From: c.from, To: p.id},
+			Messages: msgs,
+		})
+	}
+	return nil
+}
+
+// advance records every snapshot up to id that is neither recorded nor
+// finished here, at once and with one state, and makes id the epoch.
+func (p *Process) advance(id SnapshotID) error {
+	if id-p.epoch > maxEpochJump {
+		return fmt.Errorf("%w: epoch %d is %d snapshots past this process's %d", ErrProtocol, id, id-p.epoch, p.epoch)
+	}
+	var sent, received []PeerCount
+	for next := p.epoch + 1; next <= id; next++ {
+		if p.done.has(next) {
+			continue
+		}
+		if sent == nil && received == nil {
+			// One copy of the counters serves every record taken now:
+			// records are read-only once handed out.
+			c := p.Counters()
+			sent, received = c.Sent, c.Received
+		}
+		p.snaps = append(p.snaps, &snap{id: next, recorded: true, finished: true})
+		p.ready.Records = append(p.ready.Records, LocalRecord{Snapshot: next, Process: p.id, Sent: sent, Received: received})
+		// Nothing is open: what comes in flight is reported as it comes.
+		p.ready.Finished = append(p.ready.Finished, next)
+	}
+	p.epoch = id
+	return nil
+}
+
+// childConfigEpoch is ChildConfig in the Epochs mode: the child is born at
+// its creator's epoch, so its messages follow every snapshot the creator
+// had recorded, and it takes part in every later one. Snapshots finished
+// at the creator above its epoch (aborted before it recorded them) are
+// not passed on: as Finished they would raise the child's epoch past
+// snapshots still in progress that it must take part in.
+func (p *Process) childConfigEpoch(id ProcessID) Config {
+	return Config{ID: id, Mode: Epochs, Incoming: []ProcessID{p.id}, Horizon: max(p.done.horizon, p.epoch)}
+}
