@@ -56,8 +56,10 @@ type Mailbox struct {
 	sweepAt  int                        // sweep empty queues when len(queues) reaches it
 	free     []*senderQueue             // swept queues kept for reuse
 	current  *senderQueue               // queue of the user message being delivered
-	// delivering is the user message being delivered, as posted.
+	// delivering is the user message being delivered, as posted, and
+	// the tag it was posted with.
 	delivering interface{}
+	tag        uint64
 
 	// Set before the mailbox runs (WithHeldLimit); last, so that the
 	// fields above keep the cache lines they had before these came.
@@ -70,11 +72,18 @@ type posted struct {
 	msg   interface{}
 	key   SenderKey
 	keyed bool
+	tag   uint64
+}
+
+// entry is a queued user message and its tag (PostTagged).
+type entry struct {
+	msg interface{}
+	tag uint64
 }
 
 // senderQueue holds one sender's undelivered messages.
 type senderQueue struct {
-	msgs    ring[interface{}]
+	msgs    ring[entry]
 	key     SenderKey
 	paused  bool
 	inReady bool // listed in Mailbox.ready (possibly paused since)
@@ -177,6 +186,14 @@ func (m *Mailbox) PostFrom(key SenderKey, message interface{}) {
 	m.post(posted{msg: message, key: key, keyed: true})
 }
 
+// PostTagged is PostFrom with a tag: a word the sender attaches to the
+// message, which Tag returns while it is delivered. A sender that must
+// say something about every message (a snapshot's epoch) says it here
+// rather than in a wrapper that would cost an allocation per message.
+func (m *Mailbox) PostTagged(key SenderKey, tag uint64, message interface{}) {
+	m.post(posted{msg: message, key: key, keyed: true, tag: tag})
+}
+
 func (m *Mailbox) post(p posted) {
 	for _, mw := range m.middlewares {
 		mw.MessagePosted(p.msg)
@@ -210,6 +227,11 @@ func (m *Mailbox) Sender() (SenderKey, bool) {
 // nil when none is. Call it on the actor's goroutine, while it processes
 // a message.
 func (m *Mailbox) Message() interface{} { return m.delivering }
+
+// Tag returns the tag the user message being delivered was posted with
+// (PostTagged), zero for one posted otherwise. Call it on the actor's
+// goroutine, while it processes a message.
+func (m *Mailbox) Tag() uint64 { return m.tag }
 
 // PostSystemMessage implements actor.Mailbox.
 func (m *Mailbox) PostSystemMessage(message interface{}) {
@@ -272,7 +294,7 @@ func (m *Mailbox) run(budget *int) {
 	m.running = true
 	defer func() {
 		m.running = false
-		m.current, m.delivering = nil, nil
+		m.current, m.delivering, m.tag = nil, nil, 0
 		if r := recover(); r != nil {
 			if m.pos < len(m.batch) {
 				// The key function panicked: drop the message it was given.
@@ -325,7 +347,7 @@ func (m *Mailbox) run(budget *int) {
 		}
 		m.delivering = msg
 		m.invoker.InvokeUserMessage(msg)
-		m.current, m.delivering = nil, nil
+		m.current, m.delivering, m.tag = nil, nil, 0
 		for _, mw := range m.middlewares {
 			mw.MessageReceived(msg)
 		}
@@ -351,15 +373,15 @@ func (m *Mailbox) next() interface{} {
 			q.inReady = false
 			continue
 		}
-		msg := q.msgs.pop()
-		m.current = q
+		e := q.msgs.pop()
+		m.current, m.tag = q, e.tag
 		if q.msgs.len() > 0 {
 			m.ready.push(q)
 		} else {
 			q.inReady = false
 			q.msgs.emptied(keepRing)
 		}
-		return msg
+		return e.msg
 	}
 }
 
@@ -385,7 +407,7 @@ func (m *Mailbox) demux() {
 		}
 		m.batch[m.pos] = posted{}
 		m.pos++
-		q.msgs.push(p.msg)
+		q.msgs.push(entry{msg: p.msg, tag: p.tag})
 		if q.paused {
 			m.held++
 		} else if !q.inReady {

@@ -452,6 +452,23 @@ func TestPostFromAndSender(t *testing.T) {
 	assert.False(t, ok, "no message being delivered")
 }
 
+// PostTagged's tag is what Tag returns while its message is delivered,
+// whatever the order of delivery; other messages have none.
+func TestPostTagged(t *testing.T) {
+	m, d, s := newStepped()
+	var tags []string
+	s.onUser = func(message interface{}) {
+		tags = append(tags, fmt.Sprintf("%v:%d", message, m.Tag()))
+	}
+	m.PostTagged(7, 3, "x1")
+	m.PostFrom(9, "y1")
+	m.PostTagged(7, 4, "x2")
+	m.PostTagged(9, 5, "y2")
+	d.drain()
+	assert.Equal(t, []string{"x1:3", "y1:0", "x2:4", "y2:5"}, tags)
+	assert.Zero(t, m.Tag(), "no message being delivered")
+}
+
 // Messages posted before the mailbox has an actor wait for it, in order.
 func TestPostBeforeRegistration(t *testing.T) {
 	m := New()
