@@ -670,6 +670,22 @@ func (a *Assembler) Peers(id ProcessID) []ProcessID {
 	return slices.Compact(out)
 }
 
+// Unrecorded lists the participants that must record and have not, in
+// the order they were numbered: Missing's participants without its scan
+// of the channels, for a caller that asks often (a sweep).
+func (a *Assembler) Unrecorded() []ProcessID {
+	if a.unrecord == 0 {
+		return nil
+	}
+	out := make([]ProcessID, 0, a.unrecord)
+	for i := range a.procs {
+		if p := &a.procs[i]; p.required && p.record == nil {
+			out = append(out, p.id)
+		}
+	}
+	return out
+}
+
 // Missing lists what keeps the snapshot from completing.
 func (a *Assembler) Missing() Missing {
 	var m Missing

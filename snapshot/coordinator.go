@@ -422,7 +422,7 @@ func (c *Coordinator) Tick(now time.Time) {
 			continue
 		}
 		r.nextSweep = now.Add(c.cfg.SweepAfter)
-		for _, p := range r.asm.Missing().Participants {
+		for _, p := range r.asm.Unrecorded() {
 			if _, stopped := c.stopped[p]; !stopped {
 				c.ready.Initiates = append(c.ready.Initiates, Initiate{Snapshot: id, Process: p})
 			}
@@ -513,21 +513,28 @@ func (c *Coordinator) check() {
 // stop, shows drained: every channel from them balances with nothing in
 // flight.
 func (c *Coordinator) drained(g *Global, asm *Assembler) {
-	for _, p := range slices.Sorted(maps.Keys(c.stopped)) {
-		s := c.stopped[p]
-		if s.after >= g.ID || slices.ContainsFunc(c.drops, func(d Drop) bool { return d.Process == p }) {
-			continue
-		}
-		ok := true
-		for _, ch := range g.Channels {
-			if ch.Channel.From == p && (ch.Sent != ch.Received || len(ch.Messages) > 0) {
-				ok = false
-				break
+	if len(c.stopped) == 0 {
+		return
+	}
+	// One pass over the channels, not one per stopped participant: a
+	// workload that spawns and stops many would make it quadratic.
+	undrained := make(map[ProcessID]bool)
+	for _, ch := range g.Channels {
+		if ch.Sent != ch.Received || len(ch.Messages) > 0 {
+			if _, stopped := c.stopped[ch.Channel.From]; stopped {
+				undrained[ch.Channel.From] = true
 			}
 		}
-		if ok {
-			c.drops = append(c.drops, Drop{Process: p, Peers: asm.Peers(p)})
+	}
+	dropping := make(map[ProcessID]bool, len(c.drops))
+	for _, d := range c.drops {
+		dropping[d.Process] = true
+	}
+	for _, p := range slices.Sorted(maps.Keys(c.stopped)) {
+		if c.stopped[p].after >= g.ID || dropping[p] || undrained[p] {
+			continue
 		}
+		c.drops = append(c.drops, Drop{Process: p, Peers: asm.Peers(p)})
 	}
 }
 
