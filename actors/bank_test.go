@@ -147,13 +147,33 @@ func shutdown(t testing.TB, sys *System) {
 	assert.Zero(t, sys.recorded.Load(), "messages still counted for snapshots after shutdown")
 }
 
-// modes are the snapshot algorithms the tests run on the same workloads.
-var modes = []snapshot.Mode{snapshot.Unaligned, snapshot.Aligned}
+// modes are the snapshot algorithms the tests run on the same workloads:
+// each mode, and the epoch mode with lazy starts too.
+var modes = []struct {
+	name string
+	opt  Option
+}{
+	{"unaligned", WithMode(snapshot.Unaligned)},
+	{"aligned", WithMode(snapshot.Aligned)},
+	{"epoch", WithMode(snapshot.Epochs)},
+	{"epoch-lazy", func(c *config) {
+		WithMode(snapshot.Epochs)(c)
+		WithInitiation(Lazy)(c)
+	}},
+}
+
+// isLazy reports whether a mode of modes starts snapshots lazily: an
+// idle participant records only at the sweep, after DefaultLazyStart.
+func isLazy(mode Option) bool {
+	var c config
+	mode(&c)
+	return c.initiation == Lazy
+}
 
 // forModes runs test once per mode, as a subtest named for the mode.
 func forModes(t *testing.T, test func(t *testing.T, mode Option)) {
 	for _, m := range modes {
-		t.Run(m.String(), func(t *testing.T) { test(t, WithMode(m)) })
+		t.Run(m.name, func(t *testing.T) { test(t, m.opt) })
 	}
 }
 

@@ -159,14 +159,24 @@ func (g *guardian) newCoordinator(after snapshot.SnapshotID, restored *snapshot.
 		After: after, Mode: cfg.mode, Restored: restored, Timeout: cfg.timeout,
 		Learn: cfg.mode == snapshot.Aligned, BackEdges: cfg.backEdges, Search: search,
 	}
-	if cfg.initiation == Flooding {
-		ccfg.SweepAfter = cfg.timeout / 4
+	if cfg.initiation != Broadcast {
+		ccfg.SweepAfter = g.sweepEvery()
 	}
 	c, err := snapshot.NewCoordinator(ccfg)
 	if err != nil {
 		panic(fmt.Errorf("actors: %w", err)) // newConfig checked the timeout
 	}
 	return c
+}
+
+// sweepEvery is how long after a start, and again after each sweep, the
+// coordinator starts the participants that have not recorded: a quarter
+// of the timeout when starts flood, the lazy delay when they are lazy.
+func (g *guardian) sweepEvery() time.Duration {
+	if g.s.cfg.initiation == Lazy {
+		return g.s.cfg.lazyAfter
+	}
+	return g.s.cfg.timeout / 4
 }
 
 // later sends msg to the guardian after d, from a timer.
@@ -330,7 +340,7 @@ func (g *guardian) timer(m *timerMsg) {
 	}
 	g.coord.Tick(g.now())
 	if m.sweep && slices.Contains(g.coord.Pending(), m.id) {
-		r.timers = append(r.timers, g.later(g.s.cfg.timeout/4, &timerMsg{id: m.id, sweep: true}))
+		r.timers = append(r.timers, g.later(g.sweepEvery(), &timerMsg{id: m.id, sweep: true}))
 	}
 }
 
@@ -418,11 +428,12 @@ func (g *guardian) start(reply chan<- result, direct, probe bool, remote ...remo
 		g.partsVersion = reg.version
 	}
 	parts := g.parts
-	if g.s.cfg.initiation == Flooding && g.s.cfg.mode == snapshot.Unaligned && len(parts) > 0 && !direct {
+	flooding := g.s.cfg.initiation == Flooding && g.s.cfg.mode != snapshot.Aligned && !direct
+	if flooding && len(parts) > 0 {
 		initiator = parts[g.rng.IntN(len(parts))].id
 	}
 	live := g.liveIDs(g.partIDs)
-	if g.s.cfg.initiation == Flooding && g.s.cfg.mode == snapshot.Unaligned && len(live) > len(parts) && !direct {
+	if flooding && len(live) > len(parts) {
 		initiator = live[g.rng.IntN(len(live))]
 	}
 	id, err := g.coord.Start(now, live, initiator)
@@ -451,7 +462,7 @@ func (g *guardian) start(reply chan<- result, direct, probe bool, remote ...remo
 		r.waiters = append(r.waiters, reply)
 	}
 	aligned := g.s.cfg.mode == snapshot.Aligned
-	g.fanOut(id, !direct && g.s.cfg.initiation != Flooding, !direct && aligned && g.s.cfg.initiation == Flooding, probe, initiator, rd.Awaited)
+	g.fanOut(id, !direct && g.s.cfg.initiation == Broadcast, !direct && aligned && g.s.cfg.initiation == Flooding, probe, initiator, rd.Awaited)
 	g.runs[id] = r
 	g.s.metrics.started.Add(context.Background(), 1)
 	g.s.log.Debug("snapshot started", slog.Uint64("id", uint64(id)), slog.Int("participants", len(parts)))
@@ -481,7 +492,12 @@ func (g *guardian) start(reply chan<- result, direct, probe bool, remote ...remo
 				}
 			}
 		}
-		r.timers = append(r.timers, g.later(g.s.cfg.timeout/4, &timerMsg{id: id, sweep: true}))
+		r.timers = append(r.timers, g.later(g.sweepEvery(), &timerMsg{id: id, sweep: true}))
+	case g.s.cfg.initiation == Lazy:
+		// Each participant records at its next message; the sweep starts
+		// those still silent.
+		g.s.publishEpoch(id)
+		r.timers = append(r.timers, g.later(g.sweepEvery(), &timerMsg{id: id, sweep: true}))
 	default:
 		broadcast(id, parts)
 	}

@@ -329,7 +329,7 @@ func awaitSnapshot(t *testing.T, done <-chan outcome, mode snapshot.Mode) *snaps
 
 var memSeed = flag.Uint64("members-seed", 0, "seed of TestMembersInProcess (0: from the clock)")
 
-// Snapshots across in-memory members, both modes, both initiations,
+// Snapshots across in-memory members, every mode and initiation,
 // asked of any member, while the links between members are held and
 // released at seeded moments: whatever order the members' frames arrive
 // in, every snapshot completes and balances.
@@ -339,8 +339,12 @@ func TestMembersInProcess(t *testing.T) {
 		seed = uint64(time.Now().UnixNano())
 	}
 	t.Logf("seed %d (rerun with -members-seed %d)", seed, seed)
-	for _, mode := range []snapshot.Mode{snapshot.Unaligned, snapshot.Aligned} {
-		for _, init := range []actors.Initiation{actors.Broadcast, actors.Flooding} {
+	for _, mode := range []snapshot.Mode{snapshot.Unaligned, snapshot.Aligned, snapshot.Epochs} {
+		inits := []actors.Initiation{actors.Broadcast, actors.Flooding}
+		if mode == snapshot.Epochs {
+			inits = append(inits, actors.Lazy)
+		}
+		for _, init := range inits {
 			t.Run(fmt.Sprintf("%s/initiation=%d", mode, init), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(seed, uint64(mode)*2+uint64(init)))
 				c := startMemCluster(t, 3, 30, 2, actors.WithMode(mode), actors.WithInitiation(init))

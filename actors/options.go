@@ -26,7 +26,14 @@ const (
 	// quarter of the timeout. In the aligned mode it starts at every
 	// participant that waits for no one's barrier, the sources of the
 	// graph of awaited channels, as Flink injects barriers at its sources.
+	// In the epoch mode nothing floods: the snapshot spreads with the
+	// epochs that application messages carry.
 	Flooding
+	// Lazy (epoch mode only): the guardian publishes the snapshot and
+	// starts no one; each participant records at its next message, and
+	// the guardian starts those that stay silent after WithLazyStart's
+	// delay. Busy participants then cost no start message at all.
+	Lazy
 )
 
 // Option configures a System.
@@ -38,6 +45,7 @@ type config struct {
 	backEdges   []snapshot.Channel
 	search      BackEdgeSearch
 	initiation  Initiation
+	lazyAfter   time.Duration // Lazy: before the guardian starts the silent
 	timeout     time.Duration
 	concurrent  int
 	store       persistence.Store
@@ -76,6 +84,17 @@ const (
 
 // WithMode selects the snapshot algorithm. Default: snapshot.Unaligned,
 // or for Restore the mode of the snapshot restored.
+//
+// In the epoch mode (snapshot.Epochs) no marker is sent: every message
+// carries its sender's epoch, the newest snapshot it recorded, in the
+// receiver's queue entry (no wrapper, no allocation). A message from a
+// newer epoch makes its receiver record first; one from an older epoch
+// that arrives after the receiver recorded is channel state, reported to
+// the guardian as it comes; and the guardian completes the snapshot when
+// every channel's counters balance. A snapshot costs a start and a record
+// per participant plus one report per message in flight, whatever the
+// number of channels: the mode for dense graphs. WithInitiation(Lazy)
+// saves the starts of participants that are busy anyway.
 //
 // In the aligned mode (snapshot.Aligned) a participant blocks each sender
 // whose barrier came and records once barriers came from every sender it
@@ -117,8 +136,17 @@ type BackEdgeSearch func(chans []snapshot.Channel, roots []snapshot.ProcessID) [
 // timeout with a reason naming the channels still awaited.
 func WithBackEdgeSearch(f BackEdgeSearch) Option { return func(c *config) { c.search = f } }
 
-// WithInitiation selects broadcast (default) or flooding initiation.
+// WithInitiation selects broadcast (default), flooding or lazy initiation.
 func WithInitiation(i Initiation) Option { return func(c *config) { c.initiation = i } }
+
+// DefaultLazyStart is WithLazyStart's default.
+const DefaultLazyStart = 5 * time.Millisecond
+
+// WithLazyStart sets how long a lazy start (WithInitiation(Lazy)) leaves
+// participants to notice a snapshot at their next message before the
+// guardian starts those that have not: the longest a snapshot waits for
+// a participant with nothing to do. Positive; default DefaultLazyStart.
+func WithLazyStart(d time.Duration) Option { return func(c *config) { c.lazyAfter = d } }
 
 // WithTimeout bounds how long a snapshot may take before it is aborted
 // (docs/design.md, decision 6). Default 10s; at least 1ms.
@@ -204,15 +232,19 @@ func WithActorSystemConfig(opts ...actor.ConfigOption) Option {
 }
 
 func newConfig(opts []Option) (config, error) {
-	c := config{timeout: DefaultTimeout, concurrent: DefaultConcurrent, search: snapshot.ShallowBackEdges}
+	c := config{timeout: DefaultTimeout, concurrent: DefaultConcurrent, search: snapshot.ShallowBackEdges, lazyAfter: DefaultLazyStart}
 	for _, o := range opts {
 		o(&c)
 	}
 	switch {
-	case c.mode != snapshot.Unaligned && c.mode != snapshot.Aligned:
+	case !c.mode.Valid():
 		return c, fmt.Errorf("%w: mode %s not supported", ErrConfig, c.mode)
-	case c.initiation > Flooding:
+	case c.initiation > Lazy:
 		return c, fmt.Errorf("%w: unknown initiation %d", ErrConfig, c.initiation)
+	case c.initiation == Lazy && c.mode != snapshot.Epochs:
+		return c, fmt.Errorf("%w: lazy starts need the epoch mode (WithMode(snapshot.Epochs)), not %s", ErrConfig, c.mode)
+	case c.lazyAfter <= 0:
+		return c, fmt.Errorf("%w: lazy start delay %v must be positive", ErrConfig, c.lazyAfter)
 	case c.timeout < MinTimeout:
 		return c, fmt.Errorf("%w: timeout %v below the minimum %v", ErrConfig, c.timeout, MinTimeout)
 	case c.concurrent < 1 || c.concurrent > MaxConcurrent:

@@ -65,6 +65,8 @@ type participant struct {
 	enc      encoder
 	budget   bool // a budgetMsg is on its way
 	aligned  bool // the Process's mode is Aligned: senders may be held paused
+	lazy     bool // lazy starts: look for a newer snapshot at every message
+	epochs   bool // the Process's mode is Epochs: any message may make it record
 	counted  int  // this participant's part of System.recorded
 	nReports int  // messages in reports, for the budget
 
@@ -137,6 +139,9 @@ func (w *shell) receive(ctx actor.Context, key mailbox.SenderKey) {
 		}
 		return
 	}
+	if p.lazy {
+		p.lazyStart()
+	}
 	from := p.peer(key)
 	switch m := ctx.Message().(type) {
 	case *markerMsg:
@@ -162,9 +167,14 @@ func (w *shell) receive(ctx actor.Context, key mailbox.SenderKey) {
 			p.held[from] = heldMsg{stamp: m.stamp, msg: m.msg}
 		}
 	default:
+		if p.epochs {
+			// A newer epoch makes it record: the departed to forget go
+			// first, as before any record.
+			p.takeAwaited()
+		}
 		// As posted: a message with a sender or headers is recorded with
 		// its envelope, so that a restore replays the request itself.
-		p.receive(from, snapshot.Stamp{Seq: p.proc.Received(from) + 1}, p.mb.Message())
+		p.receive(from, snapshot.Stamp{Seq: p.proc.Received(from) + 1, Epoch: snapshot.SnapshotID(p.mb.Tag())}, p.mb.Message())
 		w.deliver(ctx, from, nil)
 	}
 }
@@ -460,7 +470,8 @@ func (p *participant) send(ctx actor.Context, pid *actor.PID, msg interface{}) {
 	if st.Seq == 1 && (len(st.Recorded) > 0 || st.Horizon > 0) {
 		msg = &firstMsg{stamp: st, msg: msg}
 	}
-	t.mb.PostFrom(p.key, msg)
+	// The epoch (zero but in the epoch mode) rides in the queue entry.
+	t.mb.PostTagged(p.key, uint64(st.Epoch), msg)
 }
 
 // post posts a marker or a departure to participant t, on the channel

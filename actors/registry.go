@@ -51,6 +51,7 @@ type registry struct {
 // whose key it carries.
 type earlyMsg struct {
 	key mailbox.SenderKey
+	tag uint64 // the epoch it carries (mailbox.PostTagged)
 	msg interface{}
 }
 

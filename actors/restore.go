@@ -118,7 +118,7 @@ func restoreOn(ctx context.Context, store persistence.Store, id snapshot.Snapsho
 	switch {
 	case cfg.modeSet && g.Mode != cfg.mode:
 		return nil, nil, fmt.Errorf("%w: snapshot %d: snapshot taken in %s mode, system in %s mode", ErrRestore, g.ID, g.Mode, cfg.mode)
-	case g.Mode != snapshot.Unaligned && g.Mode != snapshot.Aligned:
+	case !g.Mode.Valid():
 		return nil, nil, fmt.Errorf("%w: snapshot %d: %w: mode %s not supported", ErrRestore, g.ID, ErrConfig, g.Mode)
 	case high >= snapshot.MaxSnapshotID:
 		return nil, nil, fmt.Errorf("%w: snapshot %d: %w: the store has held snapshot %d", ErrRestore, g.ID, persistence.ErrIDsExhausted, high)

@@ -138,6 +138,9 @@ func (s *System) spawn(props *actor.Props, parent actor.SpawnerContext, kindName
 			// takes part in them with its state at birth (a participant
 			// that has not recorded one may send to it before its record).
 			pcfg = snapshot.Config{ID: id, Mode: s.cfg.mode}
+			if s.cfg.mode == snapshot.Epochs {
+				pcfg.Horizon = s.reg.overBelowLocked()
+			}
 			joins = slices.Clone(pending)
 		}
 		return pcfg
@@ -200,6 +203,8 @@ func (s *System) newParticipant(kindName string, id snapshot.ProcessID, state []
 	if p.proc, err = snapshot.NewProcess(config(s.reg.pending)); err != nil {
 		return nil, err
 	}
+	p.lazy = s.cfg.initiation == Lazy
+	p.epochs = p.proc.Mode() == snapshot.Epochs
 	if p.aligned = p.proc.Mode() == snapshot.Aligned; p.aligned {
 		// Wait for no one until the guardian, which knows the channel
 		// graph and its cycles, says whom (WithMode).
@@ -211,7 +216,7 @@ func (s *System) newParticipant(kindName string, id snapshot.ProcessID, state []
 	// Messages other members' participants sent to it before it was
 	// born here come first, in their order.
 	for _, e := range s.reg.early[id] {
-		p.mb.PostFrom(e.key, e.msg)
+		p.mb.PostTagged(e.key, e.tag, e.msg)
 	}
 	delete(s.reg.early, id)
 	return p, nil

@@ -57,6 +57,8 @@ func (s *System) startFrame(f *frame) {
 	switch {
 	case f.Start:
 		broadcast(f.ID, reg.live())
+	case s.cfg.initiation == Lazy && !f.Sources:
+		s.publishEpoch(f.ID)
 	case f.Sources:
 		// Aligned flooding: the sources of the awaited graph here start.
 		msg := &initiateMsg{id: f.ID}

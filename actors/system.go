@@ -110,9 +110,13 @@ type System struct {
 	kinds   map[string]*kind
 	types   *messageTypes
 
-	reg       registry
-	pool      *workpool.Pool
-	nextKey   atomic.Uint64
+	reg     registry
+	pool    *workpool.Pool
+	nextKey atomic.Uint64
+	// epochNow is the newest snapshot published for lazy starts
+	// (WithInitiation(Lazy)): participants record it at their next
+	// message.
+	epochNow  atomic.Uint64
 	down      atomic.Bool
 	stopped   sync.WaitGroup // participants not yet stopped
 	guardSTW  chan struct{}  // closed when the guardian has stopped

@@ -132,6 +132,9 @@ type frame struct {
 	Awaited  *awaitedSets          `msgpack:"q,omitempty"` // fStart, aligned: this member's awaited sets from ID on
 	Probe    bool                  `msgpack:"z,omitempty"` // fStart, fAsk: a cut for an analysis, without state
 	Global   *snapshot.Global      `msgpack:"g,omitempty"` // fOver: the analysis's cut, to whoever asked
+	// Epoch is a channel message's sender's epoch (epoch mode): in the
+	// channel frame's own encoding, never in msgpack.
+	Epoch snapshot.SnapshotID `msgpack:"-"`
 }
 
 // wireChannel is a channel recording on its way to the coordinator: its
@@ -308,7 +311,7 @@ func (s *System) deliverChannel(from string, f *frame) {
 			msg = &firstMsg{stamp: *f.Stamp, msg: v}
 		}
 	}
-	if t == nil && s.holdEarly(f.To, sender.key, msg) {
+	if t == nil && s.holdEarly(f.To, sender.key, uint64(f.Epoch), msg) {
 		return
 	}
 	if t == nil || t.stopped.Load() {
@@ -319,7 +322,7 @@ func (s *System) deliverChannel(from string, f *frame) {
 		}
 		return
 	}
-	t.mb.PostFrom(sender.key, msg)
+	t.mb.PostTagged(sender.key, uint64(f.Epoch), msg)
 }
 
 // holdEarly keeps a message for a participant to be born here, if the
@@ -327,7 +330,7 @@ func (s *System) deliverChannel(from string, f *frame) {
 // members' participants may reach it before its spawn, which need not
 // wait for theirs. It reports whether it kept msg. What no participant
 // takes within the system's timeout is a dead letter, logged.
-func (s *System) holdEarly(to snapshot.ProcessID, key mailbox.SenderKey, msg interface{}) bool {
+func (s *System) holdEarly(to snapshot.ProcessID, key mailbox.SenderKey, tag uint64, msg interface{}) bool {
 	t := s.cfg.transport
 	if t.Owner(string(to)) != t.Self() {
 		return false
@@ -336,14 +339,14 @@ func (s *System) holdEarly(to snapshot.ProcessID, key mailbox.SenderKey, msg int
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if p := r.byID[to]; p != nil {
-		p.mb.PostFrom(key, msg) // born meanwhile
+		p.mb.PostTagged(key, tag, msg) // born meanwhile
 		return true
 	}
 	if _, stopped := r.stopped[to]; stopped {
 		return false
 	}
 	first := len(r.early[to]) == 0
-	r.early[to] = append(r.early[to], earlyMsg{key: key, msg: msg})
+	r.early[to] = append(r.early[to], earlyMsg{key: key, tag: tag, msg: msg})
 	if first {
 		s.cfg.clock.AfterFunc(s.cfg.timeout, func() {
 			r.mu.Lock()
@@ -403,7 +406,7 @@ func (s *System) Reachable(name string) bool {
 // the channel's order.
 func (p *participant) sendRemote(t *participant, st snapshot.Stamp, msg interface{}) error {
 	var stamp *snapshot.Stamp
-	if st.Seq == 1 && (len(st.Recorded) > 0 || st.Horizon > 0) {
+	if (st.Seq == 1 && (len(st.Recorded) > 0 || st.Horizon > 0)) || st.Epoch > 0 {
 		stamp = &st
 	}
 	b, err := p.encodeMessage(t, stamp, msg)
@@ -533,9 +536,17 @@ func (r *registry) lookupRemote(id snapshot.ProcessID, addr string) *participant
 // traffic between members, so they have a compact binary form rather than
 // frame's msgpack: the kind byte (fMessage, fMarker or fDeparted, never
 // the first byte of a msgpack map), then uvarint-prefixed From and To,
-// then by kind: a marker's snapshot id (uvarint); a message's stamp flag
-// (0, or 1 and the stamp in msgpack, uvarint-prefixed), its type name
+// then by kind: a marker's snapshot id (uvarint); a message's stamp kind
+// (stampNone; stampFirst and the stamp in msgpack, uvarint-prefixed; or
+// stampEpoch and the sender's epoch, a uvarint), its type name
 // (uvarint-prefixed) and its encoding (the rest).
+
+// The stamp kinds of a message's channel frame.
+const (
+	stampNone  = 0 // no stamp: the next on its channel
+	stampFirst = 1 // a channel's first message's stamp, in msgpack
+	stampEpoch = 2 // the epoch mode: the sender's epoch, a uvarint
+)
 
 // encodeMessage appends the channel frame of msg from p to t, encoded
 // by p's encoder, to a new slice the transport may keep.
@@ -545,18 +556,23 @@ func (p *participant) encodeMessage(t *participant, st *snapshot.Stamp, msg inte
 		return nil, err
 	}
 	var stamp []byte
-	if st != nil {
+	if st != nil && st.Epoch == 0 {
 		if stamp, err = msgpack.Marshal(st); err != nil {
 			return nil, err
 		}
 	}
-	b := make([]byte, 0, 1+3*binary.MaxVarintLen16+len(p.id)+len(t.id)+len(stamp)+len(rm.Type)+len(rm.Data)+2)
+	b := make([]byte, 0, 1+3*binary.MaxVarintLen16+len(p.id)+len(t.id)+len(stamp)+len(rm.Type)+len(rm.Data)+2+binary.MaxVarintLen64)
 	b = appendHead(b, fMessage, p.id, t.id)
-	if stamp != nil {
-		b = append(b, 1)
+	switch {
+	case stamp != nil:
+		b = append(b, stampFirst)
 		b = appendBytes(b, stamp)
-	} else {
-		b = append(b, 0)
+	case st != nil:
+		// The epoch mode: every message carries only its epoch.
+		b = append(b, stampEpoch)
+		b = binary.AppendUvarint(b, uint64(st.Epoch))
+	default:
+		b = append(b, stampNone)
 	}
 	b = appendBytes(b, []byte(rm.Type))
 	return append(b, rm.Data...), nil
@@ -586,7 +602,9 @@ func decodeChannel(b []byte, f *frame) error {
 	case fMarker:
 		f.ID = snapshot.SnapshotID(r.uvarint())
 	case fMessage:
-		if r.byte1() == 1 {
+		switch r.byte1() {
+		case stampNone:
+		case stampFirst:
 			var st snapshot.Stamp
 			if r.err == nil {
 				if err := msgpack.Unmarshal(r.bytes(), &st); err != nil {
@@ -594,6 +612,12 @@ func decodeChannel(b []byte, f *frame) error {
 				}
 			}
 			f.Stamp = &st
+		case stampEpoch:
+			f.Epoch = snapshot.SnapshotID(r.uvarint())
+		default:
+			if r.err == nil {
+				return errors.New("actors: a message frame from another member with an unknown stamp kind")
+			}
 		}
 		name := string(r.bytes())
 		if r.err == nil {

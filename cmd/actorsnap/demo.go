@@ -20,7 +20,7 @@ func demoFlags(cmd *cobra.Command, withSize bool) {
 	if withSize {
 		cmd.Flags().String("system", "bank", "the system's name, recorded as the store's owner")
 		cmd.Flags().Int("actors", 1000, "number of account actors")
-		cmd.Flags().String("mode", "unaligned", "snapshot algorithm: unaligned or aligned (a restore takes the snapshot's)")
+		cmd.Flags().String("mode", "unaligned", "snapshot algorithm: unaligned, aligned or epoch (a restore takes the snapshot's)")
 	}
 	cmd.Flags().Duration("interval", 200*time.Millisecond, "time between snapshots")
 	cmd.Flags().Duration("duration", 10*time.Second, "how long to run")
