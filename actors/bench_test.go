@@ -45,6 +45,8 @@ var benchMessages = []actors.Option{
 	actors.WithMessage[*pipeAck]("bench.pipe.ack"),
 	actors.WithMessage[*slowTick]("bench.pipe.tick"),
 	actors.WithMessage[*bump]("bench.bump"),
+	actors.WithMessage[*tellerReport]("bench.teller.report"),
+	actors.WithMessage[*tellerAck]("bench.teller.ack"),
 }
 
 // variant is one kind of plumbing.
@@ -54,7 +56,8 @@ type variant struct {
 	snapshotting bool          // snapshots while the benchmark runs
 	every        time.Duration // between the starts of two snapshots; zero: back to back
 	props        []actor.PropsOption
-	floor        floorKind // bank only: rounds that bound what any snapshot costs
+	floor        floorKind       // bank only: rounds that bound what any snapshot costs
+	opts         []actors.Option // appended to the System's options: a snapshot mode, say
 }
 
 func passReceive(next actor.ReceiverFunc) actor.ReceiverFunc {
@@ -84,6 +87,7 @@ type rig struct {
 	kinds map[string]func() actor.Actor
 	pids  []*actor.PID
 	shots *snapshotter
+	times []time.Duration // each snapshot's latency, from startSnapshots to stopSnapshots
 }
 
 func newRig(b *testing.B, v variant) *rig {
@@ -93,7 +97,7 @@ func newRig(b *testing.B, v variant) *rig {
 		// Retain 1: back-to-back snapshots must not fill the memory store.
 		// The timeout is raised so that a slow run (-race, 10000 actors)
 		// measures a slow snapshot rather than aborting it.
-		s, err := actors.NewSystem(append([]actors.Option{actors.WithRetain(1), actors.WithTimeout(benchDeadline)}, benchMessages...)...)
+		s, err := actors.NewSystem(slices.Concat([]actors.Option{actors.WithRetain(1), actors.WithTimeout(benchDeadline)}, benchMessages, v.opts)...)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -135,11 +139,14 @@ func (r *rig) spawn(b *testing.B, kind, name string) *actor.PID {
 
 func (r *rig) root() *actor.RootContext { return r.sys.Root }
 
-// startSnapshots starts taking snapshots back to back if the variant says so.
+// startSnapshots starts taking snapshots back to back if the variant says
+// so, timing each (r.times, to be read once they stopped).
 func (r *rig) startSnapshots() {
 	if r.v.snapshotting {
 		r.shots = startRounds(r.v.every, func(ctx context.Context, _ <-chan struct{}) error {
+			t0 := time.Now()
 			_, err := r.snap.Snapshot(ctx)
+			r.times = append(r.times, time.Since(t0))
 			return err
 		})
 	}
@@ -424,15 +431,57 @@ func newGoal(at int64, stop bool) *goal {
 	return &goal{at: at, stop: stop, done: make(chan struct{})}
 }
 
-// load is the bank's traffic, shared by its accounts.
+// load is a workload's traffic, shared by its actors: it counts what one
+// op is (a transfer of the bank; a message, or a transfer, of the other
+// workloads) and, at a stop goal, ends its chains: every message received
+// either passes one on or ends its chain.
 type load struct {
-	transfers atomic.Int64 // received
+	transfers atomic.Int64 // received: transfers, or messages
 	goal      atomic.Pointer[goal]
-	chains    int64        // transfers in flight while running: 2 per account
+	chains    int64        // in flight while running: the bank's transfers, 2 per account
 	ended     atomic.Int64 // chains that ended (not forwarded) after a stop goal
 	drained   chan struct{}
 	epochs    bool                  // floor-epoch: accounts look for a round at every transfer
 	touch     atomic.Pointer[touch] // floor-epoch: the round in progress
+}
+
+func newLoad(chains int64) *load {
+	return &load{chains: chains, drained: make(chan struct{})}
+}
+
+// arrive counts one received and reports whether its chain goes on: false
+// once a stop goal is reached, the receiver then sending nothing on.
+func (l *load) arrive() bool {
+	n := l.transfers.Add(1)
+	if g := l.goal.Load(); g != nil && n >= g.at {
+		if !g.reached.Load() && g.reached.CompareAndSwap(false, true) {
+			close(g.done)
+		}
+		if g.stop {
+			if l.ended.Add(1) == l.chains {
+				close(l.drained)
+			}
+			return false
+		}
+	}
+	return true
+}
+
+// wait waits until n more have been received.
+func (l *load) wait(b *testing.B, n int64) {
+	b.Helper()
+	g := newGoal(l.transfers.Load()+n, false)
+	l.goal.Store(g)
+	await(b, g.done, "traffic")
+	l.goal.CompareAndSwap(g, nil)
+}
+
+// drain stops the traffic and waits until nothing is in flight, so that
+// shutdown makes no dead letters.
+func (l *load) drain(b *testing.B) {
+	b.Helper()
+	l.goal.Store(newGoal(0, true))
+	await(b, l.drained, "the traffic to drain")
 }
 
 // account forwards a random part of every transfer it gets to a random
@@ -464,19 +513,9 @@ func (a *account) Receive(ctx actor.Context) {
 				t.visit(a)
 			}
 		}
-		n := l.transfers.Add(1)
-		if g := l.goal.Load(); g != nil && n >= g.at {
-			if !g.reached.Load() && g.reached.CompareAndSwap(false, true) {
-				close(g.done)
-			}
-			if g.stop {
-				if l.ended.Add(1) == l.chains {
-					close(l.drained)
-				}
-				return
-			}
+		if l.arrive() {
+			a.pay(ctx)
 		}
-		a.pay(ctx)
 	case *kick:
 		for range m.n {
 			a.pay(ctx)
@@ -542,7 +581,7 @@ const chainsPerAccount = 2
 func newBank(b *testing.B, r *rig, n int, seed uint64) *bank {
 	b.Helper()
 	rng := rand.New(rand.NewPCG(seed, 7))
-	bk := &bank{r: r, load: &load{chains: int64(chainsPerAccount * n), drained: make(chan struct{})}}
+	bk := &bank{r: r, load: newLoad(int64(chainsPerAccount * n))}
 	// Spawns are sequential, so a plain append is safe.
 	r.register(b, "account", func() actor.Actor {
 		a := &account{Balance: 1000, rng: rand.New(rand.NewPCG(rng.Uint64(), 1)), load: bk.load}
@@ -574,18 +613,13 @@ func (bk *bank) kick() {
 // waitTransfers waits until the bank has received n more transfers.
 func (bk *bank) waitTransfers(b *testing.B, n int64) {
 	b.Helper()
-	g := newGoal(bk.load.transfers.Load()+n, false)
-	bk.load.goal.Store(g)
-	await(b, g.done, "transfers")
-	bk.load.goal.CompareAndSwap(g, nil)
+	bk.load.wait(b, n)
 }
 
-// drain stops the traffic and waits until no transfer is in flight, so
-// that shutdown makes no dead letters.
+// drain stops the traffic and waits until no transfer is in flight.
 func (bk *bank) drain(b *testing.B) {
 	b.Helper()
-	bk.load.goal.Store(newGoal(0, true))
-	await(b, bk.load.drained, "the bank to drain")
+	bk.load.drain(b)
 }
 
 // BenchmarkBank runs 1000 accounts passing transfers around. One op is one
@@ -716,22 +750,30 @@ func (bk *bank) floorRound(kind floorKind, quit <-chan struct{}) error {
 // takes more snapshots in the same time, so lost-ms/snapshot compares the
 // methods per snapshot: the throughput lost, in milliseconds of the bank's
 // full rate.
+//
+// At 100,000 accounts only actorsnap and floor-capture run: one
+// stop-the-world of them, consistent or states only, took 26 s on two
+// cores, too long for a run of every benchmark once.
 func BenchmarkSnapshotLatency(b *testing.B) {
-	for _, n := range []int{1000, 10000} {
+	for _, n := range []int{1000, 10000, 100000} {
 		b.Run(fmt.Sprintf("actors=%d", n), func(b *testing.B) {
-			b.Run("actorsnap", func(b *testing.B) {
-				benchLatency(b, n, variants[2], func(b *testing.B, bk *bank) {
-					if _, err := bk.r.snap.Snapshot(context.Background()); err != nil {
-						b.Fatal(err)
-					}
+			for _, m := range workloadModes {
+				b.Run("actorsnap/mode="+m.name, func(b *testing.B) {
+					benchLatency(b, n, inMode(variants[2], m), func(b *testing.B, bk *bank) {
+						if _, err := bk.r.snap.Snapshot(context.Background()); err != nil {
+							b.Fatal(err)
+						}
+					})
 				})
-			})
-			b.Run("stop-the-world", func(b *testing.B) {
-				benchLatency(b, n, variants[0], stopTheWorld)
-			})
-			b.Run("stop-the-world-states-only", func(b *testing.B) {
-				benchLatency(b, n, variants[0], stopTheWorldStates)
-			})
+			}
+			if n <= stopTheWorldMax {
+				b.Run("stop-the-world", func(b *testing.B) {
+					benchLatency(b, n, variants[0], stopTheWorld)
+				})
+				b.Run("stop-the-world-states-only", func(b *testing.B) {
+					benchLatency(b, n, variants[0], stopTheWorldStates)
+				})
+			}
 			b.Run("floor-capture", func(b *testing.B) {
 				benchLatency(b, n, variants[2], func(b *testing.B, bk *bank) {
 					if err := bk.floorRound(floorCapture, nil); err != nil {
@@ -749,23 +791,29 @@ func BenchmarkSnapshotLatency(b *testing.B) {
 // channels are touched once per snapshot).
 func BenchmarkSnapshotIdle(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
-		b.Run(fmt.Sprintf("actors=%d", n), func(b *testing.B) {
-			r := newRig(b, variants[2])
-			defer r.shutdown(b)
-			bk := newBank(b, r, n, 1)
-			bk.kick()
-			bk.waitTransfers(b, int64(20*n))
-			bk.drain(b)
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := r.snap.Snapshot(context.Background()); err != nil {
-					b.Fatal(err)
+		for _, m := range workloadModes {
+			b.Run(fmt.Sprintf("actors=%d/mode=%s", n, m.name), func(b *testing.B) {
+				r := newRig(b, inMode(variants[2], m))
+				defer r.shutdown(b)
+				bk := newBank(b, r, n, 1)
+				bk.kick()
+				bk.waitTransfers(b, int64(20*n))
+				bk.drain(b)
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := r.snap.Snapshot(context.Background()); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/participant")
-		})
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/participant")
+			})
+		}
 	}
 }
+
+// stopTheWorldMax is the most accounts BenchmarkSnapshotLatency stops
+// the world of.
+const stopTheWorldMax = 10000
 
 // stopTheWorld is the consistent stop-the-world snapshot: it pauses every
 // account on a shared barrier, encodes each account's state from this
@@ -832,13 +880,35 @@ func pauseTheWorld(b *testing.B, bk *bank, log bool) ([][]byte, chan struct{}) {
 	return states, release
 }
 
+// percentile returns the q quantile (0 ≤ q ≤ 1) of sorted: the element at
+// ⌊q·n⌋, the last for q = 1, so that the median is sorted[n/2].
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	return sorted[min(int(q*float64(len(sorted))), len(sorted)-1)]
+}
+
+// ms is d in milliseconds, the unit of the latency metrics.
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+// reportLatency sorts times (snapshot latencies) and reports their median
+// and 99th percentile as p50-ms and p99-ms; nothing if there are none.
+func reportLatency(b *testing.B, times []time.Duration) {
+	if len(times) == 0 {
+		return
+	}
+	slices.Sort(times)
+	b.ReportMetric(ms(percentile(times, 0.5)), "p50-ms")
+	b.ReportMetric(ms(percentile(times, 0.99)), "p99-ms")
+}
+
 func benchLatency(b *testing.B, n int, v variant, snapshot func(*testing.B, *bank)) {
 	r := newRig(b, v)
 	defer r.shutdown(b)
 	bk := newBank(b, r, n, 1)
 	defer bk.drain(b)
 	bk.kick()
-	window := int64(max(500_000, 50*n))
+	// 50 transfers per account, at least 500,000 and at most 1,000,000 (10
+	// per account at 100,000, which keeps a run of every benchmark short).
+	window := int64(min(max(500_000, 50*n), 1_000_000))
 	bk.waitTransfers(b, window) // warm up
 	t0 := time.Now()
 	bk.waitTransfers(b, window)
@@ -858,9 +928,8 @@ func benchLatency(b *testing.B, n int, v variant, snapshot func(*testing.B, *ban
 	}
 	span := time.Since(start)
 	rate := float64(bk.load.transfers.Load()-c0) / span.Seconds()
-	slices.Sort(times)
-	b.ReportMetric(float64(times[len(times)/2].Nanoseconds())/1e6, "p50-ms")
-	b.ReportMetric(float64(times[len(times)-1].Nanoseconds())/1e6, "max-ms")
+	reportLatency(b, times)
+	b.ReportMetric(ms(percentile(times, 1)), "max-ms")
 	b.ReportMetric(rate, "transfers/s")
 	b.ReportMetric(base, "base-transfers/s")
 	b.ReportMetric(rate/base, "throughput-ratio")
