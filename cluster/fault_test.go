@@ -21,11 +21,9 @@ var faultTrials = flag.Int("fault-trials", 10, "seeded trials of a member killed
 // bank's money.
 func TestMemberKilledMidSnapshotThenRestore(t *testing.T) {
 	seededTrials(t, *faultTrials, func(t *testing.T, rng *rand.Rand) {
-		// Half the trials in each mode.
-		aligned := rng.IntN(2) == 1
-		t.Logf("aligned: %v", aligned)
-		kids, specs := startMembers(t, 3, childSpec{Store: t.TempDir(), Accounts: 60, InFlight: 2, Interval: 50 * time.Millisecond,
-			Timeout: 2 * time.Second, Aligned: aligned}, false)
+		spec := childSpec{Store: t.TempDir(), Accounts: 60, InFlight: 2, Interval: 50 * time.Millisecond, Timeout: 2 * time.Second}
+		trialMode(t, rng, &spec)
+		kids, specs := startMembers(t, 3, spec, false)
 		awaitReady(t, kids)
 		coord := coordinator(kids)
 		deadline := time.Now().Add(60 * time.Second)
@@ -106,10 +104,9 @@ var cutTrials = flag.Int("cluster-cut-trials", 10, "seeded trials of connections
 // holding all the money.
 func TestSnapshotsThroughConnectionCuts(t *testing.T) {
 	seededTrials(t, *cutTrials, func(t *testing.T, rng *rand.Rand) {
-		// Half the trials in each mode.
 		spec := childSpec{Store: t.TempDir(), Accounts: 60, InFlight: 2, Interval: 50 * time.Millisecond,
-			Timeout: 5 * time.Second, Advertised: "proxied", Aligned: rng.IntN(2) == 1}
-		t.Logf("aligned: %v", spec.Aligned)
+			Timeout: 5 * time.Second, Advertised: "proxied"}
+		trialMode(t, rng, &spec)
 		kids, _, proxies := startProxied(t, 3, spec, false)
 		deadline := awaitReady(t, kids)
 		coord := coordinator(kids)
@@ -198,4 +195,16 @@ func seededTrials(t *testing.T, n int, trial func(t *testing.T, rng *rand.Rand))
 		seed := base + uint64(i)
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { trial(t, rand.New(rand.NewPCG(seed, 0))) })
 	}
+}
+
+// trialMode draws a fault trial's snapshot mode: a third of the trials in
+// each mode, and half of the epoch ones with lazy starts.
+func trialMode(t *testing.T, rng *rand.Rand, spec *childSpec) {
+	switch rng.IntN(3) {
+	case 1:
+		spec.Aligned = true
+	case 2:
+		spec.Epochs, spec.Lazy = true, rng.IntN(2) == 1
+	}
+	t.Logf("aligned: %v, epochs: %v, lazy: %v", spec.Aligned, spec.Epochs, spec.Lazy)
 }

@@ -50,6 +50,8 @@ type childSpec struct {
 	Interval time.Duration
 	Flooding bool // initiate at one participant, markers flood (default: broadcast)
 	Aligned  bool // aligned snapshots (default: unaligned)
+	Epochs   bool // epoch-mode snapshots
+	Lazy     bool // epoch mode: lazy starts
 	Timeout  time.Duration
 	Restore  bool // restore the latest snapshot onto Members members
 	// Advertised is the proxy in front of the member's remote port.
@@ -104,8 +106,16 @@ func runChild(raw string) int {
 		opts = append(opts, actors.WithInitiation(actors.Flooding))
 	}
 	mode := snapshot.Unaligned
-	if spec.Aligned {
+	switch {
+	case spec.Aligned:
 		mode = snapshot.Aligned
+	case spec.Epochs:
+		mode = snapshot.Epochs
+		if spec.Lazy {
+			opts = append(opts, actors.WithInitiation(actors.Lazy))
+		}
+	}
+	if mode != snapshot.Unaligned {
 		opts = append(opts, actors.WithMode(mode))
 	}
 	total := int64(spec.Accounts) * initial
