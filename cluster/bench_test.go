@@ -61,7 +61,10 @@ func BenchmarkClusterBank(b *testing.B) {
 		{"floor-touch/accounts=3000", "floor-touch", 3000, 100 * time.Millisecond},
 		{"floor-capture-to-coordinator/accounts=3000", "floor-capture-to-coordinator", 3000, 100 * time.Millisecond},
 		{"floor-capture-local-parts/accounts=3000", "floor-capture-local-parts", 3000, 100 * time.Millisecond},
+		{"actorsnap-epoch-every-100ms/accounts=3000", "actorsnap-epoch", 3000, 100 * time.Millisecond},
+		{"actorsnap-epoch-lazy-every-100ms/accounts=3000", "actorsnap-epoch-lazy", 3000, 100 * time.Millisecond},
 		{"actorsnap-every-100ms/accounts=30000", "actorsnap", 30000, 100 * time.Millisecond},
+		{"actorsnap-epoch-every-100ms/accounts=30000", "actorsnap-epoch", 30000, 100 * time.Millisecond},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			rate := benchBank(b, c.mode, c.accounts, c.interval)
@@ -140,6 +143,12 @@ func benchRun(b *testing.B, mode string, accounts int, interval, measure time.Du
 	ports := freePorts(b, 2*n)
 	spec := childSpec{Cluster: fmt.Sprintf("bench-%d", time.Now().UnixNano()), Store: b.TempDir(), Accounts: accounts,
 		InFlight: 4, Members: n, Interval: interval, Timeout: 10 * time.Second, Bench: mode, Measure: measure}
+	switch mode { // the actorsnap rows in the epoch mode
+	case "actorsnap-epoch":
+		spec.Bench, spec.Epochs = "actorsnap", true
+	case "actorsnap-epoch-lazy":
+		spec.Bench, spec.Epochs, spec.Lazy = "actorsnap", true, true
+	}
 	for i := range n {
 		spec.Seeds = append(spec.Seeds, net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[n+i])))
 		spec.Addrs = append(spec.Addrs, net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[i])))
