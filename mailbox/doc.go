@@ -68,8 +68,10 @@
 // ring buffers, so in steady state no message costs an allocation. Queues of
 // senders that have nothing queued and are not paused are forgotten in
 // sweeps, run each time the number of queues has doubled since the last one
-// (and never below 64 queues), so short-lived senders cost constant time
-// each and the table stays within twice the number of live senders. A
+// (and never below 64 queues); a queue survives a sweep if its sender sent
+// since the sweep before, so senders taking turns with nothing queued keep
+// their queues. Short-lived senders cost constant time each and the table
+// stays within a few times the number of senders active lately. A
 // buffer grown by a burst is dropped when it empties, unless the last fill
 // used a quarter of it (a steady flood keeps its buffers).
 package mailbox

@@ -54,6 +54,7 @@ type Mailbox struct {
 	paused   int                        // number of paused queues
 	held     int                        // messages in paused queues
 	sweepAt  int                        // sweep empty queues when len(queues) reaches it
+	gen      uint32                     // sweeps so far: the generation of queues' seen
 	free     []*senderQueue             // swept queues kept for reuse
 	current  *senderQueue               // queue of the user message being delivered
 	// delivering is the user message being delivered, as posted, and
@@ -86,7 +87,8 @@ type senderQueue struct {
 	msgs    ring[entry]
 	key     SenderKey
 	paused  bool
-	inReady bool // listed in Mailbox.ready (possibly paused since)
+	inReady bool   // listed in Mailbox.ready (possibly paused since)
+	seen    uint32 // Mailbox.gen when a message last came
 }
 
 // Tuning of memory kept for idle senders; none of it affects behaviour.
@@ -408,6 +410,7 @@ func (m *Mailbox) demux() {
 		m.batch[m.pos] = posted{}
 		m.pos++
 		q.msgs.push(entry{msg: p.msg, tag: p.tag})
+		q.seen = m.gen
 		if q.paused {
 			m.held++
 		} else if !q.inReady {
@@ -461,14 +464,19 @@ func (m *Mailbox) queue(key SenderKey) *senderQueue {
 	return q
 }
 
-// sweep forgets the queues of senders that have nothing queued and are not
-// paused. It runs when the number of queues doubles since the last sweep, so
-// its cost is constant per new sender and the number of queues stays below
-// twice the number of live ones (plus minSweep).
+// sweep forgets the queues of senders that have nothing queued, are not
+// paused, and sent nothing since the sweep before: a sender that comes
+// back between sweeps (many senders taking turns, each with nothing
+// queued most of the time) keeps its queue, rather than cost a map
+// delete and insert per message. It runs when the number of queues
+// doubles since the last sweep, so its cost is constant per new sender
+// and the number of queues stays within a small multiple of the senders
+// active since the sweep before (plus minSweep).
 func (m *Mailbox) sweep() {
+	m.gen++
 	removed := 0
 	for key, q := range m.queues {
-		if q.msgs.len() > 0 || q.paused {
+		if q.msgs.len() > 0 || q.paused || q.seen+1 == m.gen {
 			continue
 		}
 		delete(m.queues, key)

@@ -376,7 +376,9 @@ func TestSweepForgetsIdleSenders(t *testing.T) {
 	}
 	d.drain()
 	assert.Len(t, s.log, senders)
-	assert.LessOrEqual(t, len(m.queues), 2*minSweep+100, "queues of finished senders are swept")
+	// A finished sender's queue outlives one sweep (it sent since the
+	// sweep before), so the table holds up to two sweeps' worth.
+	assert.LessOrEqual(t, len(m.queues), 4*minSweep+100, "queues of finished senders are swept")
 	assert.Contains(t, m.queues, SenderKey(1), "a paused queue is never swept")
 	assert.Equal(t, 1, m.UserMessageCount())
 }
