@@ -530,10 +530,16 @@ func TestAnswerSentLater(t *testing.T) {
 // until their deadlock shows.
 func deadlockAB(ctx context.Context, t *testing.T, sys *System) {
 	t.Helper()
-	for _, ab := range [][2]string{{"a", "b"}, {"b", "a"}} {
-		pid, err := sys.Spawn("holder", ab[0])
+	// Both first: a question to a name not spawned yet would leave the
+	// participants' channels (a dead letter), and no cycle would form.
+	pids := make(map[string]*actor.PID)
+	for _, name := range []string{"a", "b"} {
+		pid, err := sys.Spawn("holder", name)
 		require.NoError(t, err)
-		sys.Root().Send(pid, &askOther{Peer: ab[1]})
+		pids[name] = pid
+	}
+	for _, ab := range [][2]string{{"a", "b"}, {"b", "a"}} {
+		sys.Root().Send(pids[ab[0]], &askOther{Peer: ab[1]})
 	}
 	eventuallyTrue(t, "the deadlock shows", func() bool {
 		ds, err := sys.Deadlocks(ctx)
