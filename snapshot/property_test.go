@@ -112,18 +112,7 @@ func seedRange(n, short int) (first, count uint64) {
 // processes or by broadcast, and checks every invariant on every snapshot.
 func TestRandomized(t *testing.T) {
 	t.Parallel()
-	first, count := seedRange(*seeds, 1000)
-	var stops stopStats
-	defer func() { stops.check(t, count) }()
-	for s := first; s < first+count; s++ {
-		run := randomRun(s)
-		res, err := run.Run()
-		stops.add(run, res)
-		if err != nil {
-			t.Fatalf("seed %d (%d processes, %d edges, declare %d, %d snapshots): %v\nreplay: go test ./snapshot -run 'TestRandomized$' -seed %d -v",
-				s, run.Graph.Len(), len(run.Graph.Edges), run.Declare, run.Snapshots, err, s)
-		}
-	}
+	randomRuns(t, "TestRandomized", nil, nil)
 }
 
 // TestRandomizedEpochs runs the bank in the Epochs mode over as many
@@ -133,38 +122,52 @@ func TestRandomized(t *testing.T) {
 // starting the processes that stay silent.
 func TestRandomizedEpochs(t *testing.T) {
 	t.Parallel()
-	first, count := seedRange(*seeds, 1000)
-	var stops stopStats
-	defer func() { stops.check(t, count) }()
 	markers, inFlight := 0, 0
-	defer func() {
-		t.Logf("%d messages in flight in complete snapshots, %d markers", inFlight, markers)
-		if markers > 0 || (count >= 500 && inFlight == 0) {
-			t.Errorf("want no marker and some channel state")
-		}
-	}()
-	for s := first; s < first+count; s++ {
-		run := randomRun(s)
+	count := randomRuns(t, "TestRandomizedEpochs", func(run *snapshottest.BankRun) {
 		run.Mode = snapshot.Epochs
 		run.Log = func(line string) {
 			if strings.Contains(line, "marker") {
 				markers++
 			}
 		}
-		res, err := run.Run()
-		stops.add(run, res)
-		if res != nil {
-			for _, g := range res.Network.Completed() {
-				for _, c := range g.Channels {
-					inFlight += len(c.Messages)
-				}
+	}, func(res *snapshottest.BankResult) {
+		for _, g := range res.Network.Completed() {
+			for _, c := range g.Channels {
+				inFlight += len(c.Messages)
 			}
 		}
+	})
+	t.Logf("%d messages in flight in complete snapshots, %d markers", inFlight, markers)
+	if markers > 0 || (count >= 500 && inFlight == 0) {
+		t.Errorf("want no marker and some channel state")
+	}
+}
+
+// randomRuns runs randomRun over the seeds of seedRange, each changed by
+// prepare (if set) and its result given to observe (if set), and fails
+// with the seed and the command replaying it (test names the test). It
+// returns the number of seeds run.
+func randomRuns(t *testing.T, test string, prepare func(*snapshottest.BankRun), observe func(*snapshottest.BankResult)) uint64 {
+	t.Helper()
+	first, count := seedRange(*seeds, 1000)
+	var stops stopStats
+	defer func() { stops.check(t, count) }()
+	for s := first; s < first+count; s++ {
+		run := randomRun(s)
+		if prepare != nil {
+			prepare(&run)
+		}
+		res, err := run.Run()
+		stops.add(run, res)
+		if res != nil && observe != nil {
+			observe(res)
+		}
 		if err != nil {
-			t.Fatalf("seed %d (%d processes, %d edges, declare %d, %d snapshots): %v\nreplay: go test ./snapshot -run 'TestRandomizedEpochs$' -seed %d -v",
-				s, run.Graph.Len(), len(run.Graph.Edges), run.Declare, run.Snapshots, err, s)
+			t.Fatalf("seed %d (%d processes, %d edges, declare %d, %d snapshots): %v\nreplay: go test ./snapshot -run '%s$' -seed %d -v",
+				s, run.Graph.Len(), len(run.Graph.Edges), run.Declare, run.Snapshots, err, test, s)
 		}
 	}
+	return count
 }
 
 var alignedSeeds = flag.Int("aligned-seeds", 5000, "number of seeds for the randomized aligned-mode test")
