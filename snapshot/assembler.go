@@ -591,9 +591,13 @@ func (a *Assembler) settle(ci int32) error {
 	ok := c.received+k == c.sent
 	closed := c.record != nil
 	if a.cfg.Mode == Epochs {
-		// Reported in parts: only too many, or a part that does not
-		// follow what came before the receiver's record, is final.
-		closed = c.received+k > c.sent || (k > 0 && c.record.Messages[0].Seq != c.received+1)
+		// Reported in parts, which must follow what came before the
+		// receiver's record; only too many is final otherwise.
+		if k > 0 && c.record.Messages[0].Seq != c.received+1 {
+			return a.fail(fmt.Errorf("%w: snapshot %d: channel %s: in flight from message %d, but %d were received before the record",
+				ErrProtocol, a.cfg.Snapshot, a.name(c), c.record.Messages[0].Seq, c.received))
+		}
+		closed = c.received+k > c.sent
 	}
 	if !ok && (closed || c.received > c.sent || a.procs[c.to].stopped) {
 		// A closed recording, too many receipts or a receiver that

@@ -105,4 +105,12 @@ func TestEpochAssemblerAddsParts(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, a.AddChannel(snapshot.ChannelRecord{Snapshot: 1, Channel: ab, Messages: []snapshot.Message{{Seq: 2}}}))
 	assert.ErrorIs(t, a.AddChannel(snapshot.ChannelRecord{Snapshot: 1, Channel: ab, Messages: []snapshot.Message{{Seq: 2}}}), snapshot.ErrProtocol)
+
+	// So does state that does not start right after the receiver's
+	// record, even if the counts balance.
+	a, err = snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: 1, Mode: snapshot.Epochs, Participants: ids("a", "b")})
+	require.NoError(t, err)
+	require.NoError(t, a.AddRecord(snapshot.LocalRecord{Snapshot: 1, Process: "a", Sent: []snapshot.PeerCount{{Peer: "b", N: 2}}}))
+	require.NoError(t, a.AddRecord(snapshot.LocalRecord{Snapshot: 1, Process: "b", Received: []snapshot.PeerCount{{Peer: "a", N: 1}}}))
+	assert.ErrorIs(t, a.AddChannel(snapshot.ChannelRecord{Snapshot: 1, Channel: ab, Messages: []snapshot.Message{{Seq: 3}}}), snapshot.ErrProtocol)
 }
