@@ -313,11 +313,20 @@ func (t *transport) awaitHellos(timeout time.Duration) error {
 }
 
 // waitMembers waits until n members have joined, then places names over
-// them for good.
+// them for good. A member refused meanwhile ends the wait with the
+// refusal, which names the difference: this member cannot work with the
+// cluster it joined, and waiting for its deadline would only hide why.
 func (t *transport) waitMembers(ctx context.Context, n int) error {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for len(t.Members()) < n {
+	for {
+		joined, refusal := t.joined()
+		if refusal != nil {
+			return fmt.Errorf("cluster: %w", refusal)
+		}
+		if joined >= n {
+			break
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("cluster: %d of %d members joined (%v): %w", len(t.Members()), n, t.Members(), ctx.Err())
@@ -328,6 +337,18 @@ func (t *transport) waitMembers(ctx context.Context, n int) error {
 	t.placed = t.membersLocked()
 	t.mu.Unlock()
 	return nil
+}
+
+// joined is how many members have joined, or the refusal of one of them.
+func (t *transport) joined() (int, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for _, m := range t.members {
+		if err := t.refused[m]; err != nil {
+			return 0, err
+		}
+	}
+	return len(t.members), nil
 }
 
 // Self implements actors.Transport.
