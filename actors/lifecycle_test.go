@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/goleak"
 
+	"github.com/actorsnap/actorsnap/internal/testenv"
 	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
@@ -387,7 +388,7 @@ func TestSnapshotTimesOut(t *testing.T) {
 }
 
 func TestShutdownDuringSnapshot(t *testing.T) {
-	defer goleak.VerifyNone(t, protoActorTimers, goleak.IgnoreCurrent())
+	defer goleak.VerifyNone(t, testenv.ProtoActorTimers, goleak.IgnoreCurrent())
 	sys, pids, _ := probes(t, 3)
 	release := block(t, sys, pids[0])
 	pending := startAsync(sys)

@@ -10,12 +10,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/actorsnap/actorsnap/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
 	// Proto.Actor's dead-letter throttle sleeps for a second after the
 	// first dead letter, which a shutdown mid-run makes.
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"))
+	goleak.VerifyTestMain(m, testenv.ProtoActorTimers)
 }
 
 // TestRunAndRestore runs a bank, then continues it from its latest

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/actorsnap/actorsnap/internal/testenv"
 	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
@@ -22,7 +23,7 @@ func TestMain(m *testing.M) {
 	// Proto.Actor's dead-letter throttle sleeps for a second after the
 	// first dead letter, which a wake-up timer firing as the system shuts
 	// down makes.
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"))
+	goleak.VerifyTestMain(m, testenv.ProtoActorTimers)
 }
 
 // deadline bounds every wait for an outcome: generous, for loaded machines.

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/actorsnap/actorsnap/actors"
+	"github.com/actorsnap/actorsnap/internal/testenv"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
 
@@ -20,7 +21,7 @@ func TestMain(m *testing.M) {
 	// Proto.Actor's dead-letter throttle sleeps for a second after the
 	// first dead letter: the answers that come after the futures timed
 	// out are dead letters.
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"))
+	goleak.VerifyTestMain(m, testenv.ProtoActorTimers)
 }
 
 // deadline bounds the run: generous, for loaded machines.
