@@ -128,6 +128,11 @@ type guardian struct {
 	coordinator string // the coordinating member last known
 	token       uint64
 	asked       map[uint64]chan<- result
+	// Frames for other members' guardians waiting for the end of this
+	// turn (post), by member, each an fBatch; flushing says a flushMsg
+	// is on its way.
+	outbox   map[string][]byte
+	flushing bool
 }
 
 func newGuardian(s *System) *guardian {
@@ -200,6 +205,12 @@ func (g *guardian) Receive(ctx actor.Context) {
 		g.members()
 	case *memberFrame:
 		g.memberFrame(m.from, m.f)
+	case *memberBatch:
+		g.memberBatch(m.from, m.b)
+	case flushMsg:
+		g.flush()
+	case *actor.Stopping:
+		g.flush()
 	case *announceMsg:
 		g.announce([]snapshot.ProcessID{m.id}, nil)
 	case *reportMsg:
@@ -377,7 +388,7 @@ func (g *guardian) start(reply chan<- result, direct, probe bool, remote ...remo
 			reply <- result{err: err}
 		case len(remote) > 0:
 			for _, w := range remote {
-				g.s.sendFrame(w.member, &frame{K: fOver, Err: err.Error(), Tokens: []uint64{w.token}})
+				g.post(w.member, &frame{K: fOver, Err: err.Error(), Tokens: []uint64{w.token}})
 			}
 		default:
 			g.s.log.Warn("periodic snapshot skipped", slog.Any("error", err))

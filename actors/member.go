@@ -1,12 +1,16 @@
 package actors
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/snapshot"
@@ -72,7 +76,7 @@ func (g *guardian) forward(msg interface{}) bool {
 	default:
 		return false
 	}
-	g.s.sendFrame(g.s.cfg.transport.Coordinator(), f)
+	g.post(g.s.cfg.transport.Coordinator(), f)
 	return true
 }
 
@@ -82,7 +86,7 @@ func (g *guardian) announce(live, left []snapshot.ProcessID) {
 		return
 	}
 	for _, m := range g.s.others() {
-		g.s.sendFrame(m, &frame{K: fJoined, IDs: live, Left: left})
+		g.post(m, &frame{K: fJoined, IDs: live, Left: left})
 	}
 }
 
@@ -124,7 +128,7 @@ func (g *guardian) fanOut(id snapshot.SnapshotID, broadcast, sources, probe bool
 		if awaited != nil {
 			f.Awaited = &awaitedSets{Sets: byMember[m]}
 		}
-		g.s.sendFrame(m, f)
+		g.post(m, f)
 	}
 	if initiator != "" && g.s.reg.lookup(initiator) == nil {
 		g.initiateRemote(initiator, id)
@@ -134,7 +138,7 @@ func (g *guardian) fanOut(id snapshot.SnapshotID, broadcast, sources, probe bool
 // initiateRemote asks the member of participant p to initiate id there.
 func (g *guardian) initiateRemote(p snapshot.ProcessID, id snapshot.SnapshotID) bool {
 	if e := g.s.reg.lookupRemote(p, ""); e != nil {
-		g.s.sendFrame(e.addr, &frame{K: fInitiate, ID: id, To: p})
+		g.post(e.addr, &frame{K: fInitiate, ID: id, To: p})
 		return true
 	}
 	return false
@@ -161,7 +165,7 @@ func (g *guardian) overRemote(r *run, gl *snapshot.Global, err error) {
 				}
 			}
 		}
-		g.s.sendFrame(m, f)
+		g.post(m, f)
 	}
 }
 
@@ -172,7 +176,7 @@ func (g *guardian) dropRemote(drops []snapshot.Drop) {
 		return
 	}
 	for _, m := range g.s.others() {
-		g.s.sendFrame(m, &frame{K: fDrop, Drops: drops})
+		g.post(m, &frame{K: fDrop, Drops: drops})
 	}
 }
 
@@ -191,7 +195,7 @@ func (g *guardian) ask(reply chan<- result, probe bool) {
 	}
 	g.token++
 	g.asked[g.token] = reply
-	g.s.sendFrame(g.s.cfg.transport.Coordinator(), &frame{K: fAsk, Token: g.token, Probe: probe})
+	g.post(g.s.cfg.transport.Coordinator(), &frame{K: fAsk, Token: g.token, Probe: probe})
 }
 
 // bareCut returns g without its messages' contents: what an analysis
@@ -207,6 +211,76 @@ func bareCut(g *snapshot.Global) *snapshot.Global {
 		c.Channels[i] = ch
 	}
 	return &c
+}
+
+// flushMsg makes the guardian send what post held.
+type flushMsg struct{}
+
+// post sends f to member to. A frame for that member's guardian waits in
+// the outbox until this turn of the guardian ends (the first one posts a
+// flushMsg to the guardian, which comes after what is queued now), so
+// that a burst of reports crosses as one batch, which the receiving
+// guardian decodes. Any other frame for that member sends the batch
+// first: the member gets this guardian's frames in the order they were
+// posted.
+func (g *guardian) post(to string, f *frame) {
+	b, err := msgpack.Marshal(f)
+	if err != nil {
+		g.s.log.Error("encoding a frame for a cluster member", slog.String("member", to), slog.Any("error", err))
+		return
+	}
+	if !forGuardian(f.K) {
+		g.flushTo(to)
+		g.s.sendBytes(to, b)
+		return
+	}
+	if len(g.outbox[to])+len(b) > maxBatch {
+		g.flushTo(to)
+	}
+	if g.outbox == nil {
+		g.outbox = make(map[string][]byte)
+	}
+	if len(g.outbox[to]) == 0 {
+		g.outbox[to] = append(g.outbox[to], fBatch)
+	}
+	g.outbox[to] = append(g.outbox[to], b...)
+	if !g.flushing {
+		g.flushing = true
+		g.s.root.Send(g.self, flushMsg{})
+	}
+}
+
+// flush sends every batch the outbox holds.
+func (g *guardian) flush() {
+	g.flushing = false
+	for to := range g.outbox {
+		g.flushTo(to)
+	}
+}
+
+// flushTo sends the batch for member to, if any.
+func (g *guardian) flushTo(to string) {
+	if b := g.outbox[to]; len(b) > 0 {
+		delete(g.outbox, to)
+		g.s.sendBytes(to, b)
+	}
+}
+
+// memberBatch takes a batch of frames from another member's guardian.
+func (g *guardian) memberBatch(from string, b []byte) {
+	dec := msgpack.NewDecoder(bytes.NewReader(b))
+	for {
+		f := &frame{}
+		err := dec.Decode(f)
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			g.s.log.Error("undecodable frame from a cluster member", slog.String("member", from), slog.Any("error", err))
+			return
+		}
+		g.memberFrame(from, f)
+	}
 }
 
 // memberFrame takes a frame from another member's guardian.
@@ -236,7 +310,7 @@ func (g *guardian) memberFrame(from string, f *frame) {
 		}
 	case fAsk:
 		if !g.coordinating() {
-			g.s.sendFrame(from, &frame{K: fOver, Err: "no coordinator: it is changing", Tokens: []uint64{f.Token}})
+			g.post(from, &frame{K: fOver, Err: "no coordinator: it is changing", Tokens: []uint64{f.Token}})
 			return
 		}
 		g.start(nil, false, f.Probe, remoteWaiter{member: from, token: f.Token})
@@ -317,7 +391,7 @@ func (g *guardian) members() {
 	if live := g.s.Participants(); len(live) > 0 {
 		for _, m := range now {
 			if m != t.Self() && !slices.Contains(was, m) {
-				g.s.sendFrame(m, &frame{K: fJoined, IDs: live})
+				g.post(m, &frame{K: fJoined, IDs: live})
 			}
 		}
 	}

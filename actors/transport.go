@@ -106,6 +106,28 @@ const (
 	fOutside                     // a message to To from outside the snapshots
 )
 
+// fBatch begins a run of msgpack frames for the receiving member's
+// guardian, sent together (guardian.post). It is 0xc1, the one byte
+// msgpack never uses, so that delivery tells a batch from a msgpack frame
+// and from a channel frame by its first byte and hands it on undecoded:
+// the guardian decodes it on its own goroutine, not on the one that
+// delivers all of a member's traffic.
+const fBatch uint8 = 0xc1
+
+// maxBatch bounds a batch's bytes, well inside the link's window and
+// gRPC's message limit.
+const maxBatch = 1 << 20
+
+// forGuardian reports whether frames of kind k go to the receiving
+// member's guardian, rather than being acted on as they are delivered.
+func forGuardian(k uint8) bool {
+	switch k {
+	case fInitiate, fOver, fReport, fFail, fStopped, fRestarted, fRegistered, fAsk:
+		return true
+	}
+	return false
+}
+
 // frame is what crosses between members, msgpack-encoded: one shape for
 // every kind, its fields set as the kind needs.
 type frame struct {
@@ -218,6 +240,10 @@ func (s *System) deliverNow(from string, b []byte) {
 		s.deliverChannel(from, &f)
 		return
 	}
+	if len(b) > 0 && b[0] == fBatch {
+		s.root.Send(s.guardian, &memberBatch{from: from, b: b[1:]})
+		return
+	}
 	if err := msgpack.Unmarshal(b, &f); err != nil {
 		s.log.Error("undecodable frame from a cluster member", slog.String("member", from), slog.Any("error", err))
 		return
@@ -283,6 +309,12 @@ func (s *System) releaseFrames() {
 type memberFrame struct {
 	from string
 	f    *frame
+}
+
+// memberBatch is a batch of frames for the guardian, still encoded.
+type memberBatch struct {
+	from string
+	b    []byte
 }
 
 // deliverChannel posts a participant's message, marker or departure to
