@@ -268,19 +268,48 @@ func (g *guardian) flushTo(to string) {
 
 // memberBatch takes a batch of frames from another member's guardian.
 func (g *guardian) memberBatch(from string, b []byte) {
+	err := decodeBatch(b, func(f *frame) { g.memberFrame(from, f) })
+	if err != nil {
+		g.s.log.Error("undecodable frame from a cluster member", slog.String("member", from), slog.Any("error", err))
+	}
+}
+
+// decodeBatch decodes the frames of a batch (without its fBatch byte) in
+// order, handing each that is well formed to each. It stops at the first
+// that is not.
+func decodeBatch(b []byte, each func(*frame)) error {
 	dec := msgpack.NewDecoder(bytes.NewReader(b))
 	for {
 		f := &frame{}
 		err := dec.Decode(f)
 		if errors.Is(err, io.EOF) {
-			return
+			return nil
+		}
+		if err == nil {
+			err = f.check()
 		}
 		if err != nil {
-			g.s.log.Error("undecodable frame from a cluster member", slog.String("member", from), slog.Any("error", err))
-			return
+			return err
 		}
-		g.memberFrame(from, f)
+		each(f)
 	}
+}
+
+// check reports what a frame for the guardian lacks that its kind needs:
+// a frame from another member is not trusted to be well formed.
+func (f *frame) check() error {
+	switch {
+	case !forGuardian(f.K):
+		return fmt.Errorf("frame of kind %d in a batch", f.K)
+	case f.K == fStopped && f.Rec == nil:
+		return errors.New("a stop without its final record")
+	}
+	for _, c := range f.Chans {
+		if len(c.Seqs) != len(c.Msgs) {
+			return fmt.Errorf("channel %v: %d messages, %d sequence numbers", c.Channel, len(c.Msgs), len(c.Seqs))
+		}
+	}
+	return nil
 }
 
 // memberFrame takes a frame from another member's guardian.

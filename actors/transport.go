@@ -260,6 +260,10 @@ func (s *System) deliverNow(from string, b []byte) {
 	case fDrop:
 		s.dropFrame(&f)
 	default:
+		if err := f.check(); err != nil {
+			s.log.Error("malformed frame from a cluster member", slog.String("member", from), slog.Any("error", err))
+			return
+		}
 		s.root.Send(s.guardian, &memberFrame{from: from, f: &f})
 	}
 }
