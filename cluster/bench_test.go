@@ -31,6 +31,7 @@ import (
 	"github.com/actorsnap/actorsnap/cluster"
 	"github.com/actorsnap/actorsnap/cluster/placement"
 	"github.com/actorsnap/actorsnap/internal/bankdemo"
+	"github.com/actorsnap/actorsnap/internal/devca"
 	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
@@ -39,7 +40,9 @@ import (
 // loopback, each run measured once every member is ready for a base
 // window of transfers alone and then for the window of the row: bare
 // Proto.Actor remote (accounts as plain actors, transfers as protobuf);
-// actorsnap with no snapshot; actorsnap with a snapshot every 100 ms; and
+// actorsnap with no snapshot; the same with the members' connections in
+// mutual TLS (membership.Config.TLS); actorsnap with a snapshot every
+// 100 ms; and
 // the floors of a snapshot every 100 ms (floorKind) on the actorsnap
 // plumbing with no snapshot. It reports the transfers the accounts
 // received per second in the window (all members) and over the base
@@ -57,6 +60,7 @@ func BenchmarkClusterBank(b *testing.B) {
 	}{
 		{"bare/accounts=3000", "bare", 3000, 0},
 		{"actorsnap/accounts=3000", "actorsnap", 3000, 0},
+		{"actorsnap-tls/accounts=3000", "actorsnap-tls", 3000, 0},
 		{"actorsnap-every-100ms/accounts=3000", "actorsnap", 3000, 100 * time.Millisecond},
 		{"floor-touch/accounts=3000", "floor-touch", 3000, 100 * time.Millisecond},
 		{"floor-capture-to-coordinator/accounts=3000", "floor-capture-to-coordinator", 3000, 100 * time.Millisecond},
@@ -143,11 +147,17 @@ func benchRun(b *testing.B, mode string, accounts int, interval, measure time.Du
 	ports := freePorts(b, 2*n)
 	spec := childSpec{Cluster: fmt.Sprintf("bench-%d", time.Now().UnixNano()), Store: b.TempDir(), Accounts: accounts,
 		InFlight: 4, Members: n, Interval: interval, Timeout: 10 * time.Second, Bench: mode, Measure: measure}
-	switch mode { // the actorsnap rows in the epoch mode
+	switch mode { // the actorsnap rows in the epoch mode, or with TLS
 	case "actorsnap-epoch":
 		spec.Bench, spec.Epochs = "actorsnap", true
 	case "actorsnap-epoch-lazy":
 		spec.Bench, spec.Epochs, spec.Lazy = "actorsnap", true, true
+	case "actorsnap-tls":
+		files, err := devca.Generate(b.TempDir(), "127.0.0.1")
+		if err != nil {
+			b.Fatal(err)
+		}
+		spec.Bench, spec.TLS = "actorsnap", &files
 	}
 	for i := range n {
 		spec.Seeds = append(spec.Seeds, net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[n+i])))
@@ -364,7 +374,11 @@ func snapBank(spec childSpec) (kick, schedule func(), done *completions, failed 
 	} else {
 		opts = append(opts, bankdemo.Kind(initial))
 	}
-	m, err := cluster.Start(cluster.Config{Membership: memberConfig(spec), Members: spec.Members}, opts...)
+	mcfg, err := memberConfig(spec)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	m, err := cluster.Start(cluster.Config{Membership: mcfg, Members: spec.Members}, opts...)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}

@@ -19,4 +19,17 @@
 // list. When it leaves, the next lowest takes over: it claims the store
 // the members share and numbers after the highest id the store holds and
 // the last start it saw, so ids keep increasing.
+//
+// A cluster is closed with membership.Config.TLS (membership.LoadTLS
+// reads an authority's certificate and a member's certificate and key):
+// every connection between members, Proto.Actor's gossip included, is
+// mutual TLS 1.3, so a process without a certificate of the authority
+// can neither join nor deliver a message, and each member logs the
+// handshakes it refuses. The provider's own traffic is not covered: the
+// etcd client speaks plaintext to etcd, and the automanaged provider
+// serves each member's id, address, kinds and cluster name over plain
+// HTTP. The membership is trusted: whoever can write the members' keys
+// in etcd, or answer at a seed's automanaged port, can list a member
+// that is none; it can deliver nothing, but the others count it, and with
+// the lowest address it would be taken for the coordinator.
 package cluster

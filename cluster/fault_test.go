@@ -184,6 +184,15 @@ func TestMemberWithAnotherRegistryIsRefused(t *testing.T) {
 		t.Fatalf("the refusal does not name the difference: %s", l)
 	}
 	t.Logf("%s", l)
+	// The odd member's Hello arrived: a member logs it refused, naming
+	// it (TestStrangerIsRefused looks for this line to show that a
+	// stranger's Hello did not arrive).
+	addr := fmt.Sprintf("127.0.0.1:%d", odd.Port)
+	if !waitFor(deadline, func() bool {
+		return slices.ContainsFunc(kids, func(k *child) bool { return strings.Contains(k.output(), "member="+addr) })
+	}) {
+		t.Fatalf("no member logged the refusal of %s", addr)
+	}
 	waitComplete(t, coordinator(kids), 3, deadline)
 }
 

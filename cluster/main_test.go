@@ -19,6 +19,7 @@ import (
 	"github.com/actorsnap/actorsnap/cluster"
 	"github.com/actorsnap/actorsnap/cluster/membership"
 	"github.com/actorsnap/actorsnap/internal/bankdemo"
+	"github.com/actorsnap/actorsnap/internal/devca"
 	"github.com/actorsnap/actorsnap/internal/racereport"
 	"github.com/actorsnap/actorsnap/persistence"
 	_ "github.com/actorsnap/actorsnap/persistence/postgres" // postgres:// stores
@@ -67,6 +68,15 @@ type childSpec struct {
 	Measure time.Duration
 	Addrs   []string // every member's remote address (bare)
 	Parts   string   // the member's own directory for its parts (floor-capture-local-parts)
+	// TLS, if set, closes the member's connections with these files
+	// (membership.LoadTLS).
+	TLS *devca.Files
+	// Stranger makes TLS's configuration by hand, unchecked: a
+	// certificate of another authority than TLS.CA's.
+	Stranger bool
+	// JoinTimeout is the member's cluster.Config.JoinTimeout (30 s if
+	// zero).
+	JoinTimeout time.Duration
 }
 
 // extraMessage is the message type only an Extra member registers.
@@ -99,7 +109,10 @@ func runChild(raw string) int {
 	if err != nil {
 		return fail("store: %v", err)
 	}
-	mcfg := memberConfig(spec)
+	mcfg, err := memberConfig(spec)
+	if err != nil {
+		return fail("tls: %v", err)
+	}
 	opts := []actors.Option{bankdemo.Kind(initial), bankdemo.Messages, actors.WithStore(store), actors.WithSystemName(systemName),
 		actors.WithTimeout(spec.Timeout), actors.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))}
 	if spec.Flooding {
@@ -129,7 +142,7 @@ func runChild(raw string) int {
 		if spec.Extra {
 			opts = append(opts, actors.WithMessage[*extraMessage]("test.extra"))
 		}
-		m, err = cluster.Start(cluster.Config{Membership: mcfg, Members: spec.Members}, opts...)
+		m, err = cluster.Start(cluster.Config{Membership: mcfg, Members: spec.Members, JoinTimeout: spec.JoinTimeout}, opts...)
 	}
 	if err != nil {
 		return fail("start: %v", err)
@@ -220,10 +233,19 @@ func serve(ctx context.Context, m *cluster.Member, sys *actors.System, spec chil
 }
 
 // memberConfig is the membership of the member spec describes: the
-// automanaged provider on loopback, polled every second.
-func memberConfig(spec childSpec) membership.Config {
-	return membership.Config{ClusterName: spec.Cluster, Host: "127.0.0.1", Port: spec.Port, Advertised: spec.Advertised,
+// automanaged provider on loopback, polled every second, with spec.TLS.
+func memberConfig(spec childSpec) (membership.Config, error) {
+	cfg := membership.Config{ClusterName: spec.Cluster, Host: "127.0.0.1", Port: spec.Port, Advertised: spec.Advertised,
 		Provider: membership.Automanaged, Seeds: spec.Seeds, AutomanagedPort: spec.AutoPort, TTL: time.Second}
+	var err error
+	switch {
+	case spec.TLS == nil:
+	case spec.Stranger:
+		cfg.TLS, err = strangerTLS(*spec.TLS)
+	default:
+		cfg.TLS, err = membership.LoadTLS(spec.TLS.CA, spec.TLS.Cert, spec.TLS.Key)
+	}
+	return cfg, err
 }
 
 // waitFor polls cond until it holds or deadline passes: the conditions

@@ -25,8 +25,10 @@ import (
 
 // Config configures a Member.
 type Config struct {
-	// Membership says which cluster to join, and how: its provider and
-	// this member's remote address.
+	// Membership says which cluster to join, and how: its provider,
+	// this member's remote address, and the TLS that closes the cluster
+	// to processes without a certificate of its authority
+	// (membership.Config.TLS, membership.LoadTLS).
 	Membership membership.Config
 	// Link configures the links between members; zero means
 	// link.DefaultConfig with this start's time as the session.

@@ -2,12 +2,16 @@ package membership
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -24,6 +28,8 @@ import (
 	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/asynkron/protoactor-go/remote"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 )
 
 // Provider is the cluster provider that finds the members.
@@ -83,8 +89,23 @@ type Config struct {
 	Seeds []string
 	// AutomanagedPort is the port on which this member serves its state to
 	// the others, for Automanaged. Proto.Actor listens on it on all
-	// interfaces (0.0.0.0), whatever Host is.
+	// interfaces (0.0.0.0), whatever Host is, over plain HTTP, TLS or
+	// not: GET /_health answers the member's id, address, ports, kinds
+	// and cluster name to anyone.
 	AutomanagedPort int
+
+	// TLS, if set, closes the cluster: the member's remote speaks mutual
+	// TLS with it, as server and as client, on every connection between
+	// members (their messages, and Proto.Actor's gossip). It must hold
+	// the member's certificate, valid for the host the others dial (Host,
+	// or Advertised's host); the authority in RootCAs and ClientCAs; and
+	// ClientAuth tls.RequireAndVerifyClientCert. LoadTLS makes one from
+	// PEM files. A member logs each connection it refuses (the peer's
+	// address and why) on its actor system's logger, at Warn. Nil means
+	// plaintext: whoever reaches the port can deliver messages. The
+	// provider's own connections (etcd, the automanaged port) are not
+	// covered. It has no JSON form: it holds keys and functions.
+	TLS *tls.Config `json:"-"`
 
 	// TTL is how soon a member that died without leaving is dropped. With
 	// Etcd it is the lease's time to live, in whole seconds (rounded up;
@@ -123,7 +144,95 @@ func (cfg *Config) check() error {
 	default:
 		return fmt.Errorf("membership: unknown provider %v", cfg.Provider)
 	}
+	return cfg.checkTLS()
+}
+
+// checkTLS rejects a TLS configuration that would leave the cluster open,
+// or that the other members could not verify.
+func (cfg *Config) checkTLS() error {
+	t := cfg.TLS
+	switch {
+	case t == nil:
+		return nil
+	case len(t.Certificates) == 0 && (t.GetCertificate == nil || t.GetClientCertificate == nil):
+		return errors.New("membership: TLS without Certificates: a member shows its certificate to the others, as server and as client")
+	case t.ClientAuth != tls.RequireAndVerifyClientCert:
+		return fmt.Errorf("membership: TLS.ClientAuth is %v, not RequireAndVerifyClientCert: a member would admit peers without a certificate of the authority", t.ClientAuth)
+	case t.RootCAs == nil || t.ClientCAs == nil:
+		return errors.New("membership: TLS without both RootCAs and ClientCAs: the system's roots would admit certificates of any public authority")
+	case t.InsecureSkipVerify:
+		return errors.New("membership: TLS.InsecureSkipVerify: a member would connect to whoever holds a member's address")
+	case len(t.Certificates) == 0:
+		return nil // GetCertificate: checked when it is called
+	}
+	leaf := t.Certificates[0].Leaf
+	if leaf == nil {
+		var err error
+		if leaf, err = x509.ParseCertificate(t.Certificates[0].Certificate[0]); err != nil {
+			return fmt.Errorf("membership: TLS certificate: %w", err)
+		}
+	}
+	host := cfg.Host
+	if cfg.Advertised != "" {
+		if h, _, err := net.SplitHostPort(cfg.Advertised); err == nil {
+			host = h
+		}
+	}
+	if err := leaf.VerifyHostname(host); err != nil {
+		return fmt.Errorf("membership: the TLS certificate is not for %s, the host the other members dial: %w", host, err)
+	}
 	return nil
+}
+
+// LoadTLS returns the TLS configuration of a member of a closed cluster
+// (Config.TLS) from PEM files: caFile holds the authority's certificates,
+// which every member trusts; certFile the member's certificate, followed
+// by any intermediate ones; keyFile its key. The configuration requires
+// and verifies certificates of that authority both ways, with TLS 1.3.
+// LoadTLS checks that the member's certificate is one: signed by the
+// authority, valid now, for use as a server and as a client.
+func LoadTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
+	caPEM, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("membership: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("membership: no PEM certificate in %s", caFile)
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("membership: %w", err)
+	}
+	if cert.Leaf == nil { // GODEBUG x509keypairleaf=0
+		if cert.Leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {
+			return nil, fmt.Errorf("membership: %s: %w", certFile, err)
+		}
+	}
+	chain := x509.NewCertPool()
+	for _, der := range cert.Certificate[1:] {
+		c, err := x509.ParseCertificate(der)
+		if err != nil {
+			return nil, fmt.Errorf("membership: %s: %w", certFile, err)
+		}
+		chain.AddCert(c)
+	}
+	for _, use := range []struct {
+		usage x509.ExtKeyUsage
+		name  string
+	}{{x509.ExtKeyUsageServerAuth, "server"}, {x509.ExtKeyUsageClientAuth, "client"}} {
+		opts := x509.VerifyOptions{Roots: roots, Intermediates: chain, KeyUsages: []x509.ExtKeyUsage{use.usage}}
+		if _, err := cert.Leaf.Verify(opts); err != nil {
+			return nil, fmt.Errorf("membership: %s is no %s certificate of the authority in %s: %w", certFile, use.name, caFile, err)
+		}
+	}
+	return &tls.Config{
+		Certificates: []tls.Certificate{cert},
+		RootCAs:      roots,
+		ClientCAs:    roots,
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		MinVersion:   tls.VersionTLS13,
+	}, nil
 }
 
 // Membership is this actor system's membership of a cluster.
@@ -194,7 +303,7 @@ func Join(ctx context.Context, as *actor.ActorSystem, cfg Config) (*Membership, 
 	}
 
 	ccfg := cluster.Configure(cfg.ClusterName, provider, disthash.New(),
-		remote.Configure(cfg.Host, cfg.Port, remoteOptions(cfg)...))
+		remote.Configure(cfg.Host, cfg.Port, remoteOptions(as, cfg)...))
 	c := cluster.New(as, ccfg)
 
 	m := &Membership{
@@ -473,10 +582,45 @@ func (m *Membership) Leave() {
 	})
 }
 
-// remoteOptions returns the options of the member's remote.
-func remoteOptions(cfg Config) []remote.ConfigOption {
-	if cfg.Advertised == "" {
-		return nil
+// remoteOptions returns the options of the member's remote: its
+// advertised address, and its TLS.
+func remoteOptions(as *actor.ActorSystem, cfg Config) []remote.ConfigOption {
+	var opts []remote.ConfigOption
+	if cfg.Advertised != "" {
+		opts = append(opts, remote.WithAdvertisedHost(cfg.Advertised))
 	}
-	return []remote.ConfigOption{remote.WithAdvertisedHost(cfg.Advertised)}
+	if cfg.TLS != nil {
+		creds := credentials.NewTLS(cfg.TLS)
+		// The dial options replace remote's default, grpc.WithInsecure.
+		opts = append(opts,
+			remote.WithServerOptions(grpc.Creds(&refusals{TransportCredentials: creds, log: as.Logger()})),
+			remote.WithDialOptions(grpc.WithTransportCredentials(creds)))
+	}
+	return opts
+}
+
+// refusals are a member's server credentials: gRPC's, logging each
+// connection refused in the TLS handshake. gRPC reports a failed
+// handshake to grpclog only, which Proto.Actor's remote silences
+// (remote.Start sets a discarding logger), and the connection never
+// reaches Proto.Actor: without this log a member would refuse strangers
+// without a word.
+type refusals struct {
+	credentials.TransportCredentials
+	log *slog.Logger
+}
+
+// ServerHandshake implements credentials.TransportCredentials.
+func (r *refusals) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	c, info, err := r.TransportCredentials.ServerHandshake(conn)
+	if err != nil {
+		r.log.Warn("a connection is refused: its TLS handshake failed",
+			slog.String("peer", conn.RemoteAddr().String()), slog.Any("error", err))
+	}
+	return c, info, err
+}
+
+// Clone implements credentials.TransportCredentials.
+func (r *refusals) Clone() credentials.TransportCredentials {
+	return &refusals{TransportCredentials: r.TransportCredentials.Clone(), log: r.log}
 }

@@ -2,6 +2,7 @@ package membership
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/actorsnap/actorsnap/internal/devca"
 	"github.com/actorsnap/actorsnap/internal/testenv"
 )
 
@@ -262,6 +264,67 @@ func TestConfigCheck(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want an error with %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+func TestTLSCheck(t *testing.T) {
+	files, err := devca.Generate(t.TempDir(), "127.0.0.1", "member.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := LoadTLS(files.CA, files.Cert, files.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loaded.ClientAuth != tls.RequireAndVerifyClientCert || loaded.MinVersion != tls.VersionTLS13 {
+		t.Fatalf("LoadTLS: ClientAuth %v, MinVersion %#x", loaded.ClientAuth, loaded.MinVersion)
+	}
+	good := Config{ClusterName: "c", Host: "127.0.0.1", Provider: Etcd, Etcd: []string{"127.0.0.1:2379"}, TLS: loaded}
+	if err := good.check(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*Config)
+		want   string
+	}{
+		{"no certificate", func(c *Config) { c.TLS.Certificates = nil }, "without Certificates"},
+		{"client certificates not required", func(c *Config) { c.TLS.ClientAuth = tls.VerifyClientCertIfGiven }, "not RequireAndVerifyClientCert"},
+		{"system roots", func(c *Config) { c.TLS.ClientCAs = nil }, "without both RootCAs and ClientCAs"},
+		{"no verification", func(c *Config) { c.TLS.InsecureSkipVerify = true }, "InsecureSkipVerify"},
+		{"another host", func(c *Config) { c.Host = "10.0.0.5" }, "not for 10.0.0.5"},
+		{"advertised elsewhere", func(c *Config) { c.Advertised = "proxy.example:9000" }, "not for proxy.example"},
+	} {
+		c := good
+		c.TLS = good.TLS.Clone()
+		tc.change(&c)
+		err := c.check()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error with %q", tc.name, err, tc.want)
+		}
+	}
+	c := good
+	c.Host = "member.example"
+	if err := c.check(); err != nil {
+		t.Errorf("a DNS name of the certificate: %v", err)
+	}
+}
+
+func TestLoadTLSRefusesACertificateOfAnotherAuthority(t *testing.T) {
+	ours, err := devca.Generate(t.TempDir(), "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := devca.Generate(t.TempDir(), "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = LoadTLS(ours.CA, theirs.Cert, theirs.Key)
+	if err == nil || !strings.Contains(err.Error(), "unknown authority") {
+		t.Fatalf("got %v, want an error naming an unknown authority", err)
+	}
+	if _, err := LoadTLS(ours.Key, ours.Cert, ours.Key); err == nil || !strings.Contains(err.Error(), "no PEM certificate") {
+		t.Fatalf("a key as the authority: got %v", err)
 	}
 }
 

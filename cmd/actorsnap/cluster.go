@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/actorsnap/actorsnap/internal/bankdemo"
+	"github.com/actorsnap/actorsnap/internal/devca"
 	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
@@ -95,9 +96,21 @@ func newClusterRun(out, errw io.Writer, store persistence.Store) (*clusterRun, e
 }
 
 // run starts the members of a new bank, or of a restore of snapshot
-// restore, and runs for c.duration.
+// restore, and runs for c.duration. The members talk mutual TLS with a
+// throwaway authority made for the run, in a directory removed at its
+// end.
 func (c *clusterRun) run(ctx context.Context, restore snapshot.SnapshotID, intro func()) error {
 	defer close(c.done)
+	dir, err := os.MkdirTemp("", "actorsnap-ca-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ca, err := devca.Generate(dir, "127.0.0.1")
+	if err != nil {
+		return err
+	}
+	c.args = append(c.args, "--tls-ca", ca.CA, "--tls-cert", ca.Cert, "--tls-key", ca.Key)
 	if restore != 0 {
 		if err := c.restoreFrom(ctx, restore, time.Now()); err != nil {
 			return c.ended(ctx, err)

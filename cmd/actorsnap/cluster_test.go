@@ -16,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/actorsnap/actorsnap/internal/devca"
 )
 
 var (
@@ -269,4 +271,25 @@ func TestMemberKilledWithoutRestart(t *testing.T) {
 	stderr := lastLines(r.stderr.String(), 1)
 	assert.Regexp(t, fmt.Sprintf(`^actorsnap: member 3 \(pid %d, %s\) died: signal: killed; to restore the bank: actorsnap restore \d+ --members 3 --store %s$`,
 		victim.pid, regexp.QuoteMeta(victim.addr), regexp.QuoteMeta(store)), stderr)
+}
+
+// The member command takes its TLS as three files, all or none, and
+// refuses a certificate that is not of the authority it is given.
+func TestMemberTLSFlags(t *testing.T) {
+	ours, err := devca.Generate(t.TempDir(), "127.0.0.1")
+	require.NoError(t, err)
+	theirs, err := devca.Generate(t.TempDir(), "127.0.0.1")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tls-ca", ours.CA}, "--tls-ca, --tls-cert and --tls-key go together"},
+		{[]string{"--tls-ca", ours.CA, "--tls-cert", theirs.Cert, "--tls-key", theirs.Key}, "certificate signed by unknown authority"},
+	} {
+		out, stderr, err := actorsnap(t, append([]string{"member", "--cluster", "c"}, tc.args...)...)
+		require.Error(t, err, "%v", tc.args)
+		assert.Contains(t, out, `"event":"error"`, tc.args)
+		assert.Contains(t, stderr, tc.want, tc.args)
+	}
 }

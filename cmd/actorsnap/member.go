@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -91,7 +92,26 @@ func memberCmd() *cobra.Command {
 	f.String("restore", "", "the snapshot to restore (empty: start a new bank)")
 	f.Int64("total", 0, "the bank's money, which every snapshot must hold")
 	f.String("log-level", "warn", "level of the log on standard error: debug, info, warn or error")
+	f.String("tls-ca", "", "PEM certificate of the cluster's authority: with --tls-cert and --tls-key, members talk mutual TLS and admit only certificates of it")
+	f.String("tls-cert", "", "PEM certificate of this member, signed by --tls-ca, for 127.0.0.1")
+	f.String("tls-key", "", "PEM key of --tls-cert")
 	return cmd
+}
+
+// memberTLS returns the member's TLS configuration from --tls-ca,
+// --tls-cert and --tls-key: all three, or nil for none.
+func memberTLS(cmd *cobra.Command) (*tls.Config, error) {
+	f := cmd.Flags()
+	ca, _ := f.GetString("tls-ca")
+	cert, _ := f.GetString("tls-cert")
+	key, _ := f.GetString("tls-key")
+	switch {
+	case ca == "" && cert == "" && key == "":
+		return nil, nil
+	case ca == "" || cert == "" || key == "":
+		return nil, errors.New("--tls-ca, --tls-cert and --tls-key go together")
+	}
+	return membership.LoadTLS(ca, cert, key)
 }
 
 func runMember(cmd *cobra.Command, out *eventWriter) error {
@@ -112,6 +132,10 @@ func runMember(cmd *cobra.Command, out *eventWriter) error {
 	if err != nil {
 		return err
 	}
+	tlsCfg, err := memberTLS(cmd)
+	if err != nil {
+		return err
+	}
 
 	// Stopped when the supervisor closes standard input.
 	ctx, stop := context.WithCancel(cmd.Context())
@@ -129,7 +153,7 @@ func runMember(cmd *cobra.Command, out *eventWriter) error {
 	opts := append([]actors.Option{bankdemo.Messages, actors.WithStore(store),
 		actors.WithLogger(slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})))}, cfg.Options...)
 	mcfg := membership.Config{ClusterName: name, Host: "127.0.0.1", Port: port, Provider: membership.Automanaged,
-		Seeds: seeds, AutomanagedPort: autoPort, TTL: time.Second}
+		Seeds: seeds, AutomanagedPort: autoPort, TTL: time.Second, TLS: tlsCfg}
 
 	var m *cluster.Member
 	var ready memberEvent
