@@ -327,7 +327,7 @@ func TestRestoreShowsProgressOnATerminal(t *testing.T) {
 	defer cancel()
 	out, err := exec.CommandContext(ctx, scriptCmd, "-qec", line, "/dev/null").CombinedOutput()
 	require.NoError(t, err, string(out))
-	assert.Contains(t, string(out), "\rrestoring snapshot latest…")
+	assert.Contains(t, string(out), "restoring snapshot latest…") // the spinner's line
 	assert.Contains(t, string(out), "restoring snapshot latest: done in")
 
 	_, stderr, err := actorsnap(t, "restore", "latest", "--store", store, "--interval", "20ms", "--duration", "100ms")

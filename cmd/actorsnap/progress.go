@@ -6,19 +6,20 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/schollz/progressbar/v3"
 )
 
 // progress shows what a long command is doing, on a terminal only: a
-// line that a ticker refreshes with the elapsed time until the command
-// writes its first output.
+// spinner with the elapsed time (progressbar animates it) until the
+// command writes its first output, then a line saying how long it took.
 type progress struct {
 	w     io.Writer
 	tty   bool
 	mu    sync.Mutex
 	what  string
 	start time.Time
-	stop  chan struct{}
-	done  bool
+	bar   *progressbar.ProgressBar // while a step is shown
 }
 
 func newProgress(w io.Writer) *progress {
@@ -36,39 +37,28 @@ func (p *progress) step(what string) {
 	if !p.tty {
 		return
 	}
-	p.what, p.start, p.stop = what, time.Now(), make(chan struct{})
-	p.draw()
-	go func() {
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.stop:
-				return
-			case <-t.C:
-				p.draw()
-			}
-		}
-	}()
-}
-
-func (p *progress) draw() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.done {
-		fmt.Fprintf(p.w, "\r%s… %v ", p.what, time.Since(p.start).Round(100*time.Millisecond))
-	}
+	p.what, p.start = what, time.Now()
+	p.bar = progressbar.NewOptions(-1,
+		progressbar.OptionSetWriter(p.w),
+		progressbar.OptionSetDescription(what+"…"),
+		progressbar.OptionSpinnerType(14),
+		progressbar.OptionSetElapsedTime(true),
+		progressbar.OptionSetRenderBlankState(true),
+		progressbar.OptionClearOnFinish())
 }
 
-// end clears the progress line.
+// end replaces the spinner with how long the step took.
 func (p *progress) end() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.tty && !p.done {
-		p.done = true
-		close(p.stop)
-		fmt.Fprintf(p.w, "\r%s: done in %v\n", p.what, time.Since(p.start).Round(time.Millisecond))
+	if p.bar == nil {
+		return
 	}
+	_ = p.bar.Finish()
+	p.bar = nil
+	fmt.Fprintf(p.w, "%s: done in %v\n", p.what, time.Since(p.start).Round(time.Millisecond))
 }
 
 // after returns a writer that ends the progress line before its first
