@@ -216,10 +216,10 @@ func TestRetainCrash(t *testing.T) {
 // TestMemFSCrash checks the crash model itself.
 func TestMemFSCrash(t *testing.T) {
 	mem := persistence.NewMemFS()
-	require.NoError(t, mem.MkdirAll("/d"))
+	require.NoError(t, mem.MkdirAll("/d", 0o700))
 	require.NoError(t, mem.SyncDir("/"))
 	write := func(name, data string, sync bool) {
-		f, err := mem.Create(name)
+		f, err := mem.Create(name, 0o600)
 		require.NoError(t, err)
 		_, err = f.Write([]byte(data))
 		require.NoError(t, err)
@@ -244,7 +244,7 @@ func TestMemFSCrash(t *testing.T) {
 	assert.True(t, strings.HasPrefix("volatile", readAll(t, meta, "/d/unsynced")))
 
 	// A rename is durable once its directory is synced.
-	require.NoError(t, mem.Mkdir("/d/tmp"))
+	require.NoError(t, mem.Mkdir("/d/tmp", 0o700))
 	write("/d/tmp/f", "x", true)
 	require.NoError(t, mem.SyncDir("/d/tmp"))
 	require.NoError(t, mem.SyncDir("/d"))
@@ -256,9 +256,9 @@ func TestMemFSCrash(t *testing.T) {
 	assert.Equal(t, "x", readAll(t, crashed, "/d/final/f"))
 
 	// A directory replaces only an empty one.
-	require.NoError(t, mem.Mkdir("/d/other"))
+	require.NoError(t, mem.Mkdir("/d/other", 0o700))
 	require.ErrorIs(t, mem.Rename("/d/other", "/d/final"), fs.ErrExist)
-	require.NoError(t, mem.Mkdir("/d/empty"))
+	require.NoError(t, mem.Mkdir("/d/empty", 0o700))
 	require.NoError(t, mem.Rename("/d/other", "/d/empty"))
 }
 

@@ -23,6 +23,36 @@
 // snapshot holding any other payload is refused with ErrPayloadType, by
 // every store.
 //
+// # Security
+//
+// A snapshot holds whatever its actors hold in memory (balances, user
+// data, credentials), and restoring one makes it the system's state. So:
+//
+//   - A FileStore is private by default: it creates its directories 0700
+//     and its files 0600 (DefaultPermissions; WithPermissions lets the
+//     group or others read them), and refuses to write
+//     (ErrWritableByOthers) into a directory that users other than its
+//     owner may write to, unless opened WithWritableByOthers.
+//   - Whatever prints or logs where a store is prints Redact of its URL,
+//     which masks a password in it (user:password@, password=).
+//   - Checksums (CRC-32C) catch accidents, not changes made on purpose: a
+//     snapshot rewritten with its checksums recomputed loads. A store
+//     given a Keyring (WithKeyring, Authenticate) keeps beside each
+//     snapshot it saves an HMAC-SHA256 of the snapshot's stored form, and
+//     the id of the key that made it, and refuses to load (*AuthError,
+//     ErrUnauthentic) a snapshot whose MAC does not match, whose key it
+//     does not hold, or, if the Keyring requires signatures, that has no
+//     MAC. Keys rotate: the Keyring's first key signs, the others still
+//     check what they signed. Snapshots saved without a key (by an earlier
+//     build, in any format version) load unless signatures are required.
+//     Memory keeps no MAC: nothing it holds outlives the process.
+//
+// The MAC shows that a snapshot is, whole, one that a holder of the key
+// saved under that id. It does not hide a snapshot's content (the file
+// permissions and the database's do), nor show that a snapshot is the
+// newest, nor that none was deleted, nor stop a holder of the key. See
+// docs/security.md in the repository for the threat model.
+//
 // # Ownership
 //
 // A store holds the snapshots of one system. A system claims its store
@@ -67,19 +97,24 @@
 //	                                highest id once the newest is deleted
 //	  snap-00000000000000000042/    snapshot 42
 //	    global.dat                  the snapshot, as EncodeGlobal writes it
+//	    MAC                         with a Keyring only: the key id and the
+//	                                MAC of the snapshot (see Format)
 //	    MANIFEST                    written last: the id, and each data
-//	                                file's name, size and CRC-32C
+//	                                file's name, size and CRC-32C (MAC's
+//	                                too)
 //	  .tmp-00000000000000000043-<random>/   a save in progress (or crashed)
 //	  .del-snap-00000000000000000040-<random>/  a snapshot being deleted
 //	  .damaged-snap-00000000000000000041-<random>/  set aside (SetAside)
 //	  namespaces/NAME/              a namespace, laid out as DIR
 //
-// Save creates a temporary directory with a name of its own and both files
-// in it (checking and encoding the snapshot meanwhile, on two other
-// goroutines; a snapshot that fails the check is refused before anything
-// is written, and the directory removed), writes global.dat and then
-// MANIFEST, fsyncs both and the temporary directory (the three at once, so
-// that the file system commits its journal once for them), renames the
+// Directories are created 0700 and files 0600 unless WithPermissions says
+// otherwise. Save creates a temporary directory with a name of its own and
+// the files in it (checking and encoding the snapshot meanwhile, on two
+// other goroutines; a snapshot that fails the check is refused before
+// anything is written, and the directory removed), writes global.dat (and
+// computes its MAC meanwhile, with a Keyring), then MAC and MANIFEST,
+// fsyncs the files and the temporary directory (all at once, so that the
+// file system commits its journal once for them), renames the
 // directory to its snap- name and fsyncs DIR. Nothing in the temporary directory is visible before the
 // rename, so the manifest never vouches for data that is not durable. The
 // rename is the commit: it is atomic, and it fails if the snap- directory
@@ -105,9 +140,11 @@
 // whose manifest verifies but whose data does not (a checksum, size or
 // decoding fault) is reported by Load and Latest as a *CorruptError naming
 // the file and byte offset, never loaded, and never skipped silently by
-// Latest (a restore should not quietly go back further than asked). Retain
-// counts a snapshot as complete only once its data checksums verify, and
-// deletes only snapshots older than the newest n complete ones.
+// Latest (a restore should not quietly go back further than asked); so is
+// one a Keyring refuses, as an *AuthError. Retain counts a snapshot as
+// complete only once its data checksums (and, with a Keyring, its MAC)
+// verify, and deletes only snapshots older than the newest n complete
+// ones.
 //
 // Delete renames the snapshot's directory to a .del- name before removing
 // its files, so a snapshot disappears wholly and at once. Open removes
@@ -147,6 +184,20 @@
 // received+1 onwards. The violations are the snapshot's, in their order,
 // an empty array when there are none. The manifest's body is [id, [[name,
 // size, crc32c], ...]].
+//
+// The MAC file shares the envelope too (magic "ASNAPMAC"); its body is
+// [id, key id, mac]. The MAC is HMAC-SHA256, under the key the key id
+// names, of: "actorsnap snapshot MAC 1" and a zero byte; the layout name
+// "file" and the key id, each as a byte of length and its bytes; the
+// snapshot id (8 bytes); then, for each file the manifest lists other
+// than MAC, in its order, the name's length (4 bytes), the name, the size
+// (8 bytes) and the file's bytes (all numbers big-endian). So it covers
+// every byte that defines the snapshot (its states, counters and messages
+// in flight all live in global.dat), the manifest's list of files, and
+// binds the MAC to its snapshot id and key id: a MAC moved to another
+// snapshot, or a key id changed, fails too. The manifest lists MAC as a
+// data file, so a build without keys checks its checksum and loads the
+// snapshot as before; the format version does not change.
 //
 // Earlier builds wrote versions 1 and 2, which this one still reads;
 // neither keeps waits or violations, so a snapshot of either loads with

@@ -132,11 +132,11 @@ func (e *ErrorFS) check(op Op, name string) error {
 }
 
 // Create implements FS.
-func (e *ErrorFS) Create(name string) (File, error) {
+func (e *ErrorFS) Create(name string, perm fs.FileMode) (File, error) {
 	if err := e.check(OpCreate, name); err != nil {
 		return nil, err
 	}
-	f, err := e.base.Create(name)
+	f, err := e.base.Create(name, perm)
 	if err != nil {
 		return nil, err
 	}
@@ -156,19 +156,19 @@ func (e *ErrorFS) Open(name string) (File, error) {
 }
 
 // Mkdir implements FS.
-func (e *ErrorFS) Mkdir(name string) error {
+func (e *ErrorFS) Mkdir(name string, perm fs.FileMode) error {
 	if err := e.check(OpMkdir, name); err != nil {
 		return err
 	}
-	return e.base.Mkdir(name)
+	return e.base.Mkdir(name, perm)
 }
 
 // MkdirAll implements FS.
-func (e *ErrorFS) MkdirAll(name string) error {
+func (e *ErrorFS) MkdirAll(name string, perm fs.FileMode) error {
 	if err := e.check(OpMkdir, name); err != nil {
 		return err
 	}
-	return e.base.MkdirAll(name)
+	return e.base.MkdirAll(name, perm)
 }
 
 // Rename implements FS.

@@ -2,6 +2,7 @@ package persistence_test
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log"
@@ -86,4 +87,48 @@ func ExampleOpenURL() {
 	// Output:
 	// persistence: snapshot not found
 	// true
+}
+
+// ExampleKeyring signs the snapshots a store saves, and shows a store
+// with another secret under the same key id refusing them.
+func ExampleKeyring() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "actorsnap-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	// In production the keys come from a private file (ReadKeyringFile).
+	keys, err := persistence.ParseKeyring("k1:" + base64.StdEncoding.EncodeToString([]byte("an example secret, 32 bytes long")))
+	if err != nil {
+		log.Fatal(err)
+	}
+	store, err := persistence.OpenURL(ctx, dir, persistence.Authenticate(keys))
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := store.Save(ctx, &snapshot.Global{ID: 1}); err != nil {
+		log.Fatal(err)
+	}
+	_, err = store.Load(ctx, 1)
+	fmt.Println(err)
+
+	other, err := persistence.NewKeyring(persistence.Key{ID: "k1", Secret: []byte("another secret, also of 32 bytes")})
+	if err != nil {
+		log.Fatal(err)
+	}
+	store, err = persistence.OpenURL(ctx, dir, persistence.Authenticate(other))
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = store.Load(ctx, 1)
+	fmt.Println(errors.Is(err, persistence.ErrUnauthentic))
+	fmt.Println(err)
+	fmt.Println(persistence.Redact("postgres://snaps:s3cret@db.internal/app?sslmode=verify-full"))
+	// Output:
+	// <nil>
+	// true
+	// persistence: snapshot 1 is not authentic: its MAC under key "k1" does not match its content: it was changed after it was saved, or saved with another secret under that id
+	// postgres://snaps:xxxxx@db.internal/app?sslmode=verify-full
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +25,7 @@ import (
 const (
 	manifestName = "MANIFEST"
 	dataName     = "global.dat"
+	macName      = "MAC"
 	snapPrefix   = "snap-"
 	tmpPrefix    = ".tmp-"
 	delPrefix    = ".del-"
@@ -44,7 +46,39 @@ type fileConfig struct {
 	log       *slog.Logger
 	namespace string
 	mustExist bool
+	perm      fs.FileMode
+	shared    bool // WithWritableByOthers
+	keys      *Keyring
 }
+
+// DefaultPermissions are the permissions of the files a FileStore
+// creates unless WithPermissions says otherwise: read and write for their
+// owner only, since a snapshot holds whatever its actors hold (balances,
+// user data, credentials). Its directories have the same plus search:
+// 0700.
+const DefaultPermissions fs.FileMode = 0o600
+
+// WithPermissions sets the permissions of the files the store creates
+// (snapshots, manifests, MACs, OWNER), to let others read them: perm is
+// 0600 plus, if wanted, read for the group (0040) or for others (0004),
+// at most 0644. Its directories get perm plus search (x) wherever perm
+// gives read: 0750 for 0640. Zero means DefaultPermissions; other values
+// are refused by Open. The process's umask still applies, and what exists
+// keeps its permissions (chmod it).
+func WithPermissions(perm fs.FileMode) FileOption { return func(c *fileConfig) { c.perm = perm } }
+
+// WithWritableByOthers lets the store write into a directory that users
+// other than its owner may write to (group or world writable), which Open
+// and every write otherwise refuse with ErrWritableByOthers: anyone who
+// may write there may replace, remove or change the store's snapshots.
+// Use it only where those users are trusted, and with a Keyring.
+func WithWritableByOthers() FileOption { return func(c *fileConfig) { c.shared = true } }
+
+// WithKeyring makes the store sign every snapshot it saves with k's
+// signing key, and check the MAC of every snapshot it loads (see Keyring
+// and the package documentation). Nil means none: MACs are neither
+// written nor checked.
+func WithKeyring(k *Keyring) FileOption { return func(c *fileConfig) { c.keys = k } }
 
 // WithNamespace opens the namespace name of the store instead of the
 // store itself: a store of its own, with its own owner, in the directory
@@ -87,6 +121,11 @@ type FileStore struct {
 	grace time.Duration
 	now   func() time.Time
 	log   *slog.Logger
+	// filePerm and dirPerm are the permissions of the files and
+	// directories it creates.
+	filePerm, dirPerm fs.FileMode
+	shared            bool // may write where others may (WithWritableByOthers)
+	keys              *Keyring
 	// bufs holds *[2][]byte buffers that Save encodes into (encodeSplit):
 	// a snapshot's encoding is garbage once written (File.Write must not
 	// retain it), and reusing the buffers spares the collector a
@@ -101,9 +140,12 @@ var _ Store = (*FileStore)(nil)
 
 // Open opens the file store in dir, a path or a file:// URL (file:// followed
 // by the path: file:///var/lib/snaps, file://./snaps), creating the
-// directory if needed. It removes what crashed saves and deletes left
+// directory if needed, private to its owner (see WithPermissions). It
+// refuses a directory that users other than its owner may write to (see
+// WithWritableByOthers). It removes what crashed saves and deletes left
 // behind: temporary directories older than the grace period (see
-// WithTempGrace) and directories of deleted snapshots.
+// WithTempGrace) and directories of deleted snapshots. With
+// WithMustExist it changes nothing, and checks neither.
 func Open(ctx context.Context, dir string, opts ...FileOption) (*FileStore, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -130,27 +172,40 @@ func Open(ctx context.Context, dir string, opts ...FileOption) (*FileStore, erro
 	if cfg.log == nil {
 		cfg.log = slog.New(slog.DiscardHandler)
 	}
-	s := &FileStore{root: path, dir: path, fs: cfg.fs, grace: cfg.grace, now: cfg.now, log: cfg.log}
+	if cfg.perm == 0 {
+		cfg.perm = DefaultPermissions
+	}
+	if cfg.perm&^0o644 != 0 || cfg.perm&0o600 != 0o600 {
+		return nil, fmt.Errorf("persistence: permissions %04o: want 0600, plus read for the group (0040) or others (0004): at most 0644", uint32(cfg.perm))
+	}
+	s := &FileStore{root: path, dir: path, fs: cfg.fs, grace: cfg.grace, now: cfg.now, log: cfg.log,
+		filePerm: cfg.perm, dirPerm: cfg.perm | cfg.perm&0o444>>2, shared: cfg.shared, keys: cfg.keys}
 	if cfg.namespace != "" {
 		if err := CheckNamespace(cfg.namespace); err != nil {
 			return nil, err
 		}
 		s.dir = filepath.Join(path, namespacesName, cfg.namespace)
 	}
+	// A path is shown as Redact shows it: one given where a key=value
+	// connection string was meant keeps its password= to itself.
+	shown := Redact(s.dir)
 	if cfg.mustExist {
 		info, err := s.fs.Stat(s.dir)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return nil, fmt.Errorf("%w at %s", ErrNoStore, s.dir)
+			return nil, fmt.Errorf("%w at %s", ErrNoStore, shown)
 		case err != nil:
-			return nil, fmt.Errorf("persistence: open %s: %w", s.dir, err)
+			return nil, fmt.Errorf("persistence: open %s: %w", shown, err)
 		case !info.IsDir():
-			return nil, fmt.Errorf("%w at %s: not a directory", ErrNoStore, s.dir)
+			return nil, fmt.Errorf("%w at %s: not a directory", ErrNoStore, shown)
 		}
 		return s, nil
 	}
 	if err := s.mkdirAll(); err != nil {
-		return nil, fmt.Errorf("persistence: open %s: %w", s.dir, err)
+		return nil, fmt.Errorf("persistence: open %s: %w", shown, err)
+	}
+	if err := s.checkWritable(); err != nil {
+		return nil, err
 	}
 	if err := s.cleanup(ctx); err != nil {
 		return nil, err
@@ -178,7 +233,7 @@ func (s *FileStore) mkdirAll() error {
 	if len(missing) == 0 {
 		return nil
 	}
-	if err := s.fs.MkdirAll(s.dir); err != nil {
+	if err := s.fs.MkdirAll(s.dir, s.dirPerm); err != nil {
 		return err
 	}
 	for i := len(missing) - 1; i >= 0; i-- {
@@ -197,7 +252,7 @@ func filePath(dir string) (string, error) {
 		}
 		dir = rest
 	} else if strings.Contains(dir, "://") {
-		return "", fmt.Errorf("%w: %q is neither a path nor a URL with a scheme", ErrUnsupportedScheme, dir)
+		return "", fmt.Errorf("%w: %q is neither a path nor a URL with a scheme", ErrUnsupportedScheme, Redact(dir))
 	}
 	if dir == "" {
 		return "", errors.New("persistence: empty directory name")
@@ -271,10 +326,10 @@ func (s *FileStore) removeAll(path string) {
 	}
 }
 
-// Save implements Store. It writes the snapshot's data file and then its
-// manifest into a new temporary directory, fsyncing each file and the
-// directory, renames the directory into place and fsyncs the root
-// directory. The rename is the commit: it fails if the id exists, so that
+// Save implements Store. It writes the snapshot's data file, its MAC file
+// if the store has a Keyring, and then its manifest into a new temporary
+// directory, fsyncing each file and the directory, renames the directory
+// into place and fsyncs the root directory. The rename is the commit: it fails if the id exists, so that
 // of two Saves of one id, in one process or two, exactly one succeeds.
 //
 // The snapshot is checked and encoded on two other goroutines while the
@@ -356,9 +411,9 @@ func (s *FileStore) save(ctx context.Context, id snapshot.SnapshotID, encoded fu
 		return fmt.Errorf("persistence: save %d: %w", id, err)
 	}
 	committed := false
-	var dataFile, manFile File
+	var dataFile, manFile, macFile File
 	defer func() {
-		for _, f := range []File{dataFile, manFile} {
+		for _, f := range []File{dataFile, manFile, macFile} {
 			if f != nil {
 				f.Close()
 			}
@@ -367,12 +422,19 @@ func (s *FileStore) save(ctx context.Context, id snapshot.SnapshotID, encoded fu
 			s.removeAll(tmp)
 		}
 	}()
-	if dataFile, err = s.fs.Create(filepath.Join(tmp, dataName)); err != nil {
+	if dataFile, err = s.fs.Create(filepath.Join(tmp, dataName), s.filePerm); err != nil {
 		return fmt.Errorf("persistence: save %d: %w", id, err)
 	}
-	// The manifest is created now, empty, and written last.
-	if manFile, err = s.fs.Create(filepath.Join(tmp, manifestName)); err != nil {
+	// The manifest (and the MAC, if the store signs) are created now,
+	// empty, and written last.
+	if manFile, err = s.fs.Create(filepath.Join(tmp, manifestName), s.filePerm); err != nil {
 		return fmt.Errorf("persistence: save %d: %w", id, err)
+	}
+	mac := s.keys.Sign(fileLayout, id)
+	if mac != nil {
+		if macFile, err = s.fs.Create(filepath.Join(tmp, macName), s.filePerm); err != nil {
+			return fmt.Errorf("persistence: save %d: %w", id, err)
+		}
 	}
 	data, err := encoded()
 	if err != nil {
@@ -383,35 +445,66 @@ func (s *FileStore) save(ctx context.Context, id snapshot.SnapshotID, encoded fu
 	trailer := data[1][len(data[1])-trailerSize:]
 	sum := crc32.Update(binary.BigEndian.Uint32(trailer), castagnoli, trailer)
 	size := int64(len(data[0]) + len(data[1]))
-	man, err := encodeManifest(manifest{ID: id, Files: []manifestFile{{Name: dataName, Size: size, CRC: sum}}})
+	// The MAC is computed while the data file is written.
+	var macced sync.WaitGroup
+	if mac != nil {
+		macced.Go(func() {
+			writeMACEntry(mac, dataName, size)
+			mac.Write(data[0])
+			mac.Write(data[1])
+		})
+	}
+	// The data file is written, then the MAC's and the manifest, then the
+	// files and the temporary directory are synced, all at once: the file
+	// system commits its journal once for them rather than once each. The
+	// order of durability among them does not matter: nothing in the
+	// temporary directory is visible until the rename, which comes after
+	// all the syncs have returned.
+	var werr error
+	for _, piece := range data {
+		if _, werr = dataFile.Write(piece); werr != nil {
+			break
+		}
+	}
+	macced.Wait()
+	if werr != nil {
+		return fmt.Errorf("persistence: save %d: %w", id, werr)
+	}
+	files := []manifestFile{{Name: dataName, Size: size, CRC: sum}}
+	var macData []byte
+	if mac != nil {
+		if macData, err = encodeMACFile(macRecord{ID: id, KeyID: mac.KeyID(), Sum: mac.Sum()}); err != nil {
+			return fmt.Errorf("persistence: save %d: %w", id, err)
+		}
+		files = append(files, manifestFile{Name: macName, Size: int64(len(macData)), CRC: crc32.Checksum(macData, castagnoli)})
+	}
+	man, err := encodeManifest(manifest{ID: id, Files: files})
 	if err != nil {
 		return fmt.Errorf("persistence: save %d: %w", id, err)
 	}
-	// Both files are written, then both files and the temporary directory
-	// are synced, the three at once: the file system commits its journal
-	// once for them rather than once each. The order of durability among
-	// them does not matter: nothing in the temporary directory is visible
-	// until the rename, which comes after all three syncs have returned.
-	for _, piece := range data {
-		if _, err := dataFile.Write(piece); err != nil {
-			return fmt.Errorf("persistence: save %d: %w", id, err)
-		}
-	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if macFile != nil {
+		if _, err := macFile.Write(macData); err != nil {
+			return fmt.Errorf("persistence: save %d: %w", id, err)
+		}
 	}
 	if _, err := manFile.Write(man); err != nil {
 		return fmt.Errorf("persistence: save %d: %w", id, err)
 	}
 	var (
-		errs   [3]error // data file, manifest, temporary directory
+		errs   [4]error // data file, manifest, temporary directory, MAC
 		synced sync.WaitGroup
 	)
 	synced.Go(func() { errs[1] = syncClose(manFile) })
 	synced.Go(func() { errs[2] = s.fs.SyncDir(tmp) })
+	if macFile != nil {
+		synced.Go(func() { errs[3] = syncClose(macFile) })
+	}
 	errs[0] = syncClose(dataFile)
 	synced.Wait()
-	dataFile, manFile = nil, nil
+	dataFile, manFile, macFile = nil, nil, nil
 	for _, err := range errs {
 		if err != nil {
 			return fmt.Errorf("persistence: save %d: %w", id, err)
@@ -454,7 +547,7 @@ func syncClose(f File) error {
 func (s *FileStore) mkTemp(id snapshot.SnapshotID) (string, error) {
 	for {
 		tmp := filepath.Join(s.dir, fmt.Sprintf("%s%0*d-%s", tmpPrefix, idDigits, uint64(id), randomSuffix()))
-		err := s.fs.Mkdir(tmp)
+		err := s.fs.Mkdir(tmp, s.dirPerm)
 		if err == nil {
 			return tmp, nil
 		}
@@ -479,14 +572,15 @@ func (s *FileStore) Load(ctx context.Context, id snapshot.SnapshotID) (*snapshot
 // loadAttempts bounds how often load starts over.
 const loadAttempts = 3
 
-// load reads snapshot id, whose manifest is m. A fault found while another
-// process deletes the snapshot, or deletes and saves it again, is not
-// damage: before reporting one, load reads the manifest again, and starts
-// over or reports ErrNotFound if the snapshot has gone meanwhile.
+// load reads snapshot id, whose manifest is m. A fault (damage, or a MAC
+// that does not match) found while another process deletes the snapshot,
+// or deletes and saves it again, says nothing of the snapshot: before
+// reporting one, load reads the manifest again, and starts over or
+// reports ErrNotFound if the snapshot has gone meanwhile.
 func (s *FileStore) load(ctx context.Context, id snapshot.SnapshotID, m manifest) (*snapshot.Global, error) {
 	for attempt := 1; ; attempt++ {
 		g, err := s.loadOnce(ctx, id, m)
-		if err == nil || !errors.Is(err, ErrCorrupt) || attempt == loadAttempts {
+		if err == nil || !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrUnauthentic) || attempt == loadAttempts {
 			return g, err
 		}
 		again, merr := s.readManifest(id)
@@ -508,6 +602,10 @@ func (s *FileStore) load(ctx context.Context, id snapshot.SnapshotID, m manifest
 func (s *FileStore) loadOnce(ctx context.Context, id snapshot.SnapshotID, m manifest) (*snapshot.Global, error) {
 	dir := s.snapDir(id)
 	path := filepath.Join(dir, dataName)
+	mac, stored, err := s.readMAC(id, m)
+	if err != nil {
+		return nil, err
+	}
 	var (
 		data    []byte
 		dataSum func() error
@@ -516,7 +614,19 @@ func (s *FileStore) loadOnce(ctx context.Context, id snapshot.SnapshotID, m mani
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		b, sum, err := s.readFile(id, f)
+		if s.keys != nil && f.Name == macName {
+			continue // read by readMAC
+		}
+		if mac != nil && dataSum != nil {
+			// The MAC takes the files one after the other: the data
+			// file's is finished first.
+			err := dataSum()
+			dataSum = func() error { return err }
+		}
+		if mac != nil {
+			writeMACEntry(mac, f.Name, f.Size)
+		}
+		b, sum, err := s.readFile(id, f, mac)
 		if err != nil {
 			return nil, err
 		}
@@ -534,15 +644,63 @@ func (s *FileStore) loadOnce(ctx context.Context, id snapshot.SnapshotID, m mani
 	// data is this call's alone, so the Global's strings may share it.
 	g, _, err := decodeGlobal(data, false, true)
 	sumErr := dataSum()
+	var macErr error
+	if mac != nil && sumErr == nil {
+		macErr = mac.Verify(stored)
+	}
 	switch {
 	case sumErr != nil:
 		return nil, sumErr
+	case macErr != nil:
+		return nil, macErr
 	case err != nil:
 		return nil, inFile(err, path)
 	case g.ID != id:
 		return nil, &CorruptError{File: path, Offset: headerSize, Reason: fmt.Sprintf("holds snapshot %d, not %d", g.ID, id)}
 	}
 	return g, nil
+}
+
+// readMAC reads the MAC file of snapshot id, whose manifest is m, and
+// returns the MAC that checks the snapshot's data files and the MAC the
+// file holds, or an *AuthError if the store's Keyring refuses the
+// snapshot. It returns a nil MAC where there is nothing to check: the
+// store has no Keyring, or the snapshot has no MAC and the Keyring does
+// not require one.
+func (s *FileStore) readMAC(id snapshot.SnapshotID, m manifest) (*MAC, []byte, error) {
+	if s.keys == nil {
+		return nil, nil, nil
+	}
+	i := slices.IndexFunc(m.Files, func(f manifestFile) bool { return f.Name == macName })
+	if i < 0 {
+		mac, err := s.keys.Check(fileLayout, id, "")
+		return mac, nil, err
+	}
+	path := filepath.Join(s.snapDir(id), macName)
+	if m.Files[i].Size > macFileSize {
+		return nil, nil, &CorruptError{File: filepath.Join(s.snapDir(id), manifestName), Offset: headerSize,
+			Reason: fmt.Sprintf("%s of %d bytes, more than %d", macName, m.Files[i].Size, macFileSize)}
+	}
+	b, sum, err := s.readFile(id, m.Files[i], nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := sum(); err != nil {
+		return nil, nil, err
+	}
+	r, err := decodeMACFile(b)
+	if err != nil {
+		return nil, nil, inFile(err, path)
+	}
+	if r.ID != id {
+		// Intact, so not an accident: moved from another snapshot.
+		return nil, nil, &AuthError{ID: id, KeyID: r.KeyID, Reason: fmt.Sprintf("its MAC (key %q) is snapshot %d's", r.KeyID, r.ID)}
+	}
+	mac, err := s.keys.Check(fileLayout, id, r.KeyID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return mac, r.Sum, nil
 }
 
 // inFile names path in err if it is a CorruptError.
@@ -617,8 +775,10 @@ const (
 // is computed on another goroutine, one chunk behind the reading, so that
 // reading (a copy in the kernel) and checksumming run on two cores; sum
 // waits for it and returns a CorruptError if it is not the manifest's.
-// sum must be called once the buffer is read, and only then.
-func (s *FileStore) readFile(id snapshot.SnapshotID, mf manifestFile) (b []byte, sum func() error, err error) {
+// sum must be called once the buffer is read, and only then. The file's
+// bytes are also written to mac, unless it is nil, on that goroutine:
+// mac must not be written to again before sum is called.
+func (s *FileStore) readFile(id snapshot.SnapshotID, mf manifestFile, mac *MAC) (b []byte, sum func() error, err error) {
 	path := filepath.Join(s.snapDir(id), mf.Name)
 	f, err := s.fs.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -649,6 +809,9 @@ func (s *FileStore) readFile(id snapshot.SnapshotID, mf manifestFile) (b []byte,
 		var crc uint32
 		for c := range chunks {
 			crc = crc32.Update(crc, castagnoli, c)
+			if mac != nil {
+				mac.Write(c)
+			}
 		}
 		summed <- crc
 	}()
@@ -693,10 +856,18 @@ func checkSize(path string, got, want int64) error {
 	return nil
 }
 
-// verifyData checks the data files of snapshot id against its manifest
-// without decoding them or holding them in memory.
+// verifyData checks the data files of snapshot id against its manifest,
+// and against its MAC if the store has a Keyring, without decoding them or
+// holding them in memory.
 func (s *FileStore) verifyData(id snapshot.SnapshotID, m manifest) error {
+	mac, stored, err := s.readMAC(id, m)
+	if err != nil {
+		return err
+	}
 	for _, mf := range m.Files {
+		if s.keys != nil && mf.Name == macName {
+			continue // checked by readMAC
+		}
 		path := filepath.Join(s.snapDir(id), mf.Name)
 		f, err := s.fs.Open(path)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -706,7 +877,12 @@ func (s *FileStore) verifyData(id snapshot.SnapshotID, m manifest) error {
 			return err
 		}
 		h := crc32.New(castagnoli)
-		n, err := io.Copy(h, io.LimitReader(f, mf.Size+1))
+		var w io.Writer = h
+		if mac != nil {
+			writeMACEntry(mac, mf.Name, mf.Size)
+			w = io.MultiWriter(h, mac)
+		}
+		n, err := io.Copy(w, io.LimitReader(f, mf.Size+1))
 		f.Close()
 		if err != nil {
 			return err
@@ -717,6 +893,9 @@ func (s *FileStore) verifyData(id snapshot.SnapshotID, m manifest) error {
 		if err := sumError(path, h.Sum32(), mf.CRC); err != nil {
 			return err
 		}
+	}
+	if mac != nil {
+		return mac.Verify(stored)
 	}
 	return nil
 }
@@ -883,7 +1062,8 @@ func (s *FileStore) Retain(ctx context.Context, n int) error {
 
 // IsDamage reports whether err, met reading a stored snapshot, says what
 // the snapshot is (damaged, incomplete, gone, unreadable, not a regular
-// file, foreign, of another format) rather than that reading failed (a
+// file, foreign, of another format, refused by the Keyring) rather than
+// that reading failed (a
 // timeout, an I/O error, a cancelled context). A store passes over such
 // an entry, while another error stops the operation; a tool sets aside
 // only what is damaged (not ErrNotFound: gone; not ErrFormatVersion:
@@ -894,7 +1074,7 @@ func isDamage(err error) bool {
 	if err == nil {
 		return false
 	}
-	for _, target := range []error{ErrCorrupt, ErrNotFound, ErrNotRegular, ErrForeign, ErrFormatVersion, fs.ErrPermission} {
+	for _, target := range []error{ErrCorrupt, ErrUnauthentic, ErrNotFound, ErrNotRegular, ErrForeign, ErrFormatVersion, fs.ErrPermission} {
 		if errors.Is(err, target) {
 			return true
 		}

@@ -159,6 +159,9 @@ func (s *FileStore) writing(ctx context.Context) (done func(), err error) {
 	if s.held() {
 		return func() {}, nil
 	}
+	if err := s.checkWritable(); err != nil {
+		return nil, err
+	}
 	unlock, err := s.fs.Lock(s.dir, LockShared)
 	if errors.Is(err, ErrLockHeld) {
 		r, _ := s.readOwner()
@@ -168,6 +171,30 @@ func (s *FileStore) writing(ctx context.Context) (done func(), err error) {
 		return nil, fmt.Errorf("persistence: %w", err)
 	}
 	return func() { _ = unlock() }, nil
+}
+
+// checkWritable returns an error wrapping ErrWritableByOthers if users
+// other than its owner may write to the store's directory, or to one
+// above it up to the store's root (a namespace's root and namespaces
+// directory): they could replace what it holds. WithWritableByOthers
+// lifts the check. Directories above the root are not checked.
+func (s *FileStore) checkWritable() error {
+	if s.shared {
+		return nil
+	}
+	for d := s.dir; ; d = filepath.Dir(d) {
+		info, err := s.fs.Stat(d)
+		if err != nil {
+			return fmt.Errorf("persistence: %w", err)
+		}
+		if perm := info.Mode().Perm(); perm&0o022 != 0 {
+			return fmt.Errorf("%w: %s has mode %04o (chmod go-w %s; or, where those users are trusted, open the store WithWritableByOthers)",
+				ErrWritableByOthers, d, uint32(perm), d)
+		}
+		if d == s.root || d == filepath.Dir(d) {
+			return nil
+		}
+	}
 }
 
 // Claim implements Store. It takes an exclusive lock on the store's
@@ -207,6 +234,9 @@ func (s *FileStore) Claim(ctx context.Context, system string, mode ClaimMode) (L
 			_ = unlock()
 		}
 	}()
+	if err := s.checkWritable(); err != nil {
+		return nil, err
+	}
 	o, err := s.ownership(false)
 	if err != nil {
 		return nil, err
@@ -294,7 +324,7 @@ func (s *FileStore) writeOwner(r ownerRecord) error {
 		return err
 	}
 	tmp := filepath.Join(s.dir, ownerTmpPrefix+randomSuffix())
-	f, err := s.fs.Create(tmp)
+	f, err := s.fs.Create(tmp, s.filePerm)
 	if err != nil {
 		return err
 	}

@@ -19,15 +19,17 @@ import (
 // name must satisfy errors.Is(err, fs.ErrNotExist), and for an existing one
 // errors.Is(err, fs.ErrExist).
 type FS interface {
-	// Create creates the named file for writing. It fails if the file
-	// exists.
-	Create(name string) (File, error)
+	// Create creates the named file for writing, with permissions perm
+	// (before the umask). It fails if the file exists.
+	Create(name string, perm fs.FileMode) (File, error)
 	// Open opens the named file for reading.
 	Open(name string) (File, error)
-	// Mkdir creates the named directory. It fails if the name exists.
-	Mkdir(name string) error
-	// MkdirAll creates the named directory and any missing parents.
-	MkdirAll(name string) error
+	// Mkdir creates the named directory, with permissions perm (before
+	// the umask). It fails if the name exists.
+	Mkdir(name string, perm fs.FileMode) error
+	// MkdirAll creates the named directory and any missing parents, each
+	// with permissions perm (before the umask).
+	MkdirAll(name string, perm fs.FileMode) error
 	// Rename renames oldname to newname atomically. Renaming a directory
 	// onto a non-empty directory must fail with an error satisfying
 	// errors.Is(err, fs.ErrExist): FileStore relies on it to commit a
@@ -88,8 +90,8 @@ func OS() FS { return osFS{} }
 
 type osFS struct{}
 
-func (osFS) Create(name string) (File, error) {
-	return os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+func (osFS) Create(name string, perm fs.FileMode) (File, error) {
+	return os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 }
 
 // Open opens name for reading. Anything but a regular file is refused
@@ -164,9 +166,9 @@ func (osFS) Lock(dir string, mode LockMode) (func() error, error) {
 	return f.Close, nil
 }
 
-func (osFS) Mkdir(name string) error { return os.Mkdir(name, 0o755) }
+func (osFS) Mkdir(name string, perm fs.FileMode) error { return os.Mkdir(name, perm) }
 
-func (osFS) MkdirAll(name string) error { return os.MkdirAll(name, 0o755) }
+func (osFS) MkdirAll(name string, perm fs.FileMode) error { return os.MkdirAll(name, perm) }
 
 // Rename relies on rename(2): it is atomic, and it refuses to replace a
 // non-empty directory (os.Rename also refuses to replace an empty one).

@@ -1,8 +1,10 @@
 package persistence
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/actorsnap/actorsnap/snapshot"
@@ -142,4 +144,89 @@ func decodeManifest(data []byte) (manifest, error) {
 		return manifest{}, &CorruptError{Offset: headerSize, Reason: err.Error()}
 	}
 	return m, nil
+}
+
+// fileLayout names the FileStore's stored form in its MACs (see Keyring.Sign).
+const fileLayout = "file"
+
+var macMagic = [8]byte{'A', 'S', 'N', 'A', 'P', 'M', 'A', 'C'}
+
+// macSize is the size of an HMAC-SHA256, and macFileSize bounds the file
+// that holds one.
+const (
+	macSize     = 32
+	macFileSize = 256
+)
+
+// macRecord is the content of a snapshot directory's MAC file: the id of the
+// key and the MAC (see Keyring) of the snapshot's data files, as
+// writeMACEntry and the files' bytes give them to it.
+type macRecord struct {
+	ID    snapshot.SnapshotID
+	KeyID string
+	Sum   []byte
+}
+
+// writeMACEntry writes to m the entry of one data file that precedes its
+// bytes: the name's length (4 bytes), the name and the size (8 bytes),
+// big-endian.
+func writeMACEntry(m *MAC, name string, size int64) {
+	b := make([]byte, 0, 12+len(name))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(name)))
+	b = append(b, name...)
+	b = binary.BigEndian.AppendUint64(b, uint64(size))
+	m.Write(b)
+}
+
+// encodeMACFile returns the stored form of f: the envelope (magic
+// "ASNAPMAC", FormatVersion, CRC-32C) around the msgpack array [id, key
+// id, mac].
+func encodeMACFile(f macRecord) ([]byte, error) {
+	b := appendEnvelopeHeader(make([]byte, 0, macFileSize), macMagic)
+	b = appendArray(b, 3)
+	b = appendUint(b, uint64(f.ID))
+	b = appendString(b, f.KeyID)
+	b = appendBytes(b, f.Sum)
+	return sealEnvelope(b)
+}
+
+// decodeMACFile decodes what encodeMACFile wrote, reporting any fault as
+// a *CorruptError.
+func decodeMACFile(data []byte) (macRecord, error) {
+	if len(data) > macFileSize {
+		return macRecord{}, &CorruptError{Offset: macFileSize, Reason: fmt.Sprintf("MAC file of %d bytes, more than %d", len(data), macFileSize)}
+	}
+	d, err := openEnvelope(data, macMagic, "MAC file", true)
+	if err != nil {
+		return macRecord{}, err
+	}
+	if err := d.tuple(3, "MAC file"); err != nil {
+		return macRecord{}, err
+	}
+	var f macRecord
+	id, err := d.uint("snapshot id")
+	if err != nil {
+		return macRecord{}, err
+	}
+	f.ID = snapshot.SnapshotID(id)
+	off := d.pos
+	keyID, err := d.raw("key id", true, maxKeyID)
+	if err != nil {
+		return macRecord{}, err
+	}
+	if f.KeyID = string(keyID); checkKeyID(f.KeyID) != nil {
+		return macRecord{}, d.corrupt(off, "invalid key id %q", f.KeyID)
+	}
+	off = d.pos
+	if f.Sum, err = d.raw("MAC", false, macSize); err != nil {
+		return macRecord{}, err
+	}
+	if len(f.Sum) != macSize {
+		return macRecord{}, d.corrupt(off, "MAC of %d bytes, want %d", len(f.Sum), macSize)
+	}
+	f.Sum = slices.Clone(f.Sum)
+	if err := d.done(); err != nil {
+		return macRecord{}, err
+	}
+	return f, nil
 }

@@ -37,6 +37,7 @@ type memLock struct {
 
 type memNode struct {
 	dir   bool
+	perm  fs.FileMode
 	mtime time.Time
 	// A file's data now and as of its last Sync.
 	data, synced []byte
@@ -47,11 +48,11 @@ type memNode struct {
 // NewMemFS returns an empty MemFS whose root directory, "/", exists and is
 // durable. Relative names are taken from the root.
 func NewMemFS() *MemFS {
-	return &MemFS{root: newMemDir()}
+	return &MemFS{root: newMemDir(0o755)}
 }
 
-func newMemDir() *memNode {
-	return &memNode{dir: true, mtime: time.Now(), children: map[string]*memNode{}, durable: map[string]*memNode{}}
+func newMemDir(perm fs.FileMode) *memNode {
+	return &memNode{dir: true, perm: perm.Perm(), mtime: time.Now(), children: map[string]*memNode{}, durable: map[string]*memNode{}}
 }
 
 // CrashMode says what survives a simulated crash besides what was synced.
@@ -93,7 +94,7 @@ func (m *MemFS) CrashClone(mode CrashMode, seed uint64) *MemFS {
 		if c, ok := memo[n]; ok {
 			return c
 		}
-		c := &memNode{dir: n.dir, mtime: n.mtime}
+		c := &memNode{dir: n.dir, perm: n.perm, mtime: n.mtime}
 		memo[n] = c
 		if n.dir {
 			src := n.durable
@@ -169,8 +170,8 @@ func (m *MemFS) parent(op, name string) (*memNode, string, error) {
 	return d, parts[len(parts)-1], nil
 }
 
-// Create implements FS.
-func (m *MemFS) Create(name string) (File, error) {
+// Create implements FS. There is no umask: the file has perm.
+func (m *MemFS) Create(name string, perm fs.FileMode) (File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	d, base, err := m.parent("create", name)
@@ -181,7 +182,7 @@ func (m *MemFS) Create(name string) (File, error) {
 		return nil, memErr("create", name, fs.ErrExist)
 	}
 	now := time.Now()
-	n := &memNode{mtime: now}
+	n := &memNode{perm: perm.Perm(), mtime: now}
 	d.children[base] = n
 	d.mtime = now
 	return &memFile{fs: m, n: n, name: name, write: true}, nil
@@ -201,8 +202,8 @@ func (m *MemFS) Open(name string) (File, error) {
 	return &memFile{fs: m, n: n, name: name}, nil
 }
 
-// Mkdir implements FS.
-func (m *MemFS) Mkdir(name string) error {
+// Mkdir implements FS. There is no umask: the directory has perm.
+func (m *MemFS) Mkdir(name string, perm fs.FileMode) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	d, base, err := m.parent("mkdir", name)
@@ -212,20 +213,21 @@ func (m *MemFS) Mkdir(name string) error {
 	if _, ok := d.children[base]; ok {
 		return memErr("mkdir", name, fs.ErrExist)
 	}
-	d.children[base] = newMemDir()
+	d.children[base] = newMemDir(perm)
 	d.mtime = time.Now()
 	return nil
 }
 
-// MkdirAll implements FS.
-func (m *MemFS) MkdirAll(name string) error {
+// MkdirAll implements FS. There is no umask: each directory created has
+// perm.
+func (m *MemFS) MkdirAll(name string, perm fs.FileMode) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := m.root
 	for _, part := range memSplit(name) {
 		c, ok := n.children[part]
 		if !ok {
-			c = newMemDir()
+			c = newMemDir(perm)
 			n.children[part] = c
 			n.mtime = c.mtime
 		} else if !c.dir {
@@ -385,9 +387,9 @@ func (m *MemFS) SyncDir(name string) error {
 
 // info describes n. m.mu is held.
 func (n *memNode) info(name string) fs.FileInfo {
-	fi := memInfo{name: name, size: int64(len(n.data)), mtime: n.mtime, mode: 0o644}
+	fi := memInfo{name: name, size: int64(len(n.data)), mtime: n.mtime, mode: n.perm}
 	if n.dir {
-		fi.mode = fs.ModeDir | 0o755
+		fi.mode = fs.ModeDir | n.perm
 		fi.size = 0
 	}
 	return fi

@@ -173,13 +173,13 @@ func NewOwner(system string, prev Owner, now time.Time) Owner {
 
 // DecideClaim returns why a claim of the store named store, in mode, for
 // system, must be refused given the store's ownership o, or nil; the
-// refusal is an *OwnerError. It is for implementations of Store, so that
-// every store decides alike.
+// refusal is an *OwnerError, which names the store by Redact(store). It is
+// for implementations of Store, so that every store decides alike.
 func DecideClaim(store string, mode ClaimMode, system string, o Ownership) error {
 	if err := CheckSystemName(system); err != nil {
 		return err
 	}
-	refuse := func(err error) error { return &OwnerError{Store: store, Ownership: o, Err: err} }
+	refuse := func(err error) error { return &OwnerError{Store: Redact(store), Ownership: o, Err: err} }
 	switch {
 	case mode != ClaimNew && mode != ClaimRestore:
 		return fmt.Errorf("persistence: claim: unknown mode %v", mode)

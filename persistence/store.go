@@ -47,6 +47,11 @@ var (
 	// ErrForeign is the Damage of an entry whose name the store does not
 	// use for anything: it was put there by something else.
 	ErrForeign = errors.New("persistence: not a snapshot of this store")
+	// ErrWritableByOthers is returned by Open, Claim, Save, Delete and
+	// Retain of a FileStore whose directory users other than its owner
+	// may write to, unless it was opened WithWritableByOthers: they could
+	// replace or change its snapshots.
+	ErrWritableByOthers = errors.New("persistence: store directory is writable by others")
 )
 
 // CorruptError reports stored bytes that cannot be a snapshot: truncated,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	neturl "net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -23,6 +25,11 @@ type OpenOptions struct {
 	// MustExist makes opening fail with ErrNoStore where the store does
 	// not exist, and change nothing: commands that only read use it.
 	MustExist bool
+	// Keyring, if set, signs the snapshots the store saves and checks
+	// those it loads (see Keyring).
+	Keyring *Keyring
+	// File are options for a FileStore, which other stores ignore.
+	File []FileOption
 }
 
 // OpenOption sets an option of OpenURL.
@@ -34,6 +41,16 @@ func InNamespace(name string) OpenOption { return func(o *OpenOptions) { o.Names
 // MustExist makes OpenURL fail where the store does not exist, and change
 // nothing (OpenOptions.MustExist).
 func MustExist() OpenOption { return func(o *OpenOptions) { o.MustExist = true } }
+
+// Authenticate makes the store sign the snapshots it saves with k and
+// check those it loads against it (OpenOptions.Keyring).
+func Authenticate(k *Keyring) OpenOption { return func(o *OpenOptions) { o.Keyring = k } }
+
+// WithFileOptions passes opts to Open where the URL names a FileStore
+// (OpenOptions.File); other stores ignore them.
+func WithFileOptions(opts ...FileOption) OpenOption {
+	return func(o *OpenOptions) { o.File = append(o.File, opts...) }
+}
 
 // schemes holds the registered openers. Like database/sql's drivers it is
 // global, because which stores a program can open is a property of the
@@ -82,7 +99,7 @@ func OpenURL(ctx context.Context, url string, opts ...OpenOption) (Store, error)
 	}
 	scheme, _, ok := splitScheme(url)
 	if !ok || scheme == "file" {
-		var fopts []FileOption
+		fopts := append([]FileOption{WithKeyring(o.Keyring)}, o.File...)
 		if o.Namespace != "" {
 			fopts = append(fopts, WithNamespace(o.Namespace))
 		}
@@ -130,4 +147,58 @@ func validScheme(s string) bool {
 		}
 	}
 	return true
+}
+
+// redactedMask replaces a password in Redact's result, as url.URL.Redacted
+// does.
+const redactedMask = "xxxxx"
+
+// passwordParam matches the password or sslpassword parameter of a
+// key=value connection string, whose value may be quoted (with
+// backslash escapes: 'it\'s').
+var passwordParam = regexp.MustCompile(`(?i)((?:^|\s)(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'?|\S*)`)
+
+// Redact returns a store's URL, path or connection string with every
+// password in it replaced by "xxxxx": a URL's user:password, and any
+// password= or sslpassword= parameter, of a URL or of a key=value
+// connection string. Whatever prints or logs where a store is, prints
+// Redact of it. A string it cannot parse is masked on a best-effort
+// basis that errs on masking too much: from the first ':' of what looks
+// like user information to its last '@'.
+func Redact(store string) string {
+	// Anything with "://" is taken for a URL, valid scheme or not.
+	_, rest, isURL := strings.Cut(store, "://")
+	if isURL && strings.Contains(rest, "@") {
+		// Up to the query, one '@' ends the user information. A password
+		// holding '@', '/', '?' or '#' unescaped makes that ambiguous
+		// (postgres://u:12/3@host parses as host u, port 12): then mask
+		// from the first ':' to the last '@' of the whole rest.
+		head, _, _ := strings.Cut(rest, "?")
+		if u, err := neturl.Parse(store); err == nil && u.User != nil && strings.Count(head, "@") == 1 {
+			store = u.Redacted()
+		} else if at := strings.LastIndex(rest, "@"); strings.Contains(rest[:at], ":") {
+			start := len(store) - len(rest)
+			colon := strings.Index(rest, ":")
+			store = store[:start+colon+1] + redactedMask + store[start+at:]
+		}
+	}
+	if !isURL {
+		return passwordParam.ReplaceAllString(store, "${1}"+redactedMask)
+	}
+	base, query, ok := strings.Cut(store, "?")
+	if !ok {
+		return store
+	}
+	params := strings.Split(query, "&")
+	for i, p := range params {
+		// Keys are compared decoded, as pgx reads them: pass%77ord too.
+		key, _, _ := strings.Cut(p, "=")
+		if k, err := neturl.QueryUnescape(key); err == nil {
+			key = k
+		}
+		if k := strings.ToLower(strings.TrimSpace(key)); k == "password" || k == "sslpassword" {
+			params[i] = key + "=" + redactedMask
+		}
+	}
+	return base + "?" + strings.Join(params, "&")
 }

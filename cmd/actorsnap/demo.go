@@ -52,8 +52,8 @@ func onMembers(cmd *cobra.Command, store persistence.Store, cfg bankdemo.RunConf
 	retain, _ := f.GetInt("retain")
 	c.members, c.duration, c.maxFailed = members, cfg.Duration, cfg.MaxFailures
 	c.restart, _ = f.GetBool("restart")
-	c.args = []string{"--store", url, "--interval", cfg.Interval.String(), "--timeout", timeout.String(), "--retain", strconv.Itoa(retain)}
-	c.storeArgs = " --store " + url
+	c.args = append([]string{"--store", url, "--interval", cfg.Interval.String(), "--timeout", timeout.String(), "--retain", strconv.Itoa(retain)}, keyArgs(cmd)...)
+	c.storeArgs = " --store " + persistence.Redact(url)
 	if ns != "" {
 		c.args = append(c.args, "--namespace", ns)
 		c.storeArgs += " --namespace " + ns

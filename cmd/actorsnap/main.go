@@ -15,7 +15,25 @@
 //
 // Every command takes --store: a directory, a file://DIR URL, or a
 // postgres:// URL; and --namespace, for a store of its own beside the
-// store's. Errors are one line on stderr and a non-zero exit. analyze
+// store's. A postgres:// URL is best given without its password, which
+// then comes from PGPASSWORD or ~/.pgpass; output shows a store's URL with
+// any password masked. A directory store is created private (0700, files
+// 0600), and one that others may write to is refused.
+//
+// Keys make the store sign the snapshots saved, and refuse those whose MAC
+// fails (verify, show, restore and the rest): --key-file FILE, or
+// $ACTORSNAP_KEY_FILE, names a file of keys, ID:BASE64-SECRET each
+// (separated by white space or commas; '#' starts a comment), the first of
+// which signs while the others still check what they signed; the file
+// must be private (chmod 600). $ACTORSNAP_KEY holds the keys themselves,
+// in the same form, instead. --require-signed also refuses snapshots
+// without a MAC. Member processes get the same keys. For example:
+//
+//	(umask 077; printf 'k1:%s\n' "$(head -c 32 /dev/urandom | base64)" > keys)
+//	actorsnap run bank --store ./snaps --key-file keys --duration 10s
+//	actorsnap verify latest --store ./snaps --key-file keys --require-signed
+//
+// Errors are one line on stderr and a non-zero exit. analyze
 // reports a snapshot's wait-for graph, deadlocks, quiescence and broken
 // invariants; it exits 1 on a deadlock only with --fail-on-deadlock.
 package main

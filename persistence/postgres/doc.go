@@ -21,6 +21,43 @@
 // connection pool: Close it when done (a Store from OpenURL is an
 // io.Closer).
 //
+// # Connection security
+//
+// TLS is set in the URL, as libpq reads it: sslmode (disable, allow,
+// prefer (the default, which falls back to plain text), require,
+// verify-ca, verify-full), sslrootcert (the CA's certificate), and
+// sslcert and sslkey for a client certificate. Between hosts, use
+// verify-full, which checks the server's certificate and name:
+//
+//	postgres://snaps@db.internal:5432/app?sslmode=verify-full&sslrootcert=/etc/actorsnap/db-ca.pem&schema=snaps
+//
+// Keep the password out of the URL: a URL without one takes it from
+// PGPASSWORD, or from the password file (PGPASSFILE, default ~/.pgpass),
+// as libpq does. A URL with one still works, but is easily copied into
+// shell history and process listings. No error of this package shows a
+// password (pgx masks it in its own, and a URL with more than one '@'
+// before its path, where a password's '@' needed percent-encoding as %40,
+// is refused without showing it), and whatever prints the URL should
+// print persistence.Redact of it.
+//
+// # Authentication
+//
+// A Store given a persistence.Keyring (WithKeyring, or
+// persistence.Authenticate through OpenURL) signs every snapshot it saves:
+// the header row's mac is HMAC-SHA256, under the key whose id is in
+// mac_key, of the header and rows of the snapshot. Load, Latest and Retain
+// check it, and refuse a snapshot whose MAC does not match, or names a key
+// the Keyring does not hold, or, if the Keyring requires signatures, is
+// missing, with a *persistence.AuthError (errors.Is
+// persistence.ErrUnauthentic) naming the snapshot and the key; Retain
+// neither counts nor deletes such a snapshot. The MAC's input is, after
+// the header persistence.Keyring.Sign writes (layout "postgres"), the
+// header row's canonical encoding and then every row's, in the order and
+// form of their checksums (see Checksums): every column that defines the
+// snapshot, and each row's position. The checksums catch accidents; only
+// the MAC catches rows changed with their checksums recomputed. Snapshots
+// saved without a Keyring (mac NULL) load unless signatures are required.
+//
 // # Timeouts
 //
 // Every wait for the server is bounded, so that a server that accepts
@@ -117,6 +154,11 @@
 //	              type bytea (the target by name, participant or not);
 //	              request bigint; since_sec bigint, since_nsec integer; crc
 //	violations    (snapshot_id, ord) primary key; invariant, err bytea; crc
+//
+// Version 4 adds the MAC of a signed snapshot (see Authentication):
+//
+//	snapshots     + mac_key text, mac bytea   both NULL for a snapshot
+//	              saved without a Keyring
 //
 // ord is a row's position in the Global (participants sorted by id,
 // channels by sender then receiver, a channel's messages in FIFO order, a

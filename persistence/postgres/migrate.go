@@ -103,11 +103,16 @@ var migrations = []string{
 		crc         bigint  NOT NULL,
 		PRIMARY KEY (snapshot_id, ord)
 	);`,
+	// 4: the MAC of a signed snapshot and the id of its key, both NULL
+	// for a snapshot saved without a Keyring.
+	`ALTER TABLE {schema}.snapshots
+		ADD COLUMN mac_key text,
+		ADD COLUMN mac     bytea;`,
 }
 
 // SchemaVersion is the version of the database schema this build
 // migrates to.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // migrate brings the schema up to SchemaVersion in one transaction, under
 // a transaction-scoped advisory lock of the schema's own: processes

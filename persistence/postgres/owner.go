@@ -358,6 +358,9 @@ func openOptions(o persistence.OpenOptions) []Option {
 	if o.MustExist {
 		opts = append(opts, withMustExist())
 	}
+	if o.Keyring != nil {
+		opts = append(opts, WithKeyring(o.Keyring))
+	}
 	return opts
 }
 

@@ -20,13 +20,14 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/actorsnap/actorsnap/internal/testenv"
 	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/persistence/postgres"
 	"github.com/actorsnap/actorsnap/persistence/storetest"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testenv.ProtoActorTimers) }
 
 // envURL names the environment variable holding the test server's URL.
 const envURL = "ACTORSNAP_TEST_POSTGRES"
@@ -451,7 +452,7 @@ func TestSchemaVersion2(t *testing.T) {
 	assert.Equal(t, []int32{1, 2}, versions(), "MustExist migrates nothing")
 
 	s := open(t, schema)
-	assert.Equal(t, []int32{1, 2, 3}, versions())
+	assert.Equal(t, []int32{1, 2, 3, 4}, versions())
 	g, err = s.Load(ctx, 7)
 	require.NoError(t, err)
 	require.NoError(t, storetest.Equal(old, g))

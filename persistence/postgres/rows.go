@@ -44,6 +44,9 @@ const (
 type hasher struct {
 	crc uint32
 	buf []byte
+	// mac, if set, is written every byte the checksum covers: a row
+	// hasher's MAC is the snapshot's, over all its rows in order.
+	mac *persistence.MAC
 }
 
 const hashInPlace = 256
@@ -51,12 +54,14 @@ const hashInPlace = 256
 func (h *hasher) reset() { h.crc, h.buf = 0, h.buf[:0] }
 
 func (h *hasher) u8(v byte)    { h.buf = append(h.buf, v) }
-func (h *hasher) u16(v uint16) { h.buf = binary.BigEndian.AppendUint16(h.buf, v) }
 func (h *hasher) u32(v uint32) { h.buf = binary.BigEndian.AppendUint32(h.buf, v) }
 func (h *hasher) u64(v uint64) { h.buf = binary.BigEndian.AppendUint64(h.buf, v) }
 
 func (h *hasher) flush() {
 	h.crc = crc32.Update(h.crc, castagnoli, h.buf)
+	if h.mac != nil {
+		h.mac.Write(h.buf)
+	}
 	h.buf = h.buf[:0]
 }
 
@@ -73,6 +78,9 @@ func (h *hasher) bytes(b []byte) {
 	}
 	h.flush()
 	h.crc = crc32.Update(h.crc, castagnoli, b)
+	if h.mac != nil {
+		h.mac.Write(b)
+	}
 }
 
 func (h *hasher) sum() uint32 {
@@ -129,24 +137,34 @@ func totalWaits(g *snapshot.Global) int {
 // the checksum of every row is added in order (participants, channels,
 // messages and, in format 2, waits and violations).
 func newHeaderSum(h header) *hasher {
-	s := &hasher{buf: make([]byte, 0, 128)}
-	s.u8(tagHeader)
-	s.u64(uint64(h.id))
-	s.u16(uint16(h.format))
-	s.u16(uint16(h.mode))
-	s.u64(uint64(h.startSec))
-	s.u32(uint32(h.startNsec))
-	s.u64(uint64(h.endSec))
-	s.u32(uint32(h.endNsec))
-	s.u32(uint32(h.participants))
-	s.u32(uint32(h.channels))
-	s.u32(uint32(h.messages))
-	if h.format >= 2 {
-		s.u32(uint32(h.waits))
-		s.u32(uint32(h.violations))
-	}
-	return s
+	return &hasher{buf: h.appendColumns(make([]byte, 0, 128))}
 }
+
+// appendColumns appends the header's canonical encoding, which its
+// checksum and the snapshot's MAC start with: the tag, the id, format,
+// mode, instants and counts (in format 2 the counts of waits and
+// violations too).
+func (h *header) appendColumns(b []byte) []byte {
+	b = append(b, tagHeader)
+	b = binary.BigEndian.AppendUint64(b, uint64(h.id))
+	b = binary.BigEndian.AppendUint16(b, uint16(h.format))
+	b = binary.BigEndian.AppendUint16(b, uint16(h.mode))
+	b = binary.BigEndian.AppendUint64(b, uint64(h.startSec))
+	b = binary.BigEndian.AppendUint32(b, uint32(h.startNsec))
+	b = binary.BigEndian.AppendUint64(b, uint64(h.endSec))
+	b = binary.BigEndian.AppendUint32(b, uint32(h.endNsec))
+	b = binary.BigEndian.AppendUint32(b, uint32(h.participants))
+	b = binary.BigEndian.AppendUint32(b, uint32(h.channels))
+	b = binary.BigEndian.AppendUint32(b, uint32(h.messages))
+	if h.format >= 2 {
+		b = binary.BigEndian.AppendUint32(b, uint32(h.waits))
+		b = binary.BigEndian.AppendUint32(b, uint32(h.violations))
+	}
+	return b
+}
+
+// pgLayout names the rows' form in MACs (see persistence.Keyring.Sign).
+const pgLayout = "postgres"
 
 // add adds a row's checksum to the header's, flushing now and then so
 // that buf stays small.
@@ -574,12 +592,21 @@ func (s *Store) load(c *call, tx pgx.Tx, id snapshot.SnapshotID) (*snapshot.Glob
 			EXISTS (SELECT FROM ` + s.t.qWaits + ` WHERE snapshot_id = $1),
 			EXISTS (SELECT FROM ` + s.t.qViolations + ` WHERE snapshot_id = $1)`
 	}
+	// Nor has one before version 4 the MAC's columns.
+	macCols := `NULL::text, NULL::bytea`
+	if s.version >= 4 {
+		macCols = `mac_key, mac`
+	}
+	var (
+		macKey *string
+		macSum []byte
+	)
 	err := tx.QueryRow(ctx, `SELECT format, mode, start_sec, start_nsec, end_sec, end_nsec,
-			participants, channels, messages, checksum, complete, `+extra+`
+			participants, channels, messages, checksum, complete, `+extra+`, `+macCols+`
 		FROM `+s.t.qSnapshots+` WHERE id = $1`, int64(id)).Scan(
 		&h.format, &h.mode, &h.startSec, &h.startNsec, &h.endSec, &h.endNsec,
 		&h.participants, &h.channels, &h.messages, &h.checksum, &h.complete,
-		&h.waits, &h.violations, &h.strayWaits, &h.strayViolations)
+		&h.waits, &h.violations, &h.strayWaits, &h.strayViolations, &macKey, &macSum)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: %d", persistence.ErrNotFound, id)
 	}
@@ -619,6 +646,20 @@ func (s *Store) load(c *call, tx pgx.Tx, id snapshot.SnapshotID) (*snapshot.Glob
 	case h.violations == 0 && h.strayViolations:
 		return nil, l.corrupt(s.t.violations, 0, "violation rows, but the header counts none")
 	}
+	keyID := ""
+	if macKey != nil {
+		keyID = *macKey
+	}
+	mac, err := s.keys.Check(pgLayout, id, keyID)
+	if err != nil {
+		return nil, err
+	}
+	if mac != nil {
+		// The rows' canonical encodings follow the header's in the MAC,
+		// as their checksums follow in the header's checksum.
+		mac.Write(h.appendColumns(nil))
+		l.h.mac = mac
+	}
 	g := &snapshot.Global{
 		ID:    id,
 		Mode:  snapshot.Mode(h.mode),
@@ -648,6 +689,11 @@ func (s *Store) load(c *call, tx pgx.Tx, id snapshot.SnapshotID) (*snapshot.Glob
 	}
 	if got := l.sum.sum(); int64(got) != h.checksum {
 		return nil, l.corrupt(t, 0, "header checksum mismatch: stored %08x, computed %08x", uint32(h.checksum), got)
+	}
+	if mac != nil {
+		if err := mac.Verify(macSum); err != nil {
+			return nil, err
+		}
 	}
 	if err := g.Verify(); err != nil {
 		return nil, l.corrupt(t, 0, "loaded snapshot fails Verify: %v", err)

@@ -49,6 +49,7 @@ type config struct {
 	schema    string
 	namespace string // persistence.OpenOptions.Namespace
 	mustExist bool   // persistence.OpenOptions.MustExist
+	keys      *persistence.Keyring
 }
 
 // WithSchema makes the Store keep its tables in the schema name, which is
@@ -57,6 +58,12 @@ type config struct {
 // name longer than 63 bytes, or not valid UTF-8, or holding a NUL byte,
 // is refused by Open.
 func WithSchema(name string) Option { return func(c *config) { c.schema = name } }
+
+// WithKeyring makes the Store sign every snapshot it saves with k's
+// signing key, and check the MAC of every snapshot it loads (see
+// persistence.Keyring and the package documentation). Nil means none:
+// MACs are neither written nor checked.
+func WithKeyring(k *persistence.Keyring) Option { return func(c *config) { c.keys = k } }
 
 // Store is a persistence.Store in a PostgreSQL database, for systems whose
 // members share storage. See the package documentation for the tables and
@@ -68,6 +75,7 @@ type Store struct {
 	t         tables
 	timeouts  timeouts
 	mustExist bool // Open creates nothing (persistence.OpenOptions.MustExist)
+	keys      *persistence.Keyring
 	// version is the schema's version: SchemaVersion, unless the Store
 	// was opened with MustExist on a schema not yet migrated, whose
 	// tables it reads as they are.
@@ -123,6 +131,9 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if err := checkUserinfo(url); err != nil {
+		return nil, err
+	}
 	connString, schema := splitSchema(url)
 	cfg := config{schema: schema}
 	for _, o := range opts {
@@ -149,7 +160,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
-	s := &Store{pool: pool, schema: cfg.schema, t: newTables(cfg.schema), timeouts: t, mustExist: cfg.mustExist}
+	s := &Store{pool: pool, schema: cfg.schema, t: newTables(cfg.schema), timeouts: t, mustExist: cfg.mustExist, keys: cfg.keys}
 	if err := s.migrate(s.call(ctx, "open")); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			// Closing a connection whose server stopped answering takes
@@ -200,6 +211,25 @@ func splitSchema(url string) (connString, schema string) {
 		return base, schema
 	}
 	return base + "?" + strings.Join(kept, "&"), schema
+}
+
+// checkUserinfo refuses a postgres:// URL with more than one '@' before
+// its path or query. libpq, and pgx after it, end the user information at
+// the first '@' and would take the rest of what is most likely a password
+// holding an '@' for the host name, which errors show.
+func checkUserinfo(url string) error {
+	lower := strings.ToLower(url)
+	if !strings.HasPrefix(lower, "postgres://") && !strings.HasPrefix(lower, "postgresql://") {
+		return nil
+	}
+	_, rest, _ := strings.Cut(url, "://")
+	if i := strings.IndexAny(rest, "/?"); i >= 0 {
+		rest = rest[:i]
+	}
+	if strings.Count(rest, "@") > 1 {
+		return errors.New("postgres: open: the URL holds '@' more than once before its path: percent-encode an '@' in the user name or password as %40")
+	}
+	return nil
 }
 
 func checkSchema(name string) error {
@@ -288,8 +318,14 @@ func (s *Store) save(c *call, tx pgx.Tx, g *snapshot.Global) error {
 		return err
 	}
 	sum := newHeaderSum(h)
+	// The MAC, if the Store signs, covers the header's columns and then
+	// every row's, as the row hashers give them (see hasher.mac).
+	mac := s.keys.Sign(pgLayout, g.ID)
+	if mac != nil {
+		mac.Write(h.appendColumns(nil))
+	}
 	if len(g.Participants) > 0 {
-		src := &participantRows{g: g, sum: sum}
+		src := &participantRows{g: g, sum: sum, h: hasher{mac: mac}}
 		ctx, cancel := c.stmt()
 		defer cancel()
 		if _, err := tx.CopyFrom(ctx, s.t.participants, participantColumns, src); err != nil {
@@ -300,7 +336,7 @@ func (s *Store) save(c *call, tx pgx.Tx, g *snapshot.Global) error {
 		return err
 	}
 	if len(g.Channels) > 0 {
-		src := &channelRows{g: g, sum: sum}
+		src := &channelRows{g: g, sum: sum, h: hasher{mac: mac}}
 		ctx, cancel := c.stmt()
 		defer cancel()
 		if _, err := tx.CopyFrom(ctx, s.t.channels, channelColumns, src); err != nil {
@@ -311,7 +347,7 @@ func (s *Store) save(c *call, tx pgx.Tx, g *snapshot.Global) error {
 		return err
 	}
 	if h.messages > 0 {
-		src := &messageRows{g: g, sum: sum}
+		src := &messageRows{g: g, sum: sum, h: hasher{mac: mac}}
 		ctx, cancel := c.stmt()
 		defer cancel()
 		if _, err := tx.CopyFrom(ctx, s.t.messages, messageColumns, src); err != nil {
@@ -322,7 +358,7 @@ func (s *Store) save(c *call, tx pgx.Tx, g *snapshot.Global) error {
 		return err
 	}
 	if h.waits > 0 {
-		src := &waitRows{g: g, sum: sum}
+		src := &waitRows{g: g, sum: sum, h: hasher{mac: mac}}
 		ctx, cancel := c.stmt()
 		defer cancel()
 		if _, err := tx.CopyFrom(ctx, s.t.waits, waitColumns, src); err != nil {
@@ -333,7 +369,7 @@ func (s *Store) save(c *call, tx pgx.Tx, g *snapshot.Global) error {
 		return err
 	}
 	if h.violations > 0 {
-		src := &violationRows{g: g, sum: sum}
+		src := &violationRows{g: g, sum: sum, h: hasher{mac: mac}}
 		ctx, cancel := c.stmt()
 		defer cancel()
 		if _, err := tx.CopyFrom(ctx, s.t.violations, violationColumns, src); err != nil {
@@ -345,8 +381,16 @@ func (s *Store) save(c *call, tx pgx.Tx, g *snapshot.Global) error {
 	}
 	ctx, cancel = c.stmt()
 	defer cancel()
-	if _, err := tx.Exec(ctx, `UPDATE `+s.t.qSnapshots+` SET checksum = $2, complete = true WHERE id = $1`,
-		h.id, int64(sum.sum())); err != nil {
+	var (
+		macKey *string
+		macSum []byte
+	)
+	if mac != nil {
+		k := mac.KeyID()
+		macKey, macSum = &k, mac.Sum()
+	}
+	if _, err := tx.Exec(ctx, `UPDATE `+s.t.qSnapshots+` SET checksum = $2, mac_key = $3, mac = $4, complete = true WHERE id = $1`,
+		h.id, int64(sum.sum()), macKey, macSum); err != nil {
 		return err
 	}
 	return s.step(c.ctx, "complete", tx)
@@ -560,7 +604,7 @@ func (s *Store) retain(c *call, n int) error {
 		switch {
 		case err == nil:
 			kept = append(kept, id)
-		case errors.As(err, &ce), errors.Is(err, persistence.ErrFormatVersion):
+		case errors.As(err, &ce), errors.Is(err, persistence.ErrFormatVersion), errors.Is(err, persistence.ErrUnauthentic):
 			// Not counted, and not deleted.
 		default:
 			return err

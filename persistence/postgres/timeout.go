@@ -274,7 +274,7 @@ func (c *call) failAs(name string, err error) error {
 		return fmt.Errorf("postgres: %s: %w", name, cerr)
 	}
 	var ce *persistence.CorruptError
-	if errors.As(err, &ce) || errors.Is(err, persistence.ErrNotFound) || errors.Is(err, persistence.ErrFormatVersion) {
+	if errors.As(err, &ce) || errors.Is(err, persistence.ErrNotFound) || errors.Is(err, persistence.ErrFormatVersion) || errors.Is(err, persistence.ErrUnauthentic) {
 		return err
 	}
 	if msg := c.timedOut(err); msg != "" {

@@ -1,0 +1,321 @@
+package postgres_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/actorsnap/actorsnap/actors"
+	"github.com/actorsnap/actorsnap/persistence"
+	"github.com/actorsnap/actorsnap/persistence/postgres"
+	"github.com/actorsnap/actorsnap/persistence/storetest"
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+// keyring returns a keyring of the keys named, each with a secret of 32
+// bytes of its id's first byte; the first signs.
+func keyring(t testing.TB, ids ...string) *persistence.Keyring {
+	t.Helper()
+	var keys []persistence.Key
+	for _, id := range ids {
+		keys = append(keys, persistence.Key{ID: id, Secret: bytes.Repeat([]byte(id[:1]+id[len(id)-1:]), 16)})
+	}
+	k, err := persistence.NewKeyring(keys...)
+	require.NoError(t, err)
+	return k
+}
+
+// openWith opens a Store on schema with opts, closed when the test ends.
+func openWith(t testing.TB, schema string, opts ...postgres.Option) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(context.Background(), serverURL(t), append([]postgres.Option{postgres.WithSchema(schema)}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// forge replaces the rows of snapshot id in schema with those of the same
+// id in schema from, header counts and checksums included, and leaves the
+// MAC and its key id as they were: someone who can write the database
+// recomputes every checksum, as the Store that saved the rows in from did.
+func forge(t *testing.T, schema, from string, id snapshot.SnapshotID) {
+	t.Helper()
+	q := func(s string) string { return pgx.Identifier{s}.Sanitize() }
+	var sql strings.Builder
+	for _, table := range []string{"participants", "channels", "messages", "waits", "violations"} {
+		fmt.Fprintf(&sql, `DELETE FROM %[1]s.%[3]s WHERE snapshot_id = %[4]d;
+			INSERT INTO %[1]s.%[3]s SELECT * FROM %[2]s.%[3]s WHERE snapshot_id = %[4]d;`, q(schema), q(from), table, id)
+	}
+	fmt.Fprintf(&sql, `UPDATE %[1]s.snapshots a SET (format, mode, start_sec, start_nsec, end_sec, end_nsec,
+			participants, channels, messages, waits, violations, checksum) =
+		(b.format, b.mode, b.start_sec, b.start_nsec, b.end_sec, b.end_nsec,
+			b.participants, b.channels, b.messages, b.waits, b.violations, b.checksum)
+		FROM %[2]s.snapshots b WHERE a.id = %[3]d AND b.id = %[3]d`, q(schema), q(from), id)
+	exec(t, sql.String())
+}
+
+// dropMessage removes the last message in flight on the first channel
+// that has one, and takes it off the channel's sent count: the snapshot
+// still balances.
+func dropMessage(g *snapshot.Global) *snapshot.Global {
+	for i := range g.Channels {
+		if c := &g.Channels[i]; len(c.Messages) > 0 {
+			c.Messages = c.Messages[:len(c.Messages)-1]
+			c.Sent--
+			return g
+		}
+	}
+	panic("no message in flight")
+}
+
+func requireUnauthentic(t *testing.T, err error, id snapshot.SnapshotID, keyID string) {
+	t.Helper()
+	require.ErrorIs(t, err, persistence.ErrUnauthentic)
+	var ae *persistence.AuthError
+	require.True(t, errors.As(err, &ae), "%v", err)
+	assert.Equal(t, id, ae.ID)
+	assert.Equal(t, keyID, ae.KeyID)
+	assert.Contains(t, err.Error(), fmt.Sprintf("snapshot %d", id))
+	if keyID != "" {
+		assert.Contains(t, err.Error(), fmt.Sprintf("%q", keyID))
+	}
+	assert.False(t, errors.Is(err, persistence.ErrCorrupt), "tampering is not an accident")
+}
+
+// TestTamperedSnapshotRefused: a snapshot whose rows were changed with
+// every checksum recomputed (a message removed, its channel's sent count
+// and the header's message count adjusted) passes every checksum and
+// Verify, so a Store without a key loads it: checksums catch accidents,
+// not changes made on purpose. With the key that signed it, the Store
+// refuses it, naming the snapshot and the key.
+func TestTamperedSnapshotRefused(t *testing.T) {
+	serverURL(t)
+	t.Parallel()
+	ctx := context.Background()
+	schema, other := freshSchema(t), freshSchema(t)
+	keys := keyring(t, "k1")
+	s := openWith(t, schema, postgres.WithKeyring(keys))
+	want := storetest.NewGlobal(5, storetest.Small)
+	for _, id := range []snapshot.SnapshotID{4, 5, 6} {
+		require.NoError(t, s.Save(ctx, storetest.NewGlobal(id, storetest.Small)))
+	}
+	g, err := s.Load(ctx, 5)
+	require.NoError(t, err)
+	require.NoError(t, storetest.Equal(want, g))
+
+	require.NoError(t, open(t, other).Save(ctx, dropMessage(storetest.NewGlobal(5, storetest.Small))))
+	forge(t, schema, other, 5)
+
+	g, err = open(t, schema).Load(ctx, 5)
+	require.NoError(t, err, "without a key the forgery loads")
+	assert.Equal(t, want.TotalInFlight()-1, g.TotalInFlight())
+
+	_, err = s.Load(ctx, 5)
+	requireUnauthentic(t, err, 5, "k1")
+	require.NoError(t, s.Retain(ctx, 2))
+	ids, err := s.List(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []snapshot.SnapshotID{4, 5, 6}, ids, "Retain neither counts nor deletes the forgery")
+	require.NoError(t, s.Delete(ctx, 6))
+	_, err = s.Latest(ctx)
+	requireUnauthentic(t, err, 5, "k1")
+
+	// Only the key id changed: the MAC is of another key.
+	exec(t, `UPDATE `+schema+`.snapshots SET mac_key = 'k2' WHERE id = 4`)
+	_, err = openWith(t, schema, postgres.WithKeyring(keyring(t, "k2", "k1"))).Load(ctx, 4)
+	requireUnauthentic(t, err, 4, "k2")
+}
+
+// TestKeysRotateAndSignaturesRequired checks what a keyring accepts: a
+// snapshot signed with an older key it still holds, not one signed with a
+// key it does not hold, and one without a MAC (saved before the store had
+// keys, or stripped of its MAC) only where signatures are not required.
+func TestKeysRotateAndSignaturesRequired(t *testing.T) {
+	serverURL(t)
+	t.Parallel()
+	ctx := context.Background()
+	schema := freshSchema(t)
+	require.NoError(t, open(t, schema).Save(ctx, storetest.NewGlobal(1, storetest.Small)))
+	require.NoError(t, openWith(t, schema, postgres.WithKeyring(keyring(t, "k1"))).Save(ctx, storetest.NewGlobal(2, storetest.WithWaits)))
+	require.NoError(t, openWith(t, schema, postgres.WithKeyring(keyring(t, "k1"))).Save(ctx, storetest.NewGlobal(3, storetest.Small)))
+	rotated := openWith(t, schema, postgres.WithKeyring(keyring(t, "k2", "k1")))
+	require.NoError(t, rotated.Save(ctx, storetest.NewGlobal(4, storetest.Small)))
+	for id := snapshot.SnapshotID(1); id <= 4; id++ {
+		_, err := rotated.Load(ctx, id)
+		require.NoError(t, err, "snapshot %d", id)
+	}
+	assert.Equal(t, []string{"k1", "k1", "k2"}, query[string](t, `SELECT mac_key FROM `+schema+`.snapshots WHERE id > 1 ORDER BY id`))
+
+	_, err := openWith(t, schema, postgres.WithKeyring(keyring(t, "k2"))).Load(ctx, 2)
+	requireUnauthentic(t, err, 2, "k1")
+	assert.ErrorContains(t, err, "does not hold")
+
+	exec(t, `UPDATE `+schema+`.snapshots SET mac = NULL, mac_key = NULL WHERE id = 3`)
+	required := openWith(t, schema, postgres.WithKeyring(keyring(t, "k2", "k1").RequireSigned()))
+	for _, id := range []snapshot.SnapshotID{1, 3} {
+		_, err := rotated.Load(ctx, id)
+		require.NoError(t, err, "snapshot %d has no MAC, and none is required", id)
+		_, err = required.Load(ctx, id)
+		requireUnauthentic(t, err, id, "")
+	}
+	_, err = required.Load(ctx, 4)
+	require.NoError(t, err)
+}
+
+// TestSchemaVersion2Unsigned reads the snapshot of a schema of version 2,
+// as an earlier build left it, with a keyring: it has no MAC, and loads
+// unless signatures are required.
+func TestSchemaVersion2Unsigned(t *testing.T) {
+	serverURL(t)
+	t.Parallel()
+	ctx := context.Background()
+	schema := freshSchema(t)
+	fixture, err := os.ReadFile("testdata/schema-v2.sql")
+	require.NoError(t, err)
+	exec(t, strings.ReplaceAll(string(fixture), "{schema}", pgx.Identifier{schema}.Sanitize()))
+	keys := keyring(t, "k1")
+	for _, migrate := range []bool{false, true} {
+		opts := []postgres.Option{postgres.WithSchema(schema)}
+		if !migrate {
+			u := withParams(t, serverURL(t), map[string]string{"schema": schema})
+			s, err := persistence.OpenURL(ctx, u, persistence.MustExist(), persistence.Authenticate(keys.RequireSigned()))
+			require.NoError(t, err)
+			_, err = s.Load(ctx, 7)
+			requireUnauthentic(t, err, 7, "")
+			require.NoError(t, s.(*postgres.Store).Close())
+		}
+		s, err := postgres.Open(ctx, serverURL(t), append(opts, postgres.WithKeyring(keys))...)
+		require.NoError(t, err)
+		g, err := s.Load(ctx, 7)
+		require.NoError(t, err)
+		require.NoError(t, storetest.Equal(storetest.NewGlobal(7, storetest.Small), g))
+		s.Close()
+	}
+}
+
+func TestSignedConformance(t *testing.T) {
+	serverURL(t)
+	t.Parallel()
+	keys := keyring(t, "k1").RequireSigned()
+	storetest.Run(t, func(t *testing.T) persistence.Store {
+		return openWith(t, freshSchema(t), postgres.WithKeyring(keys))
+	})
+}
+
+// TestTLSFromURL checks that sslmode and sslrootcert in the URL reach the
+// connection: the test server has no TLS, so sslmode=require is refused,
+// and a root certificate that does not exist is reported. No error shows
+// the URL's password.
+func TestTLSFromURL(t *testing.T) {
+	base := serverURL(t)
+	t.Parallel()
+	ctx := context.Background()
+	const pw = "s3cretpw"
+	u, err := url.Parse(base)
+	require.NoError(t, err)
+	u.User = url.UserPassword(u.User.Username(), pw)
+	missing := filepath.Join(t.TempDir(), "no-such-ca.pem")
+	for params, want := range map[string]string{
+		"sslmode=require": "refused TLS",
+		"sslmode=verify-full&sslrootcert=" + missing:       "no-such-ca.pem",
+		"sslmode=verify-ca&sslrootcert=" + missing:         "no-such-ca.pem",
+		"sslmode=disable&connect_timeout=5&password=" + pw: "",
+	} {
+		v := *u
+		v.RawQuery = params
+		s, err := postgres.Open(ctx, v.String(), postgres.WithSchema(freshSchema(t)))
+		if want == "" {
+			require.NoError(t, err, "the password in the URL is sent and ignored by a server that trusts")
+			s.Close()
+			continue
+		}
+		require.ErrorContains(t, err, want, params)
+		assert.NotContains(t, err.Error(), pw)
+	}
+	for _, conn := range []string{
+		"postgres://alice:" + pw + "@127.0.0.1:1/x?connect_timeout=5",
+		"postgres://alice@127.0.0.1:1/x?password=" + pw,
+		"host=127.0.0.1 port=1 user=alice password=" + pw + " connect_timeout=5",
+		"host=127.0.0.1 port=1 user=alice password='" + pw + "' sslmode=bogus",
+		"postgres://alice:" + pw + "@127.0.0.1:1/x?sslmode=bogus",
+	} {
+		_, err := postgres.Open(ctx, conn)
+		require.Error(t, err)
+		assert.NotContains(t, err.Error(), pw, conn)
+	}
+}
+
+// TestNoPasswordInLogs runs a system on a store whose URL holds a
+// password, makes its saves fail, and finds the password in none of the
+// logs nor errors.
+func TestNoPasswordInLogs(t *testing.T) {
+	base := serverURL(t)
+	ctx := context.Background()
+	const pw = "s3cretpw"
+	u, err := url.Parse(base)
+	require.NoError(t, err)
+	u.User = url.UserPassword(u.User.Username(), pw)
+	schema := freshSchema(t)
+	store, err := persistence.OpenURL(ctx, withParams(t, u.String(), map[string]string{"schema": schema}), persistence.Authenticate(keyring(t, "k1")))
+	require.NoError(t, err)
+	defer store.(*postgres.Store).Close()
+
+	var logs syncWriter
+	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	sys, err := actors.NewSystem(actors.WithStore(store), actors.WithLogger(logger), actors.WithTimeout(10*time.Second),
+		actors.WithKind("k", func() actor.Actor { return nopActor{} }))
+	require.NoError(t, err)
+	_, err = sys.Root().SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return nopActor{} }, sys.Snapshotted("k")), "a")
+	require.NoError(t, err)
+	_, err = sys.Snapshot(ctx)
+	require.NoError(t, err)
+	exec(t, `DROP SCHEMA `+schema+` CASCADE`)
+	_, err = sys.Snapshot(ctx)
+	require.Error(t, err, "the store's tables are gone")
+	errs := []string{err.Error()}
+	if err := sys.Shutdown(ctx); err != nil {
+		errs = append(errs, err.Error())
+	}
+	out := logs.String()
+	assert.Contains(t, out, "snapshot aborted", "the failure is logged")
+	assert.NotContains(t, out, pw)
+	for _, e := range errs {
+		assert.NotContains(t, e, pw)
+	}
+}
+
+// syncWriter is a buffer that goroutines write to at once.
+type syncWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+type nopActor struct{ actors.Stateless }
+
+func (nopActor) Receive(actor.Context) {}
