@@ -286,12 +286,27 @@ func (g *guardian) Receive(ctx actor.Context) {
 }
 
 // registered takes a participant born while snapshots ran: those it
-// had not finished at birth require it.
+// had not finished at birth require it. In the epoch mode nothing else
+// may ever reach it: no marker follows its creator's record, and its
+// peers may all be at epochs below the snapshot (a creator that spawned
+// it, and sent it its last message, before recording). So the newest
+// snapshot it must take part in starts it; recording that one records
+// those below it.
 func (g *guardian) registered(m *registered) {
+	var newest snapshot.SnapshotID
 	for _, id := range g.coord.Pending() {
 		if m.horizon < id && !slices.Contains(m.finished, id) {
 			g.coord.Require(id, m.id)
+			newest = max(newest, id)
 		}
+	}
+	if newest == 0 || g.s.cfg.mode != snapshot.Epochs {
+		return
+	}
+	if p := g.s.reg.lookup(m.id); p != nil {
+		p.mb.PostFrom(controlKey, &initiateMsg{id: newest})
+	} else if g.clustered() {
+		g.initiateRemote(m.id, newest)
 	}
 }
 

@@ -28,6 +28,7 @@ type (
 	gate struct {
 		entered chan<- struct{}
 		release <-chan struct{}
+		kids    []string // probes to spawn as children once released, in the same turn
 	}
 	sendTo struct {
 		to  *actor.PID
@@ -88,6 +89,11 @@ func (p *probe) Receive(ctx actor.Context) {
 	case *gate:
 		m.entered <- struct{}{}
 		<-m.release
+		for _, k := range m.kids {
+			if _, err := ctx.SpawnNamed(SystemOf(ctx).Props("probe"), k); err != nil {
+				panic(err)
+			}
+		}
 	case *sendTo:
 		ctx.Send(m.to, m.msg)
 	case *boom:
@@ -1024,6 +1030,31 @@ func TestSpawnedDuringSnapshotJoinsIt(t *testing.T) {
 		v, err := DecodeMessage(c.Messages[0].Payload.(RecordedMessage), testMessages)
 		require.NoError(t, err)
 		assert.Equal(t, "to n", v.(*note).Text)
+	})
+}
+
+// Children born before their parent records a snapshot take part in it,
+// even when nothing sent after that record reaches them: in the epoch
+// mode no marker follows the parent's record, and the children's only
+// peers are at the epoch before it (before, such a snapshot waited for
+// their records until its timeout).
+func TestChildrenBornBeforeTheParentRecords(t *testing.T) {
+	forModes(t, func(t *testing.T, mode Option) {
+		sys, pids, _, recorded := probesTraced(t, 2, mode, WithTimeout(testTimeout))
+		defer shutdown(t, sys)
+		entered, release := make(chan struct{}), make(chan struct{})
+		sys.Root().Send(pids[0], &gate{entered: entered, release: release, kids: []string{"k1", "k2"}})
+		waitFor(t, entered)
+		pending := startAsync(sys)
+		require.Equal(t, snapshot.ProcessID("p1"), waitFor(t, recorded))
+		close(release) // p0 spawns its children, then records
+		r := waitFor(t, pending)
+		require.NoError(t, r.err)
+		require.NoError(t, r.global.Verify())
+		for _, k := range []snapshot.ProcessID{"p0/k1", "p0/k2"} {
+			_, ok := r.global.Participant(k)
+			assert.True(t, ok, "%s in the snapshot", k)
+		}
 	})
 }
 
