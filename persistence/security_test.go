@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io/fs"
@@ -246,34 +245,6 @@ func forge(t *testing.T, root string, id snapshot.SnapshotID, f func(g *snapshot
 	require.NoError(t, os.WriteFile(filepath.Join(dir, persistence.ManifestName), man, 0o600))
 }
 
-// dropMessage removes the last message in flight on the first channel
-// that has one, and takes it off the channel's sent count: the snapshot
-// still balances.
-func dropMessage(g *snapshot.Global) {
-	for i := range g.Channels {
-		if c := &g.Channels[i]; len(c.Messages) > 0 {
-			c.Messages = c.Messages[:len(c.Messages)-1]
-			c.Sent--
-			return
-		}
-	}
-	panic("no message in flight")
-}
-
-func requireUnauthentic(t *testing.T, err error, id snapshot.SnapshotID, keyID string) {
-	t.Helper()
-	require.ErrorIs(t, err, persistence.ErrUnauthentic)
-	var ae *persistence.AuthError
-	require.True(t, errors.As(err, &ae), "%v", err)
-	assert.Equal(t, id, ae.ID)
-	assert.Equal(t, keyID, ae.KeyID)
-	assert.Contains(t, err.Error(), fmt.Sprintf("snapshot %d", id))
-	if keyID != "" {
-		assert.Contains(t, err.Error(), strconv.Quote(keyID))
-	}
-	assert.False(t, errors.Is(err, persistence.ErrCorrupt), "tampering is not an accident")
-}
-
 // TestTamperedSnapshotRefused is item 4 of the store's security: a
 // snapshot changed with every checksum recomputed (a message removed and
 // its channel's count adjusted) passes every checksum and Verify, so a
@@ -293,7 +264,7 @@ func TestTamperedSnapshotRefused(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, storetest.Equal(want, g))
 
-	forge(t, root, 5, dropMessage)
+	forge(t, root, 5, func(g *snapshot.Global) { storetest.DropMessage(g) })
 
 	plain := openFile(t, root)
 	g, err = plain.Load(ctx, 5)
@@ -301,14 +272,14 @@ func TestTamperedSnapshotRefused(t *testing.T) {
 	assert.Equal(t, want.TotalInFlight()-1, g.TotalInFlight())
 
 	_, err = s.Load(ctx, 5)
-	requireUnauthentic(t, err, 5, "k1")
+	storetest.RequireUnauthentic(t, err, 5, "k1")
 	_, err = openFile(t, root, persistence.WithKeyring(keys), persistence.WithMustExist()).Load(ctx, 5)
-	requireUnauthentic(t, err, 5, "k1")
+	storetest.RequireUnauthentic(t, err, 5, "k1")
 	require.NoError(t, s.Retain(ctx, 2))
 	assert.Equal(t, []snapshot.SnapshotID{4, 5, 6}, ids(t, s), "Retain neither counts nor deletes the forgery")
 	require.NoError(t, s.Delete(ctx, 6))
 	_, err = s.Latest(ctx)
-	requireUnauthentic(t, err, 5, "k1")
+	storetest.RequireUnauthentic(t, err, 5, "k1")
 	assert.True(t, persistence.IsDamage(err))
 }
 
@@ -345,16 +316,16 @@ func TestKeysRotateAndSignaturesRequired(t *testing.T) {
 	k2only, err := persistence.NewKeyring(persistence.Key{ID: "k2", Secret: bytes.Repeat([]byte{2}, 32)})
 	require.NoError(t, err)
 	_, err = openFile(t, root, persistence.WithKeyring(k2only)).Load(ctx, 2)
-	requireUnauthentic(t, err, 2, "k1")
+	storetest.RequireUnauthentic(t, err, 2, "k1")
 	assert.ErrorContains(t, err, "does not hold")
 	// So does one with another secret under the id k1.
 	_, err = openFile(t, root, persistence.WithKeyring(testKeys(t, "k1"))).Load(ctx, 2)
-	requireUnauthentic(t, err, 2, "k1")
+	storetest.RequireUnauthentic(t, err, 2, "k1")
 
 	// A MAC moved from snapshot 3 to 2, with the manifest to match.
 	copyMAC(t, root, 3, 2)
 	_, err = s.Load(ctx, 2)
-	requireUnauthentic(t, err, 2, "k1")
+	storetest.RequireUnauthentic(t, err, 2, "k1")
 
 	// Required: the snapshot saved without a key is refused, and so is
 	// one whose MAC was removed from its manifest; accepted otherwise.
@@ -363,7 +334,7 @@ func TestKeysRotateAndSignaturesRequired(t *testing.T) {
 		_, err := s.Load(ctx, id)
 		require.NoError(t, err, "snapshot %d has no MAC, and none is required", id)
 		_, err = openFile(t, root, persistence.WithKeyring(k21.RequireSigned())).Load(ctx, id)
-		requireUnauthentic(t, err, id, "")
+		storetest.RequireUnauthentic(t, err, id, "")
 		assert.ErrorContains(t, err, `signatures are required (key "k2" signs)`)
 	}
 }
@@ -423,7 +394,7 @@ func TestOldFormatsUnsigned(t *testing.T) {
 			require.NoError(t, storetest.Equal(storetest.NewGlobal(7, tc.shape), g))
 			s = openFile(t, filepath.Join("testdata", tc.version, "store"), persistence.WithKeyring(keys.RequireSigned()), persistence.WithMustExist())
 			_, err = s.Load(ctx, 7)
-			requireUnauthentic(t, err, 7, "")
+			storetest.RequireUnauthentic(t, err, 7, "")
 		})
 	}
 }

@@ -3,7 +3,6 @@ package postgres_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -68,34 +67,6 @@ func forge(t *testing.T, schema, from string, id snapshot.SnapshotID) {
 	exec(t, sql.String())
 }
 
-// dropMessage removes the last message in flight on the first channel
-// that has one, and takes it off the channel's sent count: the snapshot
-// still balances.
-func dropMessage(g *snapshot.Global) *snapshot.Global {
-	for i := range g.Channels {
-		if c := &g.Channels[i]; len(c.Messages) > 0 {
-			c.Messages = c.Messages[:len(c.Messages)-1]
-			c.Sent--
-			return g
-		}
-	}
-	panic("no message in flight")
-}
-
-func requireUnauthentic(t *testing.T, err error, id snapshot.SnapshotID, keyID string) {
-	t.Helper()
-	require.ErrorIs(t, err, persistence.ErrUnauthentic)
-	var ae *persistence.AuthError
-	require.True(t, errors.As(err, &ae), "%v", err)
-	assert.Equal(t, id, ae.ID)
-	assert.Equal(t, keyID, ae.KeyID)
-	assert.Contains(t, err.Error(), fmt.Sprintf("snapshot %d", id))
-	if keyID != "" {
-		assert.Contains(t, err.Error(), fmt.Sprintf("%q", keyID))
-	}
-	assert.False(t, errors.Is(err, persistence.ErrCorrupt), "tampering is not an accident")
-}
-
 // TestTamperedSnapshotRefused: a snapshot whose rows were changed with
 // every checksum recomputed (a message removed, its channel's sent count
 // and the header's message count adjusted) passes every checksum and
@@ -117,7 +88,7 @@ func TestTamperedSnapshotRefused(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, storetest.Equal(want, g))
 
-	require.NoError(t, open(t, other).Save(ctx, dropMessage(storetest.NewGlobal(5, storetest.Small))))
+	require.NoError(t, open(t, other).Save(ctx, storetest.DropMessage(storetest.NewGlobal(5, storetest.Small))))
 	forge(t, schema, other, 5)
 
 	g, err = open(t, schema).Load(ctx, 5)
@@ -125,19 +96,19 @@ func TestTamperedSnapshotRefused(t *testing.T) {
 	assert.Equal(t, want.TotalInFlight()-1, g.TotalInFlight())
 
 	_, err = s.Load(ctx, 5)
-	requireUnauthentic(t, err, 5, "k1")
+	storetest.RequireUnauthentic(t, err, 5, "k1")
 	require.NoError(t, s.Retain(ctx, 2))
 	ids, err := s.List(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []snapshot.SnapshotID{4, 5, 6}, ids, "Retain neither counts nor deletes the forgery")
 	require.NoError(t, s.Delete(ctx, 6))
 	_, err = s.Latest(ctx)
-	requireUnauthentic(t, err, 5, "k1")
+	storetest.RequireUnauthentic(t, err, 5, "k1")
 
 	// Only the key id changed: the MAC is of another key.
 	exec(t, `UPDATE `+schema+`.snapshots SET mac_key = 'k2' WHERE id = 4`)
 	_, err = openWith(t, schema, postgres.WithKeyring(keyring(t, "k2", "k1"))).Load(ctx, 4)
-	requireUnauthentic(t, err, 4, "k2")
+	storetest.RequireUnauthentic(t, err, 4, "k2")
 }
 
 // TestKeysRotateAndSignaturesRequired checks what a keyring accepts: a
@@ -161,7 +132,7 @@ func TestKeysRotateAndSignaturesRequired(t *testing.T) {
 	assert.Equal(t, []string{"k1", "k1", "k2"}, query[string](t, `SELECT mac_key FROM `+schema+`.snapshots WHERE id > 1 ORDER BY id`))
 
 	_, err := openWith(t, schema, postgres.WithKeyring(keyring(t, "k2"))).Load(ctx, 2)
-	requireUnauthentic(t, err, 2, "k1")
+	storetest.RequireUnauthentic(t, err, 2, "k1")
 	assert.ErrorContains(t, err, "does not hold")
 
 	exec(t, `UPDATE `+schema+`.snapshots SET mac = NULL, mac_key = NULL WHERE id = 3`)
@@ -170,7 +141,7 @@ func TestKeysRotateAndSignaturesRequired(t *testing.T) {
 		_, err := rotated.Load(ctx, id)
 		require.NoError(t, err, "snapshot %d has no MAC, and none is required", id)
 		_, err = required.Load(ctx, id)
-		requireUnauthentic(t, err, id, "")
+		storetest.RequireUnauthentic(t, err, id, "")
 	}
 	_, err = required.Load(ctx, 4)
 	require.NoError(t, err)
@@ -195,7 +166,7 @@ func TestSchemaVersion2Unsigned(t *testing.T) {
 			s, err := persistence.OpenURL(ctx, u, persistence.MustExist(), persistence.Authenticate(keys.RequireSigned()))
 			require.NoError(t, err)
 			_, err = s.Load(ctx, 7)
-			requireUnauthentic(t, err, 7, "")
+			storetest.RequireUnauthentic(t, err, 7, "")
 			require.NoError(t, s.(*postgres.Store).Close())
 		}
 		s, err := postgres.Open(ctx, serverURL(t), append(opts, postgres.WithKeyring(keys))...)
