@@ -16,6 +16,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/actorsnap/actorsnap/internal/msgpackbound"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
 
@@ -222,6 +223,9 @@ func numbersSurvive(data []byte, v any) error {
 
 // untyped decodes msgpack data into maps, slices and scalars.
 func untyped(data []byte) (any, error) {
+	if _, err := msgpackbound.Len(data); err != nil {
+		return nil, err
+	}
 	d := msgpack.NewDecoder(bytes.NewReader(data))
 	d.SetMapDecoder(func(d *msgpack.Decoder) (any, error) { return d.DecodeUntypedMap() })
 	return d.DecodeInterface()

@@ -13,6 +13,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/actorsnap/actorsnap/internal/msgpackbound"
 	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
@@ -149,7 +150,7 @@ func unwrapRecorded(rm RecordedMessage) (name string, data []byte, env *actor.Me
 		return rm.Type, rm.Data, nil, nil
 	}
 	var r envelopeRecord
-	if err := msgpack.Unmarshal(rm.Data, &r); err != nil {
+	if err := msgpackbound.Unmarshal(rm.Data, &r); err != nil {
 		return "", nil, nil, fmt.Errorf("actors: decoding the envelope of %s: %w", displayName(name), err)
 	}
 	return name, r.Data, &actor.MessageEnvelope{Sender: r.Sender, Header: r.Header}, nil
@@ -395,7 +396,7 @@ func decodeMessage(t reflect.Type, data []byte) (any, error) {
 		}
 		return ptr.Elem().Interface(), nil
 	}
-	if err := msgpack.Unmarshal(data, ptr.Interface()); err != nil {
+	if err := msgpackbound.Unmarshal(data, ptr.Interface()); err != nil {
 		return nil, err
 	}
 	return ptr.Elem().Interface(), nil
@@ -406,7 +407,7 @@ func restoreState(a actor.Actor, state []byte) error {
 	if u, ok := a.(StateUnmarshaler); ok {
 		return u.UnmarshalState(state)
 	}
-	return msgpack.Unmarshal(state, a)
+	return msgpackbound.Unmarshal(state, a)
 }
 
 // DecodeState decodes the state participant id recorded in g as a T, the
@@ -433,7 +434,7 @@ func DecodeState[T any](g *snapshot.Global, id snapshot.ProcessID) (T, error) {
 	if u, ok := target.(StateUnmarshaler); ok {
 		err = u.UnmarshalState(pt.State)
 	} else {
-		err = msgpack.Unmarshal(pt.State, target)
+		err = msgpackbound.Unmarshal(pt.State, target)
 	}
 	if err != nil {
 		return zero, fmt.Errorf("actors: decoding the state of %s as %v: %w", id, t, err)

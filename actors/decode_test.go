@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/actorsnap/actorsnap/internal/msgpackbound"
 	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
@@ -398,4 +399,17 @@ func TestLossless(t *testing.T) {
 	assert.NoError(t, check(&inner{N: 1 << 53}, &float{}))
 	assert.EqualError(t, check(&inner{N: 1<<53 + 1}, &float{}), "N: stored 9007199254740993 decodes as 9.007199254740992e+15 (the type no longer holds it)")
 	assert.NoError(t, check(map[int]int64{1: 2}, &map[int]int64{}))
+}
+
+// A state or a message from an untrusted store whose array claims four
+// billion elements is refused before anything is allocated for it (the
+// decoder alone would try to allocate them all).
+func TestClaimedLengthsAreChecked(t *testing.T) {
+	hostile := []byte{0x81, 0xa4, 'S', 'e', 'e', 'n', 0xdd, 0xff, 0xff, 0xff, 0xff}
+	g := &snapshot.Global{ID: 3, Participants: []snapshot.Participant{{ID: "p", Kind: "probe", State: hostile}}}
+	_, err := DecodeState[probe](g, "p")
+	require.ErrorIs(t, err, msgpackbound.ErrMalformed)
+	_, err = DecodeMessage(RecordedMessage{Type: "test.note", Data: []byte{0xdd, 0xff, 0xff, 0xff, 0xff}}, testMessages)
+	require.ErrorIs(t, err, msgpackbound.ErrMalformed)
+	require.ErrorIs(t, CheckDecodes(g, testMessages, WithKind("probe", func() actor.Actor { return &probe{} })), msgpackbound.ErrMalformed)
 }

@@ -1,17 +1,16 @@
 package actors
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/actorsnap/actorsnap/internal/msgpackbound"
 	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
@@ -276,23 +275,26 @@ func (g *guardian) memberBatch(from string, b []byte) {
 
 // decodeBatch decodes the frames of a batch (without its fBatch byte) in
 // order, handing each that is well formed to each. It stops at the first
-// that is not.
+// that is not, or is cut short. Each frame is checked by msgpackbound
+// before it is decoded: a batch comes from another member, and what
+// decoding it allocates must stay proportional to its size.
 func decodeBatch(b []byte, each func(*frame)) error {
-	dec := msgpack.NewDecoder(bytes.NewReader(b))
-	for {
-		f := &frame{}
-		err := dec.Decode(f)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err == nil {
-			err = f.check()
-		}
+	for len(b) > 0 {
+		n, err := msgpackbound.Len(b)
 		if err != nil {
 			return err
 		}
+		f := &frame{}
+		if err := msgpack.Unmarshal(b[:n], f); err != nil {
+			return err
+		}
+		if err := f.check(); err != nil {
+			return err
+		}
 		each(f)
+		b = b[n:]
 	}
+	return nil
 }
 
 // check reports what a frame for the guardian lacks that its kind needs:

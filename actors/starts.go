@@ -4,8 +4,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/vmihailenco/msgpack/v5"
-
+	"github.com/actorsnap/actorsnap/internal/msgpackbound"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
 
@@ -167,7 +166,7 @@ func isStart(b []byte) bool {
 	var k struct {
 		K uint8 `msgpack:"k"`
 	}
-	return msgpack.Unmarshal(b, &k) == nil && k.K == fStart
+	return msgpackbound.Unmarshal(b, &k) == nil && k.K == fStart
 }
 
 // names returns the newest snapshot a channel frame names (a marker's, or

@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/actorsnap/actorsnap/internal/msgpackbound"
 	"github.com/actorsnap/actorsnap/mailbox"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
@@ -244,7 +245,7 @@ func (s *System) deliverNow(from string, b []byte) {
 		s.root.Send(s.guardian, &memberBatch{from: from, b: b[1:]})
 		return
 	}
-	if err := msgpack.Unmarshal(b, &f); err != nil {
+	if err := msgpackbound.Unmarshal(b, &f); err != nil {
 		s.log.Error("undecodable frame from a cluster member", slog.String("member", from), slog.Any("error", err))
 		return
 	}
@@ -643,7 +644,7 @@ func decodeChannel(b []byte, f *frame) error {
 		case stampFirst:
 			var st snapshot.Stamp
 			if r.err == nil {
-				if err := msgpack.Unmarshal(r.bytes(), &st); err != nil {
+				if err := msgpackbound.Unmarshal(r.bytes(), &st); err != nil {
 					return fmt.Errorf("actors: a stamp from another member: %w", err)
 				}
 			}

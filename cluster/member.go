@@ -19,6 +19,7 @@ import (
 	"github.com/actorsnap/actorsnap/cluster/membership"
 	"github.com/actorsnap/actorsnap/cluster/placement"
 	"github.com/actorsnap/actorsnap/cluster/wire"
+	"github.com/actorsnap/actorsnap/internal/msgpackbound"
 	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
@@ -253,7 +254,7 @@ func (t *transport) receive(from string, b []byte, deliver func(string, []byte))
 		}
 	case kindHello:
 		var h wire.Hello
-		err := msgpack.Unmarshal(b[1:], &h)
+		err := msgpackbound.Unmarshal(b[1:], &h)
 		if err == nil {
 			err = wire.CheckHello(t.hello, &h)
 		}

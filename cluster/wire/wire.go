@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/actorsnap/actorsnap/cluster/link"
+	"github.com/actorsnap/actorsnap/internal/msgpackbound"
 )
 
 // Version is the version of what members say to each other: members of
@@ -92,7 +93,10 @@ func Encode(m any) (*anypb.Any, error) {
 	return &anypb.Any{TypeUrl: url, Value: b}, nil
 }
 
-// Decode returns the *Frame, *Ack or *Hello that a is.
+// Decode returns the *Frame, *Ack or *Hello that a is. a comes from
+// another member and is not trusted: a value that claims more elements or
+// bytes than it holds is refused before anything is made for it (see
+// msgpackbound), so what decoding allocates is proportional to its size.
 func Decode(a *anypb.Any) (any, error) {
 	switch {
 	case a == nil:
@@ -105,15 +109,15 @@ func Decode(a *anypb.Any) (any, error) {
 	switch a.TypeUrl {
 	case frameURL:
 		var f wireFrame
-		err = msgpack.Unmarshal(a.Value, &f)
+		err = msgpackbound.Unmarshal(a.Value, &f)
 		out = &Frame{From: f.From, Frame: link.Frame{Session: f.Session, First: f.First, Messages: f.Messages}}
 	case ackURL:
 		var k wireAck
-		err = msgpack.Unmarshal(a.Value, &k)
+		err = msgpackbound.Unmarshal(a.Value, &k)
 		out = &Ack{From: k.From, Ack: link.Ack{Session: k.Session, Through: k.Through}}
 	case helloURL:
 		var h Hello
-		err = msgpack.Unmarshal(a.Value, &h)
+		err = msgpackbound.Unmarshal(a.Value, &h)
 		out = &h
 	default:
 		return nil, fmt.Errorf("%w: unknown type %q", ErrDecode, a.TypeUrl)
