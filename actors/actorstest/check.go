@@ -153,9 +153,11 @@ func run(ctx context.Context, sim Simulation, cfg Config, r *Report) (*snapshot.
 			if err := sys.Shutdown(ctx); err != nil && !errors.Is(err, actors.ErrShutdown) {
 				return nil, fmt.Errorf("shutdown before restoring snapshot %d: %w", g.ID, err)
 			}
-			if sys, err = actors.Restore(ctx, store, g.ID, sim.Options(store)...); err != nil {
-				return nil, err
+			restored, err := actors.Restore(ctx, store, g.ID, sim.Options(store)...)
+			if err != nil {
+				return nil, fmt.Errorf("restoring snapshot %d: %w", g.ID, err)
 			}
+			sys = restored
 			r.Restored = append(r.Restored, g)
 		}
 	}

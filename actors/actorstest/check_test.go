@@ -191,3 +191,19 @@ func TestCompareRefusesAnIncompleteSimulation(t *testing.T) {
 	_, err = actorstest.Compare(context.Background(), sim, actorstest.Config{})
 	require.ErrorContains(t, err, "no room")
 }
+
+// A restore that fails ends the check with its error, the snapshot named.
+func TestCompareReportsAFailedRestore(t *testing.T) {
+	sim := ring(4, 2000, snapshot.Unaligned, false)
+	options, calls := sim.Options, 0
+	sim.Options = func(store persistence.Store) []actors.Option {
+		calls++
+		if calls > 2 { // the restored systems: no kind to rebuild the cells from
+			return []actors.Option{actors.WithStore(store), actors.WithMessage[*step]("ring.step")}
+		}
+		return options(store)
+	}
+	_, err := actorstest.Compare(context.Background(), sim, actorstest.Config{Seed: 1, Restores: 1})
+	require.ErrorIs(t, err, actors.ErrRestore)
+	require.ErrorContains(t, err, "restoring snapshot")
+}
