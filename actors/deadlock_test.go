@@ -25,10 +25,13 @@ type (
 	askOther struct{ Peer string } // ask Peer with a Request
 	question struct{ N int }
 	answer   struct{ N int }
-	blockOn  struct{ Peer string } // ask Peer with RequestFuture, and block in Result
-	askSelf  struct{}
-	hop      struct{ Left int } // pass on until Left is 0
-	release  struct{}           // answer the questions held, later, by Send
+	blockOn  struct { // ask Peer with RequestFuture, and block in Result for Wait
+		Peer string
+		Wait time.Duration
+	}
+	askSelf struct{}
+	hop     struct{ Left int } // pass on until Left is 0
+	release struct{}           // answer the questions held, later, by Send
 )
 
 var deadlockMessages = withOptions(
@@ -83,7 +86,7 @@ type blocker struct{ Got error }
 func (b *blocker) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *blockOn:
-		_, err := ctx.RequestFuture(SystemOf(ctx).PID(m.Peer), &question{N: 1}, 2*time.Second).Result()
+		_, err := ctx.RequestFuture(SystemOf(ctx).PID(m.Peer), &question{N: 1}, m.Wait).Result()
 		b.Got = err
 	case *askSelf:
 		_, err := ctx.RequestFuture(ctx.Self(), &question{N: 1}, time.Minute).Result()
@@ -204,8 +207,13 @@ func TestBlockedInResult(t *testing.T) {
 	require.NoError(t, err)
 	b, err := sys.Spawn("blocker", "b")
 	require.NoError(t, err)
-	sys.Root().Send(a, &blockOn{Peer: "b"})
-	sys.Root().Send(b, &blockOn{Peer: "a"})
+	// The cycle lasts until the futures time out: snapshots start once
+	// both wait, so that a deadline falls inside it however slow the
+	// machine (with the first snapshot started earlier, a loaded machine
+	// could let the whole wait pass before a deadline met both waiting).
+	sys.Root().Send(a, &blockOn{Peer: "b", Wait: 5 * time.Second})
+	sys.Root().Send(b, &blockOn{Peer: "a", Wait: 5 * time.Second})
+	eventuallyTrue(t, "both wait in Result", func() bool { return waitsInResult(sys, "a") && waitsInResult(sys, "b") })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var be *BlockedError
@@ -218,6 +226,17 @@ func TestBlockedInResult(t *testing.T) {
 	assert.Contains(t, msg, "a waits in Result for b (request ")
 	assert.Contains(t, msg, "b waits in Result for a (request ")
 	t.Log(msg)
+}
+
+// waitsInResult reports whether participant id waits in a handler for a
+// future's answer.
+func waitsInResult(sys *System, id snapshot.ProcessID) bool {
+	p := sys.reg.lookup(id)
+	if p == nil {
+		return false
+	}
+	_, ok := p.books.blocked()
+	return ok
 }
 
 // A RequestFuture to itself fails at once: the participant could answer
