@@ -244,11 +244,7 @@ func TestConfigCheck(t *testing.T) {
 	if err := good.check(); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		name   string
-		change func(*Config)
-		want   string
-	}{
+	expectRefusals(t, good, []refusal{
 		{"no name", func(c *Config) { c.ClusterName = "" }, "no ClusterName"},
 		{"no host", func(c *Config) { c.Host = "" }, "no Host"},
 		{"unspecified host", func(c *Config) { c.Host = "0.0.0.0" }, "no address the others can reach"},
@@ -257,8 +253,26 @@ func TestConfigCheck(t *testing.T) {
 		{"no provider", func(c *Config) { c.Provider = 0 }, "unknown provider Provider(0)"},
 		{"no endpoints", func(c *Config) { c.Etcd = nil }, "without etcd endpoints"},
 		{"no automanaged port", func(c *Config) { c.Provider = Automanaged }, "needs AutomanagedPort"},
-	} {
+	})
+}
+
+// refusal is a change to a good Config that check must refuse, with an
+// error that says want.
+type refusal struct {
+	name   string
+	change func(*Config)
+	want   string
+}
+
+// expectRefusals applies each change to a copy of good, its TLS cloned,
+// and checks that check refuses it saying what the case wants.
+func expectRefusals(t *testing.T, good Config, cases []refusal) {
+	t.Helper()
+	for _, tc := range cases {
 		c := good
+		if good.TLS != nil {
+			c.TLS = good.TLS.Clone()
+		}
 		tc.change(&c)
 		err := c.check()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -283,26 +297,14 @@ func TestTLSCheck(t *testing.T) {
 	if err := good.check(); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		name   string
-		change func(*Config)
-		want   string
-	}{
+	expectRefusals(t, good, []refusal{
 		{"no certificate", func(c *Config) { c.TLS.Certificates = nil }, "without Certificates"},
 		{"client certificates not required", func(c *Config) { c.TLS.ClientAuth = tls.VerifyClientCertIfGiven }, "not RequireAndVerifyClientCert"},
 		{"system roots", func(c *Config) { c.TLS.ClientCAs = nil }, "without both RootCAs and ClientCAs"},
 		{"no verification", func(c *Config) { c.TLS.InsecureSkipVerify = true }, "InsecureSkipVerify"},
 		{"another host", func(c *Config) { c.Host = "10.0.0.5" }, "not for 10.0.0.5"},
 		{"advertised elsewhere", func(c *Config) { c.Advertised = "proxy.example:9000" }, "not for proxy.example"},
-	} {
-		c := good
-		c.TLS = good.TLS.Clone()
-		tc.change(&c)
-		err := c.check()
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: got %v, want an error with %q", tc.name, err, tc.want)
-		}
-	}
+	})
 	c := good
 	c.Host = "member.example"
 	if err := c.check(); err != nil {

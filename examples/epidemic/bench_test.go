@@ -19,22 +19,32 @@ import (
 // seconds, so that snapshots every second happen.
 const benchTicks = 200
 
+// newSystem returns a file store in a new directory (the caller closes
+// it), a tally, and a system of configuration c saving into the store and
+// telling the tally, not started.
+func newSystem(b *testing.B, c config) (persistence.Store, *tally, *actors.System) {
+	b.Helper()
+	store, err := persistence.OpenURL(context.Background(), b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	t := newTally(c.Side * c.Side)
+	sys, err := actors.NewSystem(options(c, store, t)...)
+	if err != nil {
+		closeStore(store)
+		b.Fatal(err)
+	}
+	return store, t, sys
+}
+
 // runFor runs c afresh, saving into a new file store, and returns how long
 // the regions took to reach the end, how many snapshots completed and the
 // state bytes of the last.
 func runFor(b *testing.B, c config, alongside func(stop <-chan struct{})) (took time.Duration, snapshots, stateBytes int) {
 	b.Helper()
 	ctx := context.Background()
-	store, err := persistence.OpenURL(ctx, b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
+	store, t, sys := newSystem(b, c)
 	defer closeStore(store)
-	t := newTally(c.Side * c.Side)
-	sys, err := actors.NewSystem(options(c, store, t)...)
-	if err != nil {
-		b.Fatal(err)
-	}
 	var mu sync.Mutex
 	sys.ActorSystem().EventStream.Subscribe(func(evt any) {
 		if e, ok := evt.(*actors.SnapshotCompleted); ok {
@@ -150,16 +160,8 @@ func BenchmarkSnapshotCost(b *testing.B) {
 func BenchmarkRestore(b *testing.B) {
 	ctx := context.Background()
 	c := defaults
-	store, err := persistence.OpenURL(ctx, b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
+	store, t, sys := newSystem(b, c)
 	defer closeStore(store)
-	t := newTally(c.Side * c.Side)
-	sys, err := actors.NewSystem(options(c, store, t)...)
-	if err != nil {
-		b.Fatal(err)
-	}
 	taken := make(chan *snapshot.Global, 1)
 	t.when(20, func() {
 		go func() {

@@ -420,6 +420,18 @@ func TestMigrationsConcurrent(t *testing.T) {
 	require.NoError(t, storetest.Equal(storetest.NewGlobal(1, storetest.Small), g))
 }
 
+// schemaV2 returns a fresh schema holding testdata/schema-v2.sql: a
+// store of schema version 2 with one snapshot, as an earlier build left
+// it.
+func schemaV2(t *testing.T) string {
+	t.Helper()
+	schema := freshSchema(t)
+	fixture, err := os.ReadFile("testdata/schema-v2.sql")
+	require.NoError(t, err)
+	exec(t, strings.ReplaceAll(string(fixture), "{schema}", pgx.Identifier{schema}.Sanitize()))
+	return schema
+}
+
 // TestSchemaVersion2 opens a schema of version 2 holding a snapshot in
 // row format 1, as the build before version 3 left it
 // (testdata/schema-v2.sql, kept as written): with MustExist it is read as
@@ -429,10 +441,7 @@ func TestSchemaVersion2(t *testing.T) {
 	serverURL(t)
 	t.Parallel()
 	ctx := context.Background()
-	schema := freshSchema(t)
-	fixture, err := os.ReadFile("testdata/schema-v2.sql")
-	require.NoError(t, err)
-	exec(t, strings.ReplaceAll(string(fixture), "{schema}", pgx.Identifier{schema}.Sanitize()))
+	schema := schemaV2(t)
 	versions := func() []int32 {
 		return query[int32](t, `SELECT version FROM `+schema+`.schema_migrations ORDER BY version`)
 	}

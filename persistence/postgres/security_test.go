@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -154,10 +153,7 @@ func TestSchemaVersion2Unsigned(t *testing.T) {
 	serverURL(t)
 	t.Parallel()
 	ctx := context.Background()
-	schema := freshSchema(t)
-	fixture, err := os.ReadFile("testdata/schema-v2.sql")
-	require.NoError(t, err)
-	exec(t, strings.ReplaceAll(string(fixture), "{schema}", pgx.Identifier{schema}.Sanitize()))
+	schema := schemaV2(t)
 	keys := keyring(t, "k1")
 	for _, migrate := range []bool{false, true} {
 		opts := []postgres.Option{postgres.WithSchema(schema)}
