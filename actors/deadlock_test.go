@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,6 +29,10 @@ type (
 	blockOn  struct { // ask Peer with RequestFuture, and block in Result for Wait
 		Peer string
 		Wait time.Duration
+		// both holds each blocker until both are in their handlers:
+		// otherwise one's question can reach the other before its own
+		// blockOn, be answered, and leave no cycle.
+		both *sync.WaitGroup `msgpack:"-"`
 	}
 	askSelf struct{}
 	hop     struct{ Left int } // pass on until Left is 0
@@ -86,6 +91,8 @@ type blocker struct{ Got error }
 func (b *blocker) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *blockOn:
+		m.both.Done()
+		m.both.Wait()
 		_, err := ctx.RequestFuture(SystemOf(ctx).PID(m.Peer), &question{N: 1}, m.Wait).Result()
 		b.Got = err
 	case *askSelf:
@@ -211,8 +218,10 @@ func TestBlockedInResult(t *testing.T) {
 	// both wait, so that a deadline falls inside it however slow the
 	// machine (with the first snapshot started earlier, a loaded machine
 	// could let the whole wait pass before a deadline met both waiting).
-	sys.Root().Send(a, &blockOn{Peer: "b", Wait: 5 * time.Second})
-	sys.Root().Send(b, &blockOn{Peer: "a", Wait: 5 * time.Second})
+	var both sync.WaitGroup
+	both.Add(2)
+	sys.Root().Send(a, &blockOn{Peer: "b", Wait: 5 * time.Second, both: &both})
+	sys.Root().Send(b, &blockOn{Peer: "a", Wait: 5 * time.Second, both: &both})
 	eventuallyTrue(t, "both wait in Result", func() bool { return waitsInResult(sys, "a") && waitsInResult(sys, "b") })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

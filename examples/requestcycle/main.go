@@ -29,6 +29,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -44,7 +45,13 @@ type (
 )
 
 // ask tells a participant, from outside every snapshot, whom to ask.
-type ask struct{ peer string }
+// both holds each participant until both are in their handlers, so that
+// the deadlock is certain: without it, one's question could reach the
+// other before its own ask, be answered at once, and leave no cycle.
+type ask struct {
+	peer string
+	both *sync.WaitGroup
+}
 
 // Asker asks its peer a question when told to, and blocks in its handler
 // until the answer comes or its patience runs out. It answers questions
@@ -60,6 +67,8 @@ type Asker struct {
 func (a *Asker) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case ask:
+		m.both.Done()
+		m.both.Wait()
 		f := ctx.RequestFuture(actors.SystemOf(ctx).PID(m.peer), &Question{From: ctx.Self().Id}, a.patience)
 		a.events <- fmt.Sprintf("%s asked %s and waits for the answer", ctx.Self().Id, m.peer)
 		if _, err := f.Result(); err != nil {
@@ -135,8 +144,10 @@ func run(ctx context.Context, w io.Writer, c config) (o outcome, err error) {
 			return o, err
 		}
 	}
-	sys.Root().Send(sys.PID("a"), ask{peer: "b"})
-	sys.Root().Send(sys.PID("b"), ask{peer: "a"})
+	var both sync.WaitGroup
+	both.Add(2)
+	sys.Root().Send(sys.PID("a"), ask{peer: "b", both: &both})
+	sys.Root().Send(sys.PID("b"), ask{peer: "a", both: &both})
 	// Both are in their handlers before the snapshot starts, so that
 	// neither records it.
 	for range 2 {
