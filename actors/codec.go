@@ -198,6 +198,9 @@ type encoder struct {
 	// hash of the type.
 	lastType reflect.Type
 	lastName string
+	// lastState is the size of the last state encoded: the next is
+	// likely of about that size.
+	lastState int
 }
 
 // name returns the registered name of payload's type.
@@ -274,16 +277,32 @@ func (e *encoder) one(msg any) (RecordedMessage, error) {
 	return enc[0].Payload.(RecordedMessage), nil
 }
 
+// handOff is the size from which an encoded state keeps the encoder's
+// buffer rather than a copy of it: a large state is then written once,
+// into a buffer sized from the last one, where a copy would double the
+// bytes an actor's turn writes (and growing from empty would copy them
+// again on every doubling).
+const handOff = 16 << 10
+
 // state encodes an actor's state, on its goroutine.
 func (e *encoder) state(a actor.Actor) ([]byte, error) {
 	if m, ok := a.(StateMarshaler); ok {
 		return m.MarshalState()
 	}
 	e.reset()
+	if want := e.lastState + e.lastState/16; want > e.buf.Cap() {
+		e.buf.Grow(want)
+	}
 	if err := e.enc.Encode(a); err != nil {
 		return nil, err
 	}
-	return bytes.Clone(e.buf.Bytes()), nil
+	out := e.buf.Bytes()
+	e.lastState = len(out)
+	if len(out) < handOff {
+		return bytes.Clone(out), nil
+	}
+	e.buf = bytes.Buffer{} // e.enc writes to &e.buf, which stays
+	return out[:len(out):len(out)], nil
 }
 
 // DecodeMessage rebuilds a recorded message as a value of the type it
