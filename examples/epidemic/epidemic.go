@@ -98,26 +98,44 @@ type Agents struct {
 }
 
 // EncodeMsgpack implements msgpack.CustomEncoder: the columns are an
-// array of two byte strings, the ids little-endian. A region's tens of thousands of
-// agents then encode as two copies, not as that many reflected elements
-// each: the default encoding made a snapshot of the default grid cost
-// 190 ms of CPU in the regions' turns, this one about 10.
+// array of two byte strings, the ids little-endian. A region's tens of
+// thousands of agents then encode as two passes over the columns, written
+// through a small buffer straight into the encoder's output, not as that
+// many reflected elements each: the default encoding made a snapshot of
+// the default grid cost 190 ms of CPU in the regions' turns.
 func (a Agents) EncodeMsgpack(enc *msgpack.Encoder) error {
 	if err := enc.EncodeArrayLen(2); err != nil {
 		return err
 	}
-	ids := make([]byte, 0, 4*len(a.ID))
-	for _, id := range a.ID {
-		ids = binary.LittleEndian.AppendUint32(ids, id)
-	}
-	if err := enc.EncodeBytes(ids); err != nil {
+	var chunk [4 << 10]byte
+	w := enc.Writer()
+	if err := enc.EncodeBytesLen(4 * len(a.ID)); err != nil {
 		return err
 	}
-	hs := make([]byte, len(a.Health))
-	for i, h := range a.Health {
-		hs[i] = byte(h)
+	for ids := a.ID; len(ids) > 0; {
+		b := chunk[:0]
+		for len(ids) > 0 && len(b) < len(chunk) {
+			b = binary.LittleEndian.AppendUint32(b, ids[0])
+			ids = ids[1:]
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
 	}
-	return enc.EncodeBytes(hs)
+	if err := enc.EncodeBytesLen(len(a.Health)); err != nil {
+		return err
+	}
+	for hs := a.Health; len(hs) > 0; {
+		n := min(len(hs), len(chunk))
+		for i, h := range hs[:n] {
+			chunk[i] = byte(h)
+		}
+		if _, err := w.Write(chunk[:n]); err != nil {
+			return err
+		}
+		hs = hs[n:]
+	}
+	return nil
 }
 
 // DecodeMsgpack implements msgpack.CustomDecoder.
