@@ -1,9 +1,11 @@
 package persistence
 
 import (
+	"bufio"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"math"
 	"time"
 	"unsafe"
@@ -107,74 +109,170 @@ func EncodeGlobal(g *snapshot.Global) ([]byte, error) {
 	if err := checkSave(g); err != nil {
 		return nil, err
 	}
-	pieces, err := encodeSplit(g, [2][]byte{}, false)
+	e, err := encodeSplit(g, [2][]byte{}, false)
 	if err != nil {
 		return nil, err
 	}
-	// Unsplit, pieces[1] is the trailer alone, and pieces[0] has room.
-	return append(pieces[0], pieces[1]...), nil
+	// Unsplit and with no state referenced, the segments are one buffer
+	// with room for the trailer, and the trailer.
+	return append(e.segs[0], e.segs[1]...), nil
 }
 
 // minSplit is the smallest encoding worth splitting over two goroutines.
 const minSplit = 256 << 10
 
+// minRef is the size from which the file store's encoding refers to a
+// state rather than copying it: the state is written to the file from
+// the participant's own bytes, and one copy of every large state less
+// is made per snapshot (for a simulation of 32 MB of state saved every
+// second, about 30 ms of CPU each time).
+const minRef = 32 << 10
+
+// encoding is a snapshot's stored form: segs, one after the other. Most
+// are parts of bufs, the buffers it was encoded into (kept for reuse);
+// the others are states it refers to.
+type encoding struct {
+	segs [][]byte
+	bufs [2][]byte
+}
+
+// size returns the number of bytes of e.
+func (e *encoding) size() int {
+	n := 0
+	for _, s := range e.segs {
+		n += len(s)
+	}
+	return n
+}
+
+// writeTo writes e to w: the small segments between referred states go
+// out together, through a buffer, rather than a write each.
+func (e *encoding) writeTo(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	for _, s := range e.segs {
+		if _, err := bw.Write(s); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// trailer returns e's trailer, its last trailerSize bytes: the last
+// segment ends with it.
+func (e *encoding) trailer() []byte {
+	last := e.segs[len(e.segs)-1]
+	return last[len(last)-trailerSize:]
+}
+
+// gather appends an encoding to b, cutting a segment at each state of at
+// least ref bytes (none when ref is 0) to refer to the state as it is:
+// segs and then b[from:] are what it encoded, in order. Appending to b
+// may move b, which leaves the segments cut from it where they were.
+type gather struct {
+	b    []byte
+	from int
+	segs [][]byte
+	ref  int
+}
+
+// bytes appends v as a bin, or nil for a nil v, referring to it when it
+// is large.
+func (g *gather) bytes(v []byte) {
+	if g.ref == 0 || len(v) < g.ref {
+		g.b = appendBytes(g.b, v)
+		return
+	}
+	g.b = appendHead(g.b, uint64(len(v)), msgpcode.Bin8, msgpcode.Bin16, msgpcode.Bin32)
+	g.segs = append(g.segs, g.b[g.from:len(g.b):len(g.b)], v)
+	g.from = len(g.b)
+}
+
+// done returns the segments, the last one what b holds after the last
+// reference.
+func (g *gather) done() [][]byte { return append(g.segs, g.b[g.from:]) }
+
+// referred returns how many bytes of ps's states the encoding refers to
+// with ref.
+func referred(ps []snapshot.Participant, ref int) int {
+	n := 0
+	for i := range ps {
+		if ref > 0 && len(ps[i].State) >= ref {
+			n += len(ps[i].State)
+		}
+	}
+	return n
+}
+
 // encodeSplit encodes g, which passed checkSave or is being checked
 // meanwhile: it does not fail on what checkSave refuses (a payload of
 // another type is encoded as an empty RecordedMessage), so that Save can
 // check and encode at once, and throw the encoding away if the check
-// fails. The stored form is pieces[0] followed by pieces[1]. With split,
-// a large snapshot is encoded in two pieces at once on two goroutines:
-// pieces[0] ends after about half the encoded size's worth of
-// participants (all of them when the channels are the larger half);
-// otherwise pieces[1] is the trailer alone. The trailer's checksum runs
-// over both. bufs are reused when they have room.
-func encodeSplit(g *snapshot.Global, bufs [2][]byte, split bool) (pieces [2][]byte, err error) {
+// fails. With split (the file store), states of at least minRef bytes are
+// referred to, not copied, and a large snapshot is encoded in two pieces
+// at once on two goroutines: the first ends after about half the encoded
+// size's worth of participants (all of them when the channels are the
+// larger half); otherwise the second is the trailer alone. The trailer's
+// checksum runs over all. bufs are reused when they have room.
+func encodeSplit(g *snapshot.Global, bufs [2][]byte, split bool) (e encoding, err error) {
 	size, err := encodedSizeBound(g)
 	if err != nil {
-		return pieces, err
+		return e, err
 	}
-	k, acc := 0, 0 // participants in pieces[0], and their size bound
+	ref := 0
+	if split {
+		ref = minRef
+	}
+	k, acc := 0, 0 // participants in the first piece, and their size bound
 	if split && size >= minSplit {
 		for ; k < len(g.Participants) && acc < size/2; k++ {
 			acc += participantSizeBound(&g.Participants[k])
 		}
 	}
 	// Each piece is sized once: its bound (the header's is in size's
-	// slack), so no append reallocates.
+	// slack) less the states it refers to, so no append reallocates.
 	sized := func(b []byte, n int) []byte {
 		if cap(b) < n {
 			return make([]byte, 0, n)
 		}
 		return b[:0]
 	}
-	n0, n1 := acc+headerSize+64, size-acc
+	r0, r1 := referred(g.Participants[:k], ref), referred(g.Participants[k:], ref)
+	n0, n1 := acc-r0+headerSize+64, size-acc-r1
 	if k == 0 {
-		n0, n1 = size, trailerSize
+		n0, n1 = size-r1, trailerSize
 	}
-	b0, b1 := sized(bufs[0], n0), sized(bufs[1], n1)
-	rest := func(b []byte) []byte {
-		return appendGlobalTail(appendParticipants(b, g.Participants, k, len(g.Participants)), g)
+	p0, p1 := gather{b: sized(bufs[0], n0), ref: ref}, gather{b: sized(bufs[1], n1), ref: ref}
+	rest := func(p *gather) {
+		appendParticipants(p, g.Participants, k, len(g.Participants))
+		p.b = appendGlobalTail(p.b, g)
 	}
 	var done chan struct{}
 	if k > 0 {
 		done = make(chan struct{})
 		go func() {
 			defer close(done)
-			b1 = rest(b1)
+			rest(&p1)
 		}()
 	}
-	b0 = appendParticipants(appendGlobalHead(appendEnvelopeHeader(b0, globalMagic), g), g.Participants, 0, k)
+	p0.b = appendGlobalHead(appendEnvelopeHeader(p0.b, globalMagic), g)
+	appendParticipants(&p0, g.Participants, 0, k)
 	if k > 0 {
 		<-done
 	} else {
-		b0 = rest(b0)
+		rest(&p0)
 	}
-	if n := len(b0) + len(b1) + trailerSize; n > MaxEncodedSize {
-		return pieces, fmt.Errorf("%w: encoded size %d, more than %d", ErrTooLarge, n, MaxEncodedSize)
+	e.bufs = [2][]byte{p0.b, p1.b}
+	e.segs = append(p0.done(), p1.done()...)
+	if n := e.size() + trailerSize; n > MaxEncodedSize {
+		return encoding{}, fmt.Errorf("%w: encoded size %d, more than %d", ErrTooLarge, n, MaxEncodedSize)
 	}
-	sum := crc32.Update(crc32.Checksum(b0, castagnoli), castagnoli, b1)
-	b1 = binary.BigEndian.AppendUint32(b1, sum)
-	return [2][]byte{b0, b1}, nil
+	sum := uint32(0)
+	for _, s := range e.segs {
+		sum = crc32.Update(sum, castagnoli, s)
+	}
+	last := len(e.segs) - 1
+	e.segs[last] = binary.BigEndian.AppendUint32(e.segs[last], sum)
+	return e, nil
 }
 
 // participantSizeBound bounds the encoded size of p, as encodedSizeBound
@@ -324,23 +422,22 @@ func appendGlobalHead(b []byte, g *snapshot.Global) []byte {
 // array. A participant with waits has them as a fifth field; one without
 // has four, so that waits cost nothing to a snapshot that has none. ps is
 // whole, for the indices of the participants that waits name.
-func appendParticipants(b []byte, ps []snapshot.Participant, lo, hi int) []byte {
+func appendParticipants(g *gather, ps []snapshot.Participant, lo, hi int) {
 	for i := lo; i < hi; i++ {
 		p := &ps[i]
 		if p.Waits != nil {
-			b = appendArray(b, 5)
+			g.b = appendArray(g.b, 5)
 		} else {
-			b = appendArray(b, 4)
+			g.b = appendArray(g.b, 4)
 		}
-		b = appendString(b, string(p.ID))
-		b = appendString(b, p.Kind)
-		b = appendBytes(b, p.State)
-		b = appendBool(b, p.Departed)
+		g.b = appendString(g.b, string(p.ID))
+		g.b = appendString(g.b, p.Kind)
+		g.bytes(p.State)
+		g.b = appendBool(g.b, p.Departed)
 		if p.Waits != nil {
-			b = appendWaits(b, p.Waits, ps)
+			g.b = appendWaits(g.b, p.Waits, ps)
 		}
 	}
-	return b
 }
 
 // appendWaits appends w as [any, timer, [[to, request, type, since

@@ -499,15 +499,36 @@ func TestEncodeSplit(t *testing.T) {
 		{"waits", storetest.Shape{Participants: 10000, StateSize: 10, Channels: 100, InFlight: 1, MessageSize: 10, Waiting: 10000, Edges: 3, Violations: 3}, true},
 		{"channels", storetest.Shape{Participants: 50, StateSize: 10, Channels: 2000, InFlight: 4, MessageSize: 100}, true},
 		{"empty", storetest.Shape{}, false},
+		{"large states", storetest.Shape{Participants: 20, StateSize: 100 << 10, Channels: 10, InFlight: 2, MessageSize: 10, Waiting: 5, Edges: 2}, true},
+		{"one large state", storetest.Shape{Participants: 1, StateSize: 200 << 10}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := storetest.NewGlobal(3, tc.shape)
 			want, err := persistence.EncodeGlobal(g)
 			require.NoError(t, err)
-			pieces, err := persistence.EncodeSplit(g)
+			segs, split, err := persistence.EncodeSplit(g)
 			require.NoError(t, err)
-			assert.Equal(t, tc.split, len(pieces[1]) > 4, "split")
-			assert.Equal(t, want, append(append([]byte(nil), pieces[0]...), pieces[1]...))
+			assert.Equal(t, tc.split, split, "split")
+			assert.Equal(t, want, bytes.Join(segs, nil))
+			if tc.shape.StateSize >= 32<<10 {
+				// Each large state is a segment of its own: referred
+				// to, not copied.
+				refs, large := 0, 0
+				for i := range g.Participants {
+					st := g.Participants[i].State
+					if len(st) == 0 {
+						continue // departed
+					}
+					large++
+					for _, s := range segs {
+						if len(s) == len(st) && &s[0] == &st[0] {
+							refs++
+						}
+					}
+				}
+				assert.Positive(t, large)
+				assert.Equal(t, large, refs)
+			}
 		})
 	}
 }

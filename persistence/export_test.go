@@ -56,5 +56,9 @@ func FixChecksum(data []byte) []byte {
 	return data
 }
 
-// EncodeSplit is the FileStore's encoder: the stored form in two pieces.
-func EncodeSplit(g *snapshot.Global) ([2][]byte, error) { return encodeSplit(g, [2][]byte{}, true) }
+// EncodeSplit is the FileStore's encoder: the stored form in segments,
+// and whether it was split over two goroutines.
+func EncodeSplit(g *snapshot.Global) (segs [][]byte, split bool, err error) {
+	e, err := encodeSplit(g, [2][]byte{}, true)
+	return e.segs, len(e.bufs[1]) > trailerSize, err
+}

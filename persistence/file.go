@@ -348,7 +348,7 @@ func (s *FileStore) Save(ctx context.Context, g *snapshot.Global) error {
 		return err
 	}
 	var (
-		data     [2][]byte
+		data     encoding
 		encErr   error
 		encoded  = make(chan struct{})
 		checkErr error
@@ -368,17 +368,17 @@ func (s *FileStore) Save(ctx context.Context, g *snapshot.Global) error {
 	}()
 	defer func() {
 		<-encoded
-		if data[1] != nil {
-			s.bufs.Put(&data)
+		if data.segs != nil {
+			s.bufs.Put(&data.bufs)
 		}
 	}()
-	err := s.save(ctx, g.ID, func() ([2][]byte, error) {
+	err := s.save(ctx, g.ID, func() (*encoding, error) {
 		<-checked
 		if checkErr != nil {
-			return [2][]byte{}, checkErr
+			return nil, checkErr
 		}
 		<-encoded
-		return data, encErr
+		return &data, encErr
 	})
 	if err != nil {
 		// A refusal comes first, whatever else went wrong meanwhile.
@@ -389,9 +389,9 @@ func (s *FileStore) Save(ctx context.Context, g *snapshot.Global) error {
 	return err
 }
 
-// save does Save's work; encoded waits for the encoding, in two pieces
-// that the data file holds one after the other.
-func (s *FileStore) save(ctx context.Context, id snapshot.SnapshotID, encoded func() ([2][]byte, error)) error {
+// save does Save's work; encoded waits for the encoding, whose segments
+// the data file holds one after the other.
+func (s *FileStore) save(ctx context.Context, id snapshot.SnapshotID, encoded func() (*encoding, error)) error {
 	done, err := s.writing(ctx)
 	if err != nil {
 		return err
@@ -442,16 +442,17 @@ func (s *FileStore) save(ctx context.Context, id snapshot.SnapshotID, encoded fu
 	}
 	// The checksum of the file continues the one its trailer holds, over
 	// the trailer: no second pass over the data.
-	trailer := data[1][len(data[1])-trailerSize:]
+	trailer := data.trailer()
 	sum := crc32.Update(binary.BigEndian.Uint32(trailer), castagnoli, trailer)
-	size := int64(len(data[0]) + len(data[1]))
+	size := int64(data.size())
 	// The MAC is computed while the data file is written.
 	var macced sync.WaitGroup
 	if mac != nil {
 		macced.Go(func() {
 			writeMACEntry(mac, dataName, size)
-			mac.Write(data[0])
-			mac.Write(data[1])
+			for _, seg := range data.segs {
+				mac.Write(seg)
+			}
 		})
 	}
 	// The data file is written, then the MAC's and the manifest, then the
@@ -460,12 +461,7 @@ func (s *FileStore) save(ctx context.Context, id snapshot.SnapshotID, encoded fu
 	// order of durability among them does not matter: nothing in the
 	// temporary directory is visible until the rename, which comes after
 	// all the syncs have returned.
-	var werr error
-	for _, piece := range data {
-		if _, werr = dataFile.Write(piece); werr != nil {
-			break
-		}
-	}
+	werr := data.writeTo(dataFile)
 	macced.Wait()
 	if werr != nil {
 		return fmt.Errorf("persistence: save %d: %w", id, werr)
