@@ -32,6 +32,7 @@ import (
 	"github.com/actorsnap/actorsnap/cluster/placement"
 	"github.com/actorsnap/actorsnap/internal/bankdemo"
 	"github.com/actorsnap/actorsnap/internal/devca"
+	"github.com/actorsnap/actorsnap/internal/testenv"
 	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
@@ -97,36 +98,30 @@ func benchBank(b *testing.B, mode string, accounts int, interval time.Duration) 
 			p50s, p99s = append(p50s, r.p50), append(p99s, r.p99)
 		}
 	}
-	b.ReportMetric(median(rates), "transfers/s")
+	b.ReportMetric(testenv.Median(rates), "transfers/s")
 	// The window over the base window just before it, in the same
 	// processes: the ratio that the machine's swings between runs and
 	// other processes' load move least. Without snapshots it reads what
 	// the two windows differ by anyway.
-	b.ReportMetric(median(paired), "of-base-window")
-	b.ReportMetric(median(cores), "cores")
+	b.ReportMetric(testenv.Median(paired), "of-base-window")
+	b.ReportMetric(testenv.Median(cores), "cores")
 	// The members' CPU per transfer: on a machine they saturate, as here,
 	// throughput is the cores over it, so its ratio between rows reads
 	// the same when other processes take some of the cores.
-	b.ReportMetric(median(perTransfer), "cpu-us/transfer")
+	b.ReportMetric(testenv.Median(perTransfer), "cpu-us/transfer")
 	if interval > 0 {
 		unit := "snapshots/s"
 		if floorModes[mode] != noFloor {
 			unit = "rounds/s"
 		}
-		b.ReportMetric(median(paces), unit)
+		b.ReportMetric(testenv.Median(paces), unit)
 	}
 	if len(p50s) > 0 {
-		b.ReportMetric(median(p50s), "p50-ms")
-		b.ReportMetric(median(p99s), "p99-ms")
+		b.ReportMetric(testenv.Median(p50s), "p50-ms")
+		b.ReportMetric(testenv.Median(p99s), "p99-ms")
 	}
 	b.ReportMetric(0, "ns/op") // a run is a fixed window, not an op
-	return median(rates)
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
+	return testenv.Median(rates)
 }
 
 // runResult is one run's measures, over all members.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/actorsnap/actorsnap/actors"
+	"github.com/actorsnap/actorsnap/internal/testenv"
 	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
@@ -109,49 +110,53 @@ func writeEvery(b *testing.B, dir string, size int, interval time.Duration) func
 }
 
 // BenchmarkSnapshotCost runs the default grid for benchTicks ticks without
-// snapshots, with one every second into a file store, and with the floor
-// of that: the bytes of such a snapshot written and fsync'd every second
-// beside a run without snapshots. Each row reports its ticks/s and their
-// ratio to the row without snapshots (of-none).
+// snapshots (none), with one every second into a file store (every-1s),
+// and with the floor of that (floor-write-every-1s): the bytes of such a
+// snapshot written and fsync'd every second beside a run without
+// snapshots. Each iteration is a round of the three, in an order that
+// rotates from round to round, so that a machine whose speed drifts
+// (shared cores) weighs on all three alike; the ratios are taken within a
+// round. It reports the median over rounds of none's ticks/s and of each
+// other's ratio to none in its round (of-none).
 func BenchmarkSnapshotCost(b *testing.B) {
-	var none float64
-	size := 32 << 20 // until the every-1s row measures it
-	for _, bc := range []struct {
+	rows := []struct {
 		name     string
 		interval time.Duration
 		floor    bool
-	}{{"none", 0, false}, {"every-1s", time.Second, false}, {"floor-write-every-1s", 0, true}} {
-		b.Run(bc.name, func(b *testing.B) {
+	}{{"none", 0, false}, {"every-1s", time.Second, false}, {"floor-write-every-1s", 0, true}}
+	size := 32 << 20 // until the every-1s row measures it
+	rates := make([][]float64, len(rows))
+	snapshots := 0
+	round := 0
+	for b.Loop() {
+		for j := range rows {
+			i := (round + j) % len(rows)
+			row := rows[i]
 			c := defaults
-			c.Ticks, c.Interval = benchTicks, bc.interval
-			var took time.Duration
-			var ticks, snapshots int
-			for b.Loop() {
-				var alongside func(<-chan struct{})
-				if bc.floor {
-					alongside = writeEvery(b, b.TempDir(), size, time.Second)
-				}
-				d, n, bytes := runFor(b, c, alongside)
-				took += d
-				ticks += c.Ticks
+			c.Ticks, c.Interval = benchTicks, row.interval
+			var alongside func(<-chan struct{})
+			if row.floor {
+				alongside = writeEvery(b, b.TempDir(), size, time.Second)
+			}
+			took, n, bytes := runFor(b, c, alongside)
+			rates[i] = append(rates[i], float64(c.Ticks)/took.Seconds())
+			if n > 0 {
 				snapshots += n
-				if n > 0 {
-					size = bytes
-				}
+				size = bytes
 			}
-			rate := float64(ticks) / took.Seconds()
-			b.ReportMetric(rate, "ticks/s")
-			if bc.interval > 0 {
-				b.ReportMetric(float64(snapshots)/float64(b.N), "snapshots/op")
-				b.ReportMetric(float64(size)/1e6, "MB-state")
-			}
-			if none == 0 {
-				none = rate
-			} else {
-				b.ReportMetric(rate/none, "of-none")
-			}
-		})
+		}
+		round++
 	}
+	b.ReportMetric(testenv.Median(rates[0]), "ticks/s")
+	for i := 1; i < len(rows); i++ {
+		ratios := make([]float64, len(rates[i]))
+		for k := range ratios {
+			ratios[k] = rates[i][k] / rates[0][k]
+		}
+		b.ReportMetric(testenv.Median(ratios), rows[i].name+"-of-none")
+	}
+	b.ReportMetric(float64(snapshots)/float64(round), "snapshots/round")
+	b.ReportMetric(float64(size)/1e6, "MB-state")
 }
 
 // BenchmarkRestore restores the default grid from a snapshot taken at

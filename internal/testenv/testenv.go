@@ -11,6 +11,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -87,4 +88,20 @@ func Graphviz(t testing.TB) string {
 	}
 	t.Skip(msg)
 	return ""
+}
+
+// Median returns the median of xs (the mean of the middle two when their
+// number is even), or 0 when there are none; xs is left as it was.
+// Benchmarks quote medians: the machines they run on are noisy.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
 }
