@@ -156,6 +156,20 @@ func unwrapRecorded(rm RecordedMessage) (name string, data []byte, env *actor.Me
 	return name, r.Data, &actor.MessageEnvelope{Sender: r.Sender, Header: r.Header}, nil
 }
 
+// UnwrapRecorded returns a recorded message's type name as registered,
+// its encoding (msgpack; protobuf's own for a protobuf message), and its
+// envelope's sender and headers when it was recorded with one
+// (env.Message unset; env nil when it was not). It reads a message
+// without its Go type: a tool that shows a snapshot decodes data itself.
+// err is set when the envelope does not decode; name is set even then.
+func UnwrapRecorded(m RecordedMessage) (name string, data []byte, env *actor.MessageEnvelope, err error) {
+	name, data, env, err = unwrapRecorded(m)
+	if err != nil {
+		return displayName(m.Type), nil, nil, err
+	}
+	return displayName(name), data, env, nil
+}
+
 // displayName is a stored type name as the user registered it.
 func displayName(name string) string {
 	return strings.TrimPrefix(strings.TrimPrefix(name, withEnvelope), otherForm)

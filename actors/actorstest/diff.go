@@ -3,13 +3,11 @@ package actorstest
 import (
 	"bytes"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"github.com/actorsnap/actorsnap/actors"
+	"github.com/actorsnap/actorsnap/decoded"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
 
@@ -22,30 +20,9 @@ const maxDifferences = 8
 // difference is named field by field; bytes that do not decode are
 // compared as bytes.
 func stateDiff(a, b []byte) []string {
-	va, ea := decode(a)
-	vb, eb := decode(b)
-	if ea != nil || eb != nil {
-		return []string{byteDiff("state", a, b)}
-	}
 	d := &differ{}
-	d.walk("state", va, vb)
-	if len(d.lines) == 0 { // equal values, different encodings
-		return []string{byteDiff("state", a, b)}
-	}
+	d.values("state", a, b)
 	return d.found()
-}
-
-// decode reads b as one msgpack value, all of it.
-func decode(b []byte) (any, error) {
-	dec := msgpack.NewDecoder(bytes.NewReader(b))
-	v, err := dec.DecodeInterface()
-	if err != nil {
-		return nil, err
-	}
-	if _, err := dec.DecodeInterface(); err == nil {
-		return nil, fmt.Errorf("bytes after the value")
-	}
-	return v, nil
 }
 
 // byteDiff names the first byte where a and b differ.
@@ -57,7 +34,7 @@ func byteDiff(what string, a, b []byte) string {
 	return fmt.Sprintf("%s: %d bytes != %d bytes, first difference at byte %d", what, len(a), len(b), i)
 }
 
-// differ collects the paths at which two decoded values differ.
+// differ collects the lines that say how two runs differ.
 type differ struct {
 	lines []string
 	more  int // differences beyond maxDifferences
@@ -79,66 +56,45 @@ func (d *differ) found() []string {
 	return d.lines
 }
 
-// walk compares a and b, decoded msgpack values, at path.
-func (d *differ) walk(path string, a, b any) {
-	switch va := a.(type) {
-	case map[string]any:
-		vb, ok := b.(map[string]any)
-		if !ok {
-			break
-		}
-		keys := make([]string, 0, len(va)+len(vb))
-		for k := range va {
-			keys = append(keys, k)
-		}
-		for k := range vb {
-			if _, ok := va[k]; !ok {
-				keys = append(keys, k)
-			}
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			x, xok := va[k]
-			y, yok := vb[k]
-			switch {
-			case !xok:
-				d.add("%s.%s: absent != %s", path, k, show(y))
-			case !yok:
-				d.add("%s.%s: %s != absent", path, k, show(x))
-			default:
-				d.walk(path+"."+k, x, y)
-			}
-		}
-		return
-	case []any:
-		vb, ok := b.([]any)
-		if !ok {
-			break
-		}
-		if len(va) != len(vb) {
-			d.add("%s: length %d != %d", path, len(va), len(vb))
-		}
-		for i := range min(len(va), len(vb)) {
-			d.walk(fmt.Sprintf("%s[%d]", path, i), va[i], vb[i])
-		}
+// values adds how the msgpack encodings a and b differ, under the name
+// what: a line per field that differs, "path: uninterrupted !=
+// interrupted", a value present on one side only being "absent" on the
+// other; a line naming the first differing byte when either is not
+// msgpack, or when both decode to equal values.
+func (d *differ) values(what string, a, b []byte) {
+	va, vb := decoded.Decode(a), decoded.Decode(b)
+	_, ua := va.(decoded.Undecoded)
+	_, ub := vb.(decoded.Undecoded)
+	var changes []decoded.Change
+	if !ua && !ub {
+		changes = decoded.Diff(va, vb, 0)
+	}
+	if len(changes) == 0 {
+		d.add("%s", byteDiff(what, a, b))
 		return
 	}
-	if !reflect.DeepEqual(a, b) {
-		d.add("%s: %s != %s", path, show(a), show(b))
+	for _, c := range changes {
+		path := what
+		switch {
+		case c.Path == "":
+		case strings.HasPrefix(c.Path, "["):
+			path += c.Path
+		default:
+			path += "." + c.Path
+		}
+		from, to := "absent", "absent"
+		if !c.Added {
+			from = show(c.From)
+		}
+		if !c.Removed {
+			to = show(c.To)
+		}
+		d.add("%s: %s != %s", path, from, to)
 	}
 }
 
 // show prints a decoded value briefly.
-func show(v any) string {
-	s := fmt.Sprintf("%v", v)
-	if b, ok := v.([]byte); ok {
-		s = fmt.Sprintf("%d bytes %x", len(b), b)
-	}
-	if len(s) > 60 {
-		s = s[:57] + "..."
-	}
-	return s
-}
+func show(v any) string { return decoded.Format(v, 60) }
 
 // inboxDiff says how the messages in flight to participant id differ
 // between want and got.
@@ -167,15 +123,7 @@ func inboxDiff(want, got *snapshot.Global, id snapshot.ProcessID) []string {
 			case ra.Type != rb.Type:
 				d.add("%s: type %s != %s", path, ra.Type, rb.Type)
 			case !bytes.Equal(ra.Data, rb.Data):
-				before := len(d.lines)
-				va, ea := decode(ra.Data)
-				vb, eb := decode(rb.Data)
-				if ea == nil && eb == nil {
-					d.walk(path, va, vb)
-				}
-				if len(d.lines) == before {
-					d.add("%s", byteDiff(path, ra.Data, rb.Data))
-				}
+				d.values(path, ra.Data, rb.Data)
 			}
 		}
 	}
