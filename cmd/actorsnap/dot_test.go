@@ -12,7 +12,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/actorsnap/actorsnap/decoded"
 	"github.com/actorsnap/actorsnap/internal/testenv"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
@@ -285,6 +287,8 @@ func dotGlobals() map[string]*snapshot.Global {
 	}
 	odd.Participants = append(odd.Participants, snapshot.Participant{ID: "z \"quoted\" \\ ->; [x] é\n", State: []byte{1}})
 	odd.Participants[0].Waits.Edges = append(odd.Participants[0].Waits.Edges, snapshot.Wait{To: "z \"quoted\" \\ ->; [x] é\n", Type: "a \"fork\""})
+	// A state whose summary DOT must escape.
+	odd.Participants[0].State, _ = msgpack.Marshal(map[string]string{"Note": "say \"hi\" \\ ->; [x] é\n"})
 	plain := waitsGlobal()
 	for i := range plain.Participants {
 		plain.Participants[i].Waits = nil
@@ -308,7 +312,16 @@ func TestExportDOT(t *testing.T) {
 			for _, c := range g.Channels {
 				assert.NotNil(t, dg.edge(dotName(t, c.Channel.From), dotName(t, c.Channel.To), "label", fmt.Sprint(len(c.Messages))), "channel %s", c.Channel)
 			}
+			for _, p := range g.Participants {
+				summary := "\n" + decoded.Format(decoded.State(p), dotStateWidth)
+				if p.Departed {
+					summary = ""
+				}
+				label := fmt.Sprintf("%s\n%s, %d B%s", p.ID, p.Kind, len(p.State), summary)
+				assert.Equal(t, dotName(t, snapshot.ProcessID(label)), dg.nodes[dotName(t, p.ID)]["label"], "the node's kind, size and state")
+			}
 			if name == "odd names" {
+				assert.Equal(t, `{Note: "say \"hi\" \\ ->; [x] é\n"}`, decoded.Format(decoded.State(g.Participants[0]), dotStateWidth), "the summary of a's state, whole")
 				assert.Equal(t, "blue", dg.edge("a", dotName(t, "z \"quoted\" \\ ->; [x] é\n"), "label", `a "fork"`)["color"])
 			}
 			waits := 0

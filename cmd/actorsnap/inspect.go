@@ -7,14 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/actorsnap/actorsnap/actors"
+	"github.com/actorsnap/actorsnap/decoded"
 	"github.com/actorsnap/actorsnap/internal/bankdemo"
 	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/snapshot"
@@ -191,56 +194,362 @@ fsck exits non-zero while a damaged entry is left in place.`,
 }
 
 func showCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "show ID|latest",
-		Short: "Show a snapshot's participants and the messages in flight per channel",
-		Args:  cobra.ExactArgs(1),
+		Short: "Show a snapshot's participants with their state decoded, and the messages in flight per channel",
+		Long: `show lists a snapshot's participants, each with its state decoded from
+msgpack (a state that is not msgpack shows as its size), then its channels
+with messages in flight and those messages decoded. Values are cut to fit
+a line; --full writes them whole.
+
+Queries narrow what is shown:
+  --participant NAME  that participant's whole state, and every channel into
+                      and out of it with its messages (repeatable)
+  --channel A->B      that channel's counters and its messages, whole (repeatable)
+  --where 'Balance < 0'
+                      only the participants whose state matches: PATH OP VALUE,
+                      OP one of == != < <= > >=; repeatable, all must match
+  --kind KIND         only the participants of that kind (repeatable)`,
+		Example: `  actorsnap show latest --store ./snaps
+  actorsnap show 12 --participant acct-00003 --store ./snaps
+  actorsnap show 12 --channel 'acct-00003->acct-00004' --store ./snaps
+  actorsnap show 12 --where 'Balance > 1500' --kind account --store ./snaps`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			q, err := readShowQuery(cmd) // before the store: a usage error needs none
+			if err != nil {
+				return err
+			}
 			g, err := loadArg(cmd, args[0])
 			if err != nil {
 				return err
 			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "snapshot %d (%s): %d participants, %d messages in flight, taken %s in %v\n",
-				g.ID, g.Mode, len(g.Participants), g.TotalInFlight(), g.End.Local().Format(time.DateTime), g.End.Sub(g.Start).Round(time.Microsecond))
-			if a := analyze(g); a.waiting > 0 || len(a.deadlocks) > 0 || len(g.Violations) > 0 {
-				fmt.Fprintf(w, "%s %s, %s, %s violated: see actorsnap analyze %d\n", count(a.waiting, "participant"), verb(a.waiting, "waits", "wait"),
-					count(len(a.deadlocks), "deadlock"), count(len(g.Violations), "invariant"), g.ID)
+			v, err := q.view(g)
+			if err != nil {
+				return err
 			}
-			fmt.Fprintln(w)
-			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "PARTICIPANT\tKIND\tSTATE BYTES")
-			for _, p := range g.Participants {
-				kind := p.Kind
-				if p.Departed {
-					kind = "(stopped)"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\n", p.ID, kind, len(p.State))
-			}
-			tw.Flush()
-			fmt.Fprintln(w)
-			tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "CHANNEL\tSENT\tRECEIVED\tIN FLIGHT\tTYPES")
-			for _, c := range g.Channels {
-				if len(c.Messages) == 0 {
-					continue
-				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", c.Channel, c.Sent, c.Received, len(c.Messages), types(c.Messages))
-			}
-			return tw.Flush()
+			return v.write(cmd.OutOrStdout(), g)
 		},
 	}
+	f := cmd.Flags()
+	f.Bool("full", false, "write states and messages whole instead of cut to fit a line")
+	f.Int("limit", 0, "at most N rows in each table, then a line saying how many more (0: all)")
+	f.StringArray("participant", nil, "show this participant whole, with the channels into and out of it (repeatable)")
+	f.StringArray("channel", nil, "show this channel, SENDER->RECEIVER, with its messages whole (repeatable)")
+	f.StringArray("where", nil, "only participants whose state matches PATH OP VALUE, e.g. 'Balance < 0' (repeatable: all must match)")
+	f.StringArray("kind", nil, "only participants of this kind (repeatable)")
+	return cmd
 }
 
-// types summarises the message types of a channel's state.
-func types(ms []snapshot.Message) string {
+// lineWidth is the width, in runes, that show fits its lines to unless
+// told to write values whole.
+const lineWidth = 100
+
+// minValueWidth is the least room a decoded value gets in a line, however
+// wide the columns before it.
+const minValueWidth = 30
+
+// showQuery is what show's flags ask for.
+type showQuery struct {
+	names    []snapshot.ProcessID // --participant
+	channels []string             // --channel, as given: resolved against the snapshot
+	where    []*decoded.Query     // --where
+	kinds    []string             // --kind
+	full     bool                 // --full
+	limit    int                  // --limit
+}
+
+// readShowQuery reads show's flags, and refuses those that cannot be
+// right whatever the snapshot.
+func readShowQuery(cmd *cobra.Command) (*showQuery, error) {
+	f := cmd.Flags()
+	q := &showQuery{}
+	q.full, _ = f.GetBool("full")
+	q.limit, _ = f.GetInt("limit")
+	if q.limit < 0 {
+		return nil, fmt.Errorf("--limit %d: want 0 (all) or more", q.limit)
+	}
+	names, _ := f.GetStringArray("participant")
+	for _, n := range names {
+		q.names = append(q.names, snapshot.ProcessID(n))
+	}
+	q.channels, _ = f.GetStringArray("channel")
+	for _, c := range q.channels {
+		if !strings.Contains(c, "->") {
+			return nil, fmt.Errorf("--channel %q: want SENDER->RECEIVER, e.g. acct-00001->acct-00002", c)
+		}
+	}
+	where, _ := f.GetStringArray("where")
+	for _, w := range where {
+		dq, err := decoded.ParseQuery(w)
+		if err != nil {
+			return nil, fmt.Errorf("--where %q: %w", w, err)
+		}
+		q.where = append(q.where, dq)
+	}
+	q.kinds, _ = f.GetStringArray("kind")
+	return q, nil
+}
+
+// showView is what show writes of one snapshot.
+type showView struct {
+	// participants are listed when listParticipants; of total, those the
+	// query selected.
+	participants     []snapshot.Participant
+	listParticipants bool
+	total            int
+	filtered         string // the filters, when some narrowed the list
+	// channels are listed when listChannels, with their messages.
+	channels     []snapshot.ChannelState
+	listChannels bool
+	named        bool // channels were asked for by name: list them even when empty
+	full         bool
+	limit        int
+}
+
+// view selects what q asks for of g. A named participant or channel that
+// g does not have is an error.
+func (q *showQuery) view(g *snapshot.Global) (*showView, error) {
+	v := &showView{total: len(g.Participants), full: q.full, limit: q.limit}
+	byName := len(q.names) > 0 || len(q.channels) > 0
+	v.listParticipants = len(q.channels) == 0 || len(q.names) > 0 || len(q.kinds) > 0 || len(q.where) > 0
+	v.listChannels = byName || len(q.kinds) == 0 && len(q.where) == 0
+	v.named = byName
+	v.full = q.full || byName
+
+	named := make(map[snapshot.ProcessID]bool, len(q.names))
+	for _, n := range q.names {
+		if _, ok := g.Participant(n); !ok {
+			return nil, fmt.Errorf("snapshot %d has no participant %q", g.ID, n)
+		}
+		named[n] = true
+	}
+	var filters []string
+	if len(q.kinds) > 0 {
+		filters = append(filters, "kind "+strings.Join(q.kinds, " or "))
+	}
+	for _, w := range q.where {
+		filters = append(filters, w.String())
+	}
+	v.filtered = strings.Join(filters, " and ")
+	if v.listParticipants {
+		for _, p := range g.Participants {
+			if len(named) > 0 && !named[p.ID] || len(q.kinds) > 0 && !slices.Contains(q.kinds, p.Kind) {
+				continue
+			}
+			if len(q.where) > 0 && !matchesAll(q.where, decoded.State(p)) {
+				continue
+			}
+			v.participants = append(v.participants, p)
+		}
+	}
+
+	if !byName {
+		for _, c := range g.Channels {
+			if len(c.Messages) > 0 {
+				v.channels = append(v.channels, c)
+			}
+		}
+		return v, nil
+	}
+	chosen := make(map[snapshot.Channel]bool)
+	for _, arg := range q.channels {
+		c, err := findChannel(g, arg)
+		if err != nil {
+			return nil, err
+		}
+		chosen[c] = true
+	}
+	for _, c := range g.Channels {
+		if chosen[c.Channel] || named[c.Channel.From] || named[c.Channel.To] {
+			v.channels = append(v.channels, c)
+		}
+	}
+	return v, nil
+}
+
+// matchesAll reports whether state matches every query.
+func matchesAll(qs []*decoded.Query, state any) bool {
+	for _, q := range qs {
+		if !q.Match(state) {
+			return false
+		}
+	}
+	return true
+}
+
+// findChannel finds the channel arg names, SENDER->RECEIVER. A name may
+// hold "->" itself, so each place it occurs is tried as the split.
+func findChannel(g *snapshot.Global, arg string) (snapshot.Channel, error) {
+	var first snapshot.Channel
+	for i := 0; ; {
+		j := strings.Index(arg[i:], "->")
+		if j < 0 {
+			break
+		}
+		c := snapshot.Channel{From: snapshot.ProcessID(arg[:i+j]), To: snapshot.ProcessID(arg[i+j+2:])}
+		if _, ok := g.Channel(c); ok {
+			return c, nil
+		}
+		if i == 0 {
+			first = c
+		}
+		i += j + 2
+	}
+	for _, id := range []snapshot.ProcessID{first.From, first.To} {
+		if _, ok := g.Participant(id); !ok {
+			return snapshot.Channel{}, fmt.Errorf("--channel %q: snapshot %d has no participant %q", arg, g.ID, id)
+		}
+	}
+	return snapshot.Channel{}, fmt.Errorf("--channel %q: snapshot %d has no such channel (nothing was sent on it)", arg, g.ID)
+}
+
+// write writes v: the header, the participants, the channels and their
+// messages in flight, each table cut at v.limit rows.
+func (v *showView) write(w io.Writer, g *snapshot.Global) error {
+	fmt.Fprintf(w, "snapshot %d (%s): %d participants, %d messages in flight, taken %s in %v\n",
+		g.ID, g.Mode, len(g.Participants), g.TotalInFlight(), g.End.Local().Format(time.DateTime), g.End.Sub(g.Start).Round(time.Microsecond))
+	if a := analyze(g); a.waiting > 0 || len(a.deadlocks) > 0 || len(g.Violations) > 0 {
+		fmt.Fprintf(w, "%s %s, %s, %s violated: see actorsnap analyze %d\n", count(a.waiting, "participant"), verb(a.waiting, "waits", "wait"),
+			count(len(a.deadlocks), "deadlock"), count(len(g.Violations), "invariant"), g.ID)
+	}
+	if v.listParticipants {
+		fmt.Fprintln(w)
+		if v.filtered != "" {
+			fmt.Fprintf(w, "%d of %d participants match %s\n", len(v.participants), v.total, v.filtered)
+		}
+		if len(v.participants) > 0 {
+			t := &table{header: []string{"PARTICIPANT", "KIND", "BYTES", "STATE"}, what: "participants"}
+			for _, p := range v.participants {
+				if p.Departed {
+					t.addBlank(string(p.ID), "(stopped)", "0")
+					continue
+				}
+				t.add(decoded.State(p), string(p.ID), p.Kind, fmt.Sprint(len(p.State)))
+			}
+			if err := t.write(w, v.full, v.limit); err != nil {
+				return err
+			}
+		}
+	}
+	if !v.listChannels {
+		return nil
+	}
+	fmt.Fprintln(w)
+	if len(v.channels) == 0 {
+		fmt.Fprintln(w, "no messages in flight")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHANNEL\tSENT\tRECEIVED\tIN FLIGHT\tTYPES")
+	msgs := &table{header: []string{"CHANNEL", "SEQ", "TYPE", "MESSAGE"}, what: "messages"}
+	withSender := false
+	for i, c := range v.channels {
+		ms := decoded.Messages(c.Messages)
+		if v.limit == 0 || i < v.limit {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", c.Channel, c.Sent, c.Received, len(c.Messages), types(ms))
+		}
+		for _, m := range ms {
+			msgs.add(m.Value, c.Channel.String(), fmt.Sprint(m.Seq), m.Type, m.Sender)
+			withSender = withSender || m.Sender != ""
+		}
+	}
+	if n := len(v.channels) - v.limit; v.limit > 0 && n > 0 {
+		fmt.Fprintf(tw, "… %d more channels (--limit 0 shows all)\n", n)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(msgs.rows) == 0 {
+		return nil
+	}
+	if withSender {
+		msgs.header = []string{"CHANNEL", "SEQ", "TYPE", "SENDER", "MESSAGE"}
+	} else {
+		for i := range msgs.rows {
+			msgs.rows[i].cells = msgs.rows[i].cells[:3]
+		}
+	}
+	fmt.Fprintln(w)
+	return msgs.write(w, v.full, v.limit)
+}
+
+// table is a table whose last column is a decoded value, cut so that a
+// row fits lineWidth unless written whole.
+type table struct {
+	header []string
+	rows   []tableRow
+	what   string // what the rows are, for the line that says how many more
+}
+
+type tableRow struct {
+	cells []string // the columns before the value
+	value any
+	blank bool // no value: a stopped participant has no state
+}
+
+// add adds a row of cells and a value.
+func (t *table) add(value any, cells ...string) {
+	t.rows = append(t.rows, tableRow{cells: cells, value: value})
+}
+
+// addBlank adds a row of cells with an empty last column.
+func (t *table) addBlank(cells ...string) {
+	t.rows = append(t.rows, tableRow{cells: cells, blank: true})
+}
+
+// write writes the first limit rows (all with limit 0), then a line
+// saying how many more there are.
+func (t *table) write(w io.Writer, full bool, limit int) error {
+	rows := t.rows
+	if limit > 0 && len(rows) > limit {
+		rows = rows[:limit]
+	}
+	// The room the value has is what the columns before it, as tabwriter
+	// pads them, leave of the line.
+	widths := make([]int, len(t.header)-1)
+	for i := range widths {
+		widths[i] = utf8.RuneCountInString(t.header[i])
+	}
+	for _, r := range rows {
+		for i, c := range r.cells {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	room := lineWidth
+	for _, wd := range widths {
+		room -= wd + 2
+	}
+	room = max(room, minValueWidth)
+	if full {
+		room = 0
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(t.header, "\t"))
+	for _, r := range rows {
+		value := ""
+		if !r.blank {
+			value = decoded.Format(r.value, room)
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", strings.Join(r.cells, "\t"), value)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if n := len(t.rows) - len(rows); n > 0 {
+		fmt.Fprintf(w, "… %d more %s (--limit 0 shows all)\n", n, t.what)
+	}
+	return nil
+}
+
+// types summarises the types of a channel's messages in flight.
+func types(ms []decoded.Message) string {
 	count := map[string]int{}
 	for _, m := range ms {
-		name := fmt.Sprintf("%T", m.Payload)
-		if rm, ok := m.Payload.(actors.RecordedMessage); ok {
-			name = rm.Type
-		}
-		count[name]++
+		count[m.Type]++
+	}
+	if len(count) == 0 {
+		return "-"
 	}
 	var parts []string
 	for name, n := range count {
@@ -300,11 +609,23 @@ func verifyCmd() *cobra.Command {
 }
 
 func diffCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "diff A B",
-		Short: "List the actors whose state changed and the channels whose contents differ",
-		Args:  cobra.ExactArgs(2),
+		Short: "List the fields of states that changed, the participants that came and left, and the messages in flight that changed on each channel",
+		Long: `diff compares snapshot A with snapshot B, decoding states and messages:
+
+  ~ acct-00000: Balance 762 -> 801        fields that changed (+ added, - removed)
+  + acct-00100 (account)                  a participant that B has and A not
+  - acct-00007 (account)                  one that A has and B not
+  ~ channel a->b: 2 -> 1 in flight        a channel whose messages in flight changed,
+  ~ channel a->b: - #12 bank.transfer {Amount: 5}    then each message gone
+  ~ channel a->b: + #14 bank.transfer {Amount: 7}    and each new one
+
+A few changes per participant and messages per channel are listed, values
+cut short, and a line says how many more; --full lists them all, whole.`,
+		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			full, _ := cmd.Flags().GetBool("full")
 			store, err := openStore(cmd, true)
 			if err != nil {
 				return err
@@ -318,14 +639,25 @@ func diffCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			diff(cmd.OutOrStdout(), a, b)
+			diff(cmd.OutOrStdout(), a, b, full)
 			return nil
 		},
 	}
+	cmd.Flags().Bool("full", false, "list every change and message, whole")
+	return cmd
 }
 
-// diff writes what changed from a to b.
-func diff(w io.Writer, a, b *snapshot.Global) {
+// What diff lists unless told to list all: the changes of one
+// participant, the messages gone and new of one channel, and the runes
+// of a value in a change.
+const (
+	diffChanges    = 6
+	diffMessages   = 10
+	diffValueWidth = 30
+)
+
+// diff writes what changed from a to b; full lists every change, whole.
+func diff(w io.Writer, a, b *snapshot.Global, full bool) {
 	fmt.Fprintf(w, "snapshot %d -> %d\n", a.ID, b.ID)
 	changed, added, removed := 0, 0, 0
 	for _, p := range b.Participants {
@@ -334,8 +666,15 @@ func diff(w io.Writer, a, b *snapshot.Global) {
 		case !ok:
 			fmt.Fprintf(w, "+ %s (%s)\n", p.ID, p.Kind)
 			added++
-		case !bytes.Equal(p.State, q.State):
-			fmt.Fprintf(w, "~ %s: state %d -> %d bytes\n", p.ID, len(q.State), len(p.State))
+		case p.Departed != q.Departed:
+			what := "stopped"
+			if !p.Departed {
+				what = "running again: " + decoded.Format(decoded.State(p), lineWidth)
+			}
+			fmt.Fprintf(w, "~ %s: %s\n", p.ID, what)
+			changed++
+		case p.Kind != q.Kind || !bytes.Equal(p.State, q.State):
+			fmt.Fprintf(w, "~ %s: %s\n", p.ID, stateChanges(q, p, full))
 			changed++
 		}
 	}
@@ -348,43 +687,140 @@ func diff(w io.Writer, a, b *snapshot.Global) {
 	chans := 0
 	for _, c := range b.Channels {
 		d, _ := a.Channel(c.Channel)
-		if !sameMessages(c.Messages, d.Messages) {
-			fmt.Fprintf(w, "~ channel %s: %d -> %d in flight\n", c.Channel, len(d.Messages), len(c.Messages))
+		if messageChanges(w, c.Channel, d.Messages, c.Messages, full) {
 			chans++
 		}
 	}
 	for _, c := range a.Channels {
-		if _, ok := b.Channel(c.Channel); !ok && len(c.Messages) > 0 {
-			fmt.Fprintf(w, "~ channel %s: %d -> 0 in flight\n", c.Channel, len(c.Messages))
+		if _, ok := b.Channel(c.Channel); !ok && messageChanges(w, c.Channel, c.Messages, nil, full) {
 			chans++
 		}
 	}
 	fmt.Fprintf(w, "%d actors changed, %d added, %d removed; %d channels differ\n", changed, added, removed, chans)
 }
 
-func sameMessages(x, y []snapshot.Message) bool {
-	if len(x) != len(y) {
+// stateChanges says what changed from participant p's state to q's: the
+// changes of its fields, separated by ", ".
+func stateChanges(p, q snapshot.Participant, full bool) string {
+	var parts []string
+	if p.Kind != q.Kind {
+		parts = append(parts, fmt.Sprintf("kind %s -> %s", p.Kind, q.Kind))
+	}
+	cs := decoded.Diff(decoded.State(p), decoded.State(q), 0)
+	shown, width := cs, 0
+	if !full {
+		shown, width = cs[:min(len(cs), diffChanges)], diffValueWidth
+	}
+	for _, c := range shown {
+		parts = append(parts, formatChange(c, width))
+	}
+	if n := len(cs) - len(shown); n > 0 {
+		parts = append(parts, fmt.Sprintf("… %d more", n))
+	}
+	if len(cs) == 0 && !bytes.Equal(p.State, q.State) {
+		parts = append(parts, fmt.Sprintf("same values, encoded differently (%d -> %d bytes)", len(p.State), len(q.State)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// formatChange writes c as Change.String does, its values cut to width
+// runes (0: whole). The change of a whole state (path "") is named
+// "state".
+func formatChange(c decoded.Change, width int) string {
+	path := c.Path
+	if path == "" {
+		path = "state"
+	}
+	switch {
+	case c.Added:
+		return "+ " + path + " " + decoded.Format(c.To, width)
+	case c.Removed:
+		return "- " + path + " " + decoded.Format(c.From, width)
+	}
+	return path + " " + decoded.Format(c.From, width) + " -> " + decoded.Format(c.To, width)
+}
+
+// messageChanges writes the messages in flight on ch that were in from
+// and are not in to, and those in to that were not in from, and reports
+// whether there were any. A message is the same in both when its number,
+// type and encoding are.
+func messageChanges(w io.Writer, ch snapshot.Channel, from, to []snapshot.Message, full bool) bool {
+	in := func(ms []snapshot.Message) map[string]int {
+		n := make(map[string]int, len(ms))
+		for _, m := range ms {
+			n[messageKey(m)]++
+		}
+		return n
+	}
+	// not returns the messages of ms beyond those counted in other.
+	not := func(ms []snapshot.Message, other map[string]int) []snapshot.Message {
+		var out []snapshot.Message
+		for _, m := range ms {
+			k := messageKey(m)
+			if other[k] > 0 {
+				other[k]--
+				continue
+			}
+			out = append(out, m)
+		}
+		return out
+	}
+	gone, added := not(from, in(to)), not(to, in(from))
+	if len(gone) == 0 && len(added) == 0 {
 		return false
 	}
-	for i := range x {
-		rx, okx := x[i].Payload.(persistence.RecordedMessage)
-		ry, oky := y[i].Payload.(persistence.RecordedMessage)
-		if !okx || !oky || rx.Type != ry.Type || !bytes.Equal(rx.Data, ry.Data) {
-			return false
+	fmt.Fprintf(w, "~ channel %s: %d -> %d in flight\n", ch, len(from), len(to))
+	lines := 0
+	for _, part := range []struct {
+		sign string
+		ms   []snapshot.Message
+	}{{"-", gone}, {"+", added}} {
+		for _, m := range decoded.Messages(part.ms) {
+			if !full && lines == diffMessages {
+				fmt.Fprintf(w, "~ channel %s: … %d more\n", ch, len(gone)+len(added)-lines)
+				return true
+			}
+			prefix := fmt.Sprintf("~ channel %s: %s #%d %s ", ch, part.sign, m.Seq, m.Type)
+			width := 0
+			if !full {
+				width = max(lineWidth-utf8.RuneCountInString(prefix), minValueWidth)
+			}
+			fmt.Fprintf(w, "%s%s\n", prefix, decoded.Format(m.Value, width))
+			lines++
 		}
 	}
 	return true
 }
 
+// messageKey identifies a message in flight on a channel: its number,
+// type and encoding.
+func messageKey(m snapshot.Message) string {
+	if rm, ok := m.Payload.(persistence.RecordedMessage); ok {
+		return fmt.Sprintf("%d\x00%s\x00%s", m.Seq, rm.Type, rm.Data)
+	}
+	return fmt.Sprintf("%d\x00%T\x00%v", m.Seq, m.Payload, m.Payload)
+}
+
 func exportCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export ID|latest",
-		Short: "Write a snapshot as JSON, or as a Graphviz DOT graph of actors and channels",
-		Args:  cobra.ExactArgs(1),
+		Short: "Write a snapshot as JSON, states and messages decoded, or as a Graphviz DOT graph of actors and channels",
+		Long: `export writes a snapshot as JSON (--format json): each participant's
+"state" and each message's "value" decoded from msgpack (a state that is
+not msgpack as {"$undecoded": reason, "size": n}); --raw adds the bytes as
+stored, base64, as "state_bytes" and "data". Or as a Graphviz DOT graph
+(--format dot): participants as nodes labelled with their kind and a
+summary of their state, channels as edges labelled with the number of
+messages in flight on them, waits dashed.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			format, _ := cmd.Flags().GetString("format")
+			raw, _ := cmd.Flags().GetBool("raw")
 			if format != "json" && format != "dot" {
 				return fmt.Errorf("unknown --format %q: want json or dot", format)
+			}
+			if raw && format != "json" {
+				return errors.New("--raw is for --format json")
 			}
 			g, err := loadArg(cmd, args[0])
 			if err != nil {
@@ -393,14 +829,17 @@ func exportCmd() *cobra.Command {
 			if format == "dot" {
 				return writeDOT(cmd.OutOrStdout(), g)
 			}
-			return writeJSON(cmd.OutOrStdout(), g)
+			return writeJSON(cmd.OutOrStdout(), g, raw)
 		},
 	}
 	cmd.Flags().String("format", "json", "json or dot")
+	cmd.Flags().Bool("raw", false, "with json: add the bytes as stored, base64 (state_bytes, data)")
 	return cmd
 }
 
-// The JSON form of a snapshot. Bytes are base64, as encoding/json does.
+// The JSON form of a snapshot. States and messages are decoded
+// (decoded.JSON); the bytes as stored are base64, as encoding/json writes
+// them, when asked for.
 type (
 	jsonGlobal struct {
 		ID           uint64            `json:"id"`
@@ -411,10 +850,11 @@ type (
 		Channels     []jsonChannel     `json:"channels"`
 	}
 	jsonParticipant struct {
-		ID       string `json:"id"`
-		Kind     string `json:"kind,omitempty"`
-		State    []byte `json:"state"`
-		Departed bool   `json:"departed,omitempty"`
+		ID         string `json:"id"`
+		Kind       string `json:"kind,omitempty"`
+		State      any    `json:"state"`
+		StateBytes []byte `json:"state_bytes,omitempty"`
+		Departed   bool   `json:"departed,omitempty"`
 	}
 	jsonChannel struct {
 		From     string        `json:"from"`
@@ -424,22 +864,39 @@ type (
 		InFlight []jsonMessage `json:"in_flight,omitempty"`
 	}
 	jsonMessage struct {
-		Seq  uint64 `json:"seq"`
-		Type string `json:"type"`
-		Data []byte `json:"data"`
+		Seq    uint64 `json:"seq"`
+		Type   string `json:"type"`
+		Sender string `json:"sender,omitempty"`
+		Value  any    `json:"value"`
+		// With --raw: the recorded message as stored, its type name
+		// when it differs from Type (a message recorded with its
+		// envelope) and its bytes.
+		RecordedType string `json:"recorded_type,omitempty"`
+		Data         []byte `json:"data,omitempty"`
 	}
 )
 
-func writeJSON(w io.Writer, g *snapshot.Global) error {
+// writeJSON writes g as JSON, decoded; raw adds the bytes as stored.
+func writeJSON(w io.Writer, g *snapshot.Global, raw bool) error {
 	out := jsonGlobal{ID: uint64(g.ID), Mode: g.Mode.String(), Start: g.Start, End: g.End}
 	for _, p := range g.Participants {
-		out.Participants = append(out.Participants, jsonParticipant{ID: string(p.ID), Kind: p.Kind, State: p.State, Departed: p.Departed})
+		jp := jsonParticipant{ID: string(p.ID), Kind: p.Kind, State: decoded.JSON(decoded.State(p), raw), Departed: p.Departed}
+		if raw {
+			jp.StateBytes = p.State
+		}
+		out.Participants = append(out.Participants, jp)
 	}
 	for _, c := range g.Channels {
 		jc := jsonChannel{From: string(c.Channel.From), To: string(c.Channel.To), Sent: c.Sent, Received: c.Received}
-		for _, m := range c.Messages {
-			rm, _ := m.Payload.(persistence.RecordedMessage)
-			jc.InFlight = append(jc.InFlight, jsonMessage{Seq: m.Seq, Type: rm.Type, Data: rm.Data})
+		for i, m := range decoded.Messages(c.Messages) {
+			jm := jsonMessage{Seq: m.Seq, Type: m.Type, Sender: m.Sender, Value: decoded.JSON(m.Value, raw)}
+			if rm, ok := c.Messages[i].Payload.(persistence.RecordedMessage); ok && raw {
+				jm.Data = rm.Data
+				if rm.Type != m.Type {
+					jm.RecordedType = rm.Type
+				}
+			}
+			jc.InFlight = append(jc.InFlight, jm)
 		}
 		out.Channels = append(out.Channels, jc)
 	}
@@ -448,18 +905,26 @@ func writeJSON(w io.Writer, g *snapshot.Global) error {
 	return enc.Encode(out)
 }
 
-// writeDOT draws actors as nodes and channels as edges labelled with the
-// number of messages in flight on them. Waits follow (writeWaitsDOT);
-// a snapshot in which nobody waits is drawn with channels alone.
+// dotStateWidth is the runes of a state's summary in a DOT node's label.
+const dotStateWidth = 40
+
+// writeDOT draws actors as nodes, labelled with their kind, the size of
+// their state and its first runes decoded, and channels as edges
+// labelled with the number of messages in flight on them. Waits follow
+// (writeWaitsDOT); a snapshot in which nobody waits is drawn with
+// channels alone.
 func writeDOT(w io.Writer, g *snapshot.Global) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "digraph snapshot_%d {\n  rankdir=LR;\n  node [shape=box];\n", g.ID)
 	for _, p := range g.Participants {
 		style := ""
+		label := fmt.Sprintf("%s\n%s, %d B", p.ID, p.Kind, len(p.State))
 		if p.Departed {
 			style = ", style=dashed"
+		} else {
+			label += "\n" + decoded.Format(decoded.State(p), dotStateWidth)
 		}
-		fmt.Fprintf(&b, "  %q [label=%q%s];\n", p.ID, fmt.Sprintf("%s\n%s, %d B", p.ID, p.Kind, len(p.State)), style)
+		fmt.Fprintf(&b, "  %q [label=%q%s];\n", p.ID, label, style)
 	}
 	for _, c := range g.Channels {
 		attrs := fmt.Sprintf("label=%q", fmt.Sprint(len(c.Messages)))
