@@ -4,12 +4,14 @@
 //	actorsnap run bank --members 3 --store ./snaps --duration 1m
 //	actorsnap ls --store ./snaps
 //	actorsnap show 12 --store ./snaps
+//	actorsnap show latest --where 'Balance > 900' --store ./snaps
 //	actorsnap verify 12 --store ./snaps
 //	actorsnap analyze 12 --store ./snaps
 //	actorsnap analyze latest --fail-on-deadlock --format json --store ./snaps
 //	actorsnap fsck --set-aside --store ./snaps
 //	actorsnap diff 11 12 --store ./snaps
 //	actorsnap export 12 --format dot --store ./snaps | dot -Tsvg > snap.svg
+//	actorsnap serve --store ./snaps --addr 127.0.0.1:8080
 //	actorsnap restore latest --store ./snaps --duration 10s
 //	actorsnap restore latest --members 2 --store ./snaps
 //
@@ -71,6 +73,6 @@ func newRoot(out, errw io.Writer) *cobra.Command {
 	root.SetOut(out)
 	root.SetErr(errw)
 	storeFlags(root)
-	root.AddCommand(runCmd(), restoreCmd(), lsCmd(), showCmd(), verifyCmd(), analyzeCmd(), fsckCmd(), diffCmd(), exportCmd(), memberCmd())
+	root.AddCommand(runCmd(), restoreCmd(), lsCmd(), showCmd(), verifyCmd(), analyzeCmd(), fsckCmd(), diffCmd(), exportCmd(), memberCmd(), serveCmd())
 	return root
 }
