@@ -78,13 +78,21 @@ func need(t testing.TB, env, require, what, script string) string {
 // Graphviz and sets it).
 func Graphviz(t testing.TB) string {
 	t.Helper()
-	path, err := exec.LookPath("dot")
-	if err == nil {
-		return path
+	return program(t, []string{"dot"}, "Graphviz's dot is not installed (apt-get install graphviz)", "ACTORSNAP_REQUIRE_GRAPHVIZ")
+}
+
+// program returns the path of the first of names found on the PATH. With
+// none, the test is skipped with msg, or fails if the variable require is
+// set.
+func program(t testing.TB, names []string, msg, require string) string {
+	t.Helper()
+	for _, name := range names {
+		if path, err := exec.LookPath(name); err == nil {
+			return path
+		}
 	}
-	msg := "Graphviz's dot is not installed (apt-get install graphviz)"
-	if os.Getenv("ACTORSNAP_REQUIRE_GRAPHVIZ") != "" {
-		t.Fatal(msg + ", and ACTORSNAP_REQUIRE_GRAPHVIZ says the test must run")
+	if os.Getenv(require) != "" {
+		t.Fatal(msg + ", and " + require + " says the test must run")
 	}
 	t.Skip(msg)
 	return ""
