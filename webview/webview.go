@@ -113,16 +113,17 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, errors.New("the web view is read-only: "+r.Method+" is refused"))
 		return
 	}
-	if h.cfg.loopback && !loopbackHost(r.Host) {
+	if h.cfg.loopback && !LoopbackHost(r.Host) {
 		writeError(w, http.StatusForbidden, errors.New("host "+r.Host+" is not a loopback name: this server answers only to localhost"))
 		return
 	}
 	h.mux.ServeHTTP(w, r)
 }
 
-// loopbackHost reports whether host (with or without a port) names this
-// machine's loopback interface.
-func loopbackHost(host string) bool {
+// LoopbackHost reports whether host (a name or an address, with or
+// without a port) names this machine's loopback interface: localhost,
+// 127.0.0.0/8 or ::1.
+func LoopbackHost(host string) bool {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}

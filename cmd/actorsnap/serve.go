@@ -71,10 +71,7 @@ func checkServeAddr(addr string, public bool) error {
 	if err != nil {
 		return fmt.Errorf("bad --addr %q: want host:port, such as 127.0.0.1:8080", addr)
 	}
-	if public || host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+	if public || webview.LoopbackHost(host) {
 		return nil
 	}
 	what := host
