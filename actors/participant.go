@@ -50,12 +50,12 @@ type participant struct {
 	inner    actor.Actor
 	sctx     snapContext
 	lastPID  *actor.PID
-	lastT    *participant
-	targets  map[*actor.PID]*participant
+	lastT    *targetRef
+	targets  map[*actor.PID]*targetRef
 	byID     map[snapshot.ProcessID]*participant
 	lastKey  mailbox.SenderKey
-	lastFrom snapshot.ProcessID
-	peers    map[mailbox.SenderKey]snapshot.ProcessID
+	lastPeer *peerRef
+	peers    map[mailbox.SenderKey]*peerRef
 	keys     map[snapshot.ProcessID]mailbox.SenderKey // peers, reversed
 	children map[snapshot.ProcessID]bool
 	reports  map[snapshot.SnapshotID][]snapshot.ChannelRecord // recorded, not yet finished: closed recordings held for one report
@@ -142,7 +142,8 @@ func (w *shell) receive(ctx actor.Context, key mailbox.SenderKey) {
 	if p.lazy {
 		p.lazyStart()
 	}
-	from := p.peer(key)
+	ref := p.peer(key)
+	from := ref.from
 	switch m := ctx.Message().(type) {
 	case *markerMsg:
 		if k, ok := p.keys[from]; ok && k != key {
@@ -161,7 +162,7 @@ func (w *shell) receive(ctx actor.Context, key mailbox.SenderKey) {
 		delete(p.peers, key)
 	case *firstMsg:
 		p.takeAwaited()
-		if p.receive(from, m.stamp, m.msg) {
+		if p.receive(from, nil, m.stamp, m.msg) {
 			w.deliver(ctx, from, m.msg)
 		} else {
 			p.held[from] = heldMsg{stamp: m.stamp, msg: m.msg}
@@ -174,7 +175,7 @@ func (w *shell) receive(ctx actor.Context, key mailbox.SenderKey) {
 		}
 		// As posted: a message with a sender or headers is recorded with
 		// its envelope, so that a restore replays the request itself.
-		p.receive(from, snapshot.Stamp{Seq: p.proc.Received(from) + 1, Epoch: snapshot.SnapshotID(p.mb.Tag())}, p.mb.Message())
+		p.receive(from, &ref.in, snapshot.Stamp{Seq: p.proc.ReceivedOn(&ref.in, from) + 1, Epoch: snapshot.SnapshotID(p.mb.Tag())}, p.mb.Message())
 		w.deliver(ctx, from, nil)
 	}
 }
@@ -264,12 +265,13 @@ func (w *shell) deliver(ctx actor.Context, from snapshot.ProcessID, msg interfac
 }
 
 // peer returns the participant id of a sender key.
-func (p *participant) peer(key mailbox.SenderKey) snapshot.ProcessID {
-	if key == p.lastKey && p.lastFrom != "" {
-		return p.lastFrom
+func (p *participant) peer(key mailbox.SenderKey) *peerRef {
+	if key == p.lastKey && p.lastPeer != nil {
+		return p.lastPeer
 	}
-	from, ok := p.peers[key]
+	ref, ok := p.peers[key]
 	if !ok {
+		var from snapshot.ProcessID
 		// A new sender may reuse the name of one dropped: forget the old
 		// one's channels first.
 		p.takeAwaited()
@@ -279,7 +281,8 @@ func (p *participant) peer(key mailbox.SenderKey) snapshot.ProcessID {
 		} else {
 			from = snapshot.ProcessID(fmt.Sprintf("#%d", key)) // gone before its first message was read
 		}
-		p.peers[key] = from
+		ref = &peerRef{from: from}
+		p.peers[key] = ref
 		// keys holds the key of each sender's latest incarnation: what to
 		// pause, and whose departure is the one to apply (departedMsg
 		// forgets both). A stopped one's late departure does not take the
@@ -288,18 +291,39 @@ func (p *participant) peer(key mailbox.SenderKey) snapshot.ProcessID {
 			p.keys[from] = key // keys only grow: a later incarnation's is larger
 		}
 	}
-	p.lastKey, p.lastFrom = key, from
-	return from
+	p.lastKey, p.lastPeer = key, ref
+	return ref
 }
 
-// receive accounts for a message (payload, as posted) before the
-// application sees it. It
-// reports false if the message must be held instead (aligned mode: a new
+// peerRef is what a participant knows of one sender's key: the sender's
+// name, and a handle on the channel from it, so that a message's receipt
+// finds its channel without looking the name up.
+type peerRef struct {
+	from snapshot.ProcessID
+	in   snapshot.InHandle
+}
+
+// targetRef is a participant a participant sends to, and a handle on the
+// channel to it, so that a send finds its channel without looking the
+// name up.
+type targetRef struct {
+	t   *participant
+	out snapshot.OutHandle
+}
+
+// receive accounts for a message (payload, as posted) from from, through
+// the handle in on its channel when the caller has one, before the
+// application sees it. It reports false if the message must be held instead (aligned mode: a new
 // channel's first message that stands for its sender's barrier), until
 // the Process unblocks its sender.
-func (p *participant) receive(from snapshot.ProcessID, st snapshot.Stamp, payload interface{}) bool {
+func (p *participant) receive(from snapshot.ProcessID, in *snapshot.InHandle, st snapshot.Stamp, payload interface{}) bool {
 	for {
-		err := p.proc.Receive(from, st, payload)
+		var err error
+		if in != nil {
+			err = p.proc.ReceiveOn(in, from, st, payload)
+		} else {
+			err = p.proc.Receive(from, st, payload)
+		}
 		if err != nil {
 			// Only a broken FIFO path gets here: every snapshot in progress is lost.
 			for _, id := range p.proc.Active() {
@@ -334,7 +358,7 @@ func (w *shell) releaseHeld(ctx actor.Context) {
 			continue // blocked again: released at its next resume
 		}
 		delete(p.held, from)
-		if p.receive(from, h.stamp, h.msg) {
+		if p.receive(from, nil, h.stamp, h.msg) {
 			w.deliver(ctx, from, h.msg)
 		} else {
 			p.held[from] = h
@@ -352,14 +376,25 @@ func (p *participant) fail(id snapshot.SnapshotID, err error) {
 // target returns the live participant behind pid, or nil when pid is not
 // a participant of this system.
 func (p *participant) target(pid *actor.PID) *participant {
-	if pid == p.lastPID && p.lastT != nil && !p.lastT.stopped.Load() {
+	if r := p.targetRef(pid); r != nil {
+		return r.t
+	}
+	return nil
+}
+
+// targetRef returns the live participant behind pid with the handle on
+// the channel to it, or nil when pid is not a participant of this
+// system.
+func (p *participant) targetRef(pid *actor.PID) *targetRef {
+	if pid == p.lastPID && p.lastT != nil && !p.lastT.t.stopped.Load() {
 		return p.lastT
 	}
-	t := p.targets[pid]
-	if t == nil || t.stopped.Load() {
+	r := p.targets[pid]
+	if r == nil || r.t.stopped.Load() {
 		if pid == nil {
 			return nil
 		}
+		var t *participant
 		if pid.Address != p.sys.actors.Address() {
 			if p.sys.cfg.transport == nil {
 				return nil
@@ -374,26 +409,26 @@ func (p *participant) target(pid *actor.PID) *participant {
 				// member keeps what comes before its birth.
 				t = p.sys.reg.remote(id, pid.Address, &p.sys.nextKey)
 			}
-			p.cacheTarget(pid, t)
-			return t
+			return p.cacheTarget(pid, t)
 		}
 		p.takeDrops()
 		if t = p.sys.reg.lookupOrStopped(snapshot.ProcessID(pid.Id), p); t == nil {
 			return nil
 		}
-		p.cacheTarget(pid, t)
-		return t
+		return p.cacheTarget(pid, t)
 	}
-	p.lastPID, p.lastT = pid, t
-	return t
+	p.lastPID, p.lastT = pid, r
+	return r
 }
 
-func (p *participant) cacheTarget(pid *actor.PID, t *participant) {
+func (p *participant) cacheTarget(pid *actor.PID, t *participant) *targetRef {
 	if len(p.targets) >= maxTargets {
 		clear(p.targets)
 	}
-	p.targets[pid] = t
-	p.lastPID, p.lastT = pid, t
+	r := &targetRef{t: t}
+	p.targets[pid] = r
+	p.lastPID, p.lastT = pid, r
+	return r
 }
 
 // targetByID returns the live participant id, or nil.
@@ -417,7 +452,11 @@ func (p *participant) targetByID(id snapshot.ProcessID) *participant {
 // the receiver's queue for this sender when pid is a participant; through
 // Proto.Actor, outside the snapshot, otherwise.
 func (p *participant) send(ctx actor.Context, pid *actor.PID, msg interface{}) {
-	t := p.target(pid)
+	r := p.targetRef(pid)
+	var t *participant
+	if r != nil {
+		t = r.t
+	}
 	if t != nil && p.current.id != 0 {
 		msg = p.answer(t, msg)
 	}
@@ -446,7 +485,7 @@ func (p *participant) send(ctx actor.Context, pid *actor.PID, msg interface{}) {
 			return
 		}
 	}
-	st := p.proc.Send(t.id)
+	st := p.proc.SendOn(&r.out, t.id)
 	if tr := p.sys.trace; tr != nil {
 		tr.Sent(snapshot.Channel{From: p.id, To: t.id}, st.Seq)
 	}

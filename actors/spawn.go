@@ -181,9 +181,9 @@ func (s *System) newParticipant(kindName string, id snapshot.ProcessID, state []
 		sys: s, id: id, kind: kindName, key: mailbox.SenderKey(s.nextKey.Add(1)), state: state,
 		// Known before the actor runs, which may spawn children at once.
 		pid:      actor.NewPID(s.actors.Address(), string(id)),
-		targets:  make(map[*actor.PID]*participant),
+		targets:  make(map[*actor.PID]*targetRef),
 		byID:     make(map[snapshot.ProcessID]*participant),
-		peers:    make(map[mailbox.SenderKey]snapshot.ProcessID),
+		peers:    make(map[mailbox.SenderKey]*peerRef),
 		keys:     make(map[snapshot.ProcessID]mailbox.SenderKey),
 		held:     make(map[snapshot.ProcessID]heldMsg),
 		children: make(map[snapshot.ProcessID]bool),

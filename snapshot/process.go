@@ -52,9 +52,19 @@ type Config struct {
 
 // outChan is the sending end of a channel.
 type outChan struct {
-	to   ProcessID
-	sent uint64 // messages sent so far; the last stamp's Seq
+	to      ProcessID
+	sent    uint64 // messages sent so far; the last stamp's Seq
+	dropped bool   // Drop removed it: a handle on it is filled again
 }
+
+// OutHandle holds a process's outgoing channel to one peer, for a caller
+// that sends to many peers in turn and keeps a handle per peer (an actor
+// beside its cached targets): SendOn then finds the channel without
+// looking its peer's name up. The zero value is empty. A handle whose
+// channel was dropped (Drop: the peer stopped, and its name may be given
+// again) is filled again by name, so a stale handle never counts on a
+// channel the process no longer has. A handle belongs to one Process.
+type OutHandle struct{ c *outChan }
 
 // inChan is the receiving end of a channel. While any snapshot records it,
 // the messages received are appended to one log shared by every open
@@ -62,6 +72,7 @@ type outChan struct {
 // snapshots is held once.
 type inChan struct {
 	from     ProcessID
+	dropped  bool      // Drop removed it: a handle on it is filled again
 	received uint64    // messages received so far; the last stamp's Seq
 	log      []Message // received messages with Seq in (base, received]
 	base     uint64
@@ -75,6 +86,10 @@ type inChan struct {
 	shown   bool // blocked as last reported by Ready
 	dirty   bool // in Process.dirty
 }
+
+// InHandle holds a process's incoming channel from one peer, as
+// OutHandle holds an outgoing one: for ReceivedOn and ReceiveOn.
+type InHandle struct{ c *inChan }
 
 // recording is the state of one incoming channel for one snapshot. Before
 // an aligned snapshot records, closed means its barrier has arrived and
@@ -249,6 +264,24 @@ func (p *Process) Send(to ProcessID) Stamp {
 		}
 		p.lastOut = c
 	}
+	return p.send(c)
+}
+
+// SendOn is Send through h, a handle on the channel to to, which it
+// fills when it is empty or its channel was dropped.
+func (p *Process) SendOn(h *OutHandle, to ProcessID) Stamp {
+	c := h.c
+	if c == nil || c.dropped || c.to != to {
+		if c = p.out[to]; c == nil {
+			c = p.outChannel(to)
+		}
+		h.c = c
+	}
+	return p.send(c)
+}
+
+// send counts a message on c and returns its stamp.
+func (p *Process) send(c *outChan) Stamp {
 	c.sent++
 	if p.mode == Epochs {
 		return Stamp{Seq: c.sent, Epoch: p.epoch}
@@ -294,7 +327,21 @@ func (p *Process) firstStamp() Stamp {
 // later. An error means the channel's FIFO guarantee was broken or the
 // stamp contradicts the protocol; the message was not accounted for.
 func (p *Process) Receive(from ProcessID, st Stamp, payload any) error {
-	c := p.inChannel(from)
+	return p.receive(p.inChannel(from), from, st, payload)
+}
+
+// ReceiveOn is Receive through h, a handle on the channel from from,
+// which it fills when it is empty or its channel was dropped.
+func (p *Process) ReceiveOn(h *InHandle, from ProcessID, st Stamp, payload any) error {
+	c := h.c
+	if c == nil || c.dropped || c.from != from {
+		c = p.inChannel(from)
+		h.c = c
+	}
+	return p.receive(c, from, st, payload)
+}
+
+func (p *Process) receive(c *inChan, from ProcessID, st Stamp, payload any) error {
 	if c.blocked {
 		return fmt.Errorf("%w: message on %s, blocked until snapshot %d records", ErrProtocol, Channel{From: from, To: p.id}, p.pending.id)
 	}
@@ -502,6 +549,7 @@ func (p *Process) DropPeer(peer ProcessID) {
 		p.setBlocked(c, false)
 		p.logged -= len(c.log)
 		c.log = nil
+		c.dropped = true
 		delete(p.in, peer)
 		p.ins = slices.DeleteFunc(p.ins, func(x *inChan) bool { return x == c })
 		if p.lastIn == c {
@@ -509,6 +557,7 @@ func (p *Process) DropPeer(peer ProcessID) {
 		}
 	}
 	if c := p.out[peer]; c != nil {
+		c.dropped = true
 		delete(p.out, peer)
 		p.outs = slices.DeleteFunc(p.outs, func(x *outChan) bool { return x == c })
 		if p.lastOut == c {
@@ -847,6 +896,19 @@ func (p *Process) Received(from ProcessID) uint64 {
 		return c.received
 	}
 	return 0
+}
+
+// ReceivedOn is Received through h, a handle on the channel from from,
+// which it fills when the channel exists.
+func (p *Process) ReceivedOn(h *InHandle, from ProcessID) uint64 {
+	c := h.c
+	if c == nil || c.dropped || c.from != from {
+		if c = p.in[from]; c == nil {
+			return 0
+		}
+		h.c = c
+	}
+	return c.received
 }
 
 // Counters returns the process's counters as of now, in the form of a

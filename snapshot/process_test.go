@@ -495,6 +495,34 @@ func TestDropPeer(t *testing.T) {
 	assert.Zero(t, p.Received("b"))
 }
 
+// Handles count on the channels that Send and Receive count on by name;
+// a handle whose channel was dropped finds the new channel under the name
+// (a new process given the dropped one's name), and never counts on the
+// old one.
+func TestHandles(t *testing.T) {
+	p := newProcess(t, "a", nil, nil)
+	var out snapshot.OutHandle
+	var in snapshot.InHandle
+	assert.Zero(t, p.ReceivedOn(&in, "b"), "no channel yet")
+	for seq := uint64(1); seq <= 3; seq++ {
+		require.NoError(t, p.ReceiveOn(&in, "b", snapshot.Stamp{Seq: p.ReceivedOn(&in, "b") + 1}, seq))
+		assert.Equal(t, snapshot.Stamp{Seq: seq}, p.SendOn(&out, "b"))
+	}
+	assert.Equal(t, snapshot.Stamp{Seq: 4}, p.Send("b"), "one channel, by name or by handle")
+	assert.Equal(t, uint64(3), p.Received("b"))
+	assert.Equal(t, []snapshot.PeerCount{pc("b", 4)}, p.Counters().Sent)
+
+	p.DropPeer("b")
+	p.Departed("b")
+	assert.Zero(t, p.ReceivedOn(&in, "b"), "the channel is gone")
+	assert.Equal(t, snapshot.Stamp{Seq: 1}, p.SendOn(&out, "b"), "a new channel under the name")
+	require.NoError(t, p.ReceiveOn(&in, "b", snapshot.Stamp{Seq: 1}, "new"))
+	assert.Equal(t, uint64(1), p.Received("b"))
+	assert.Equal(t, []snapshot.PeerCount{pc("b", 1)}, p.Counters().Sent)
+	assert.Equal(t, []snapshot.PeerCount{pc("b", 1)}, p.Counters().Received)
+	require.ErrorAs(t, p.ReceiveOn(&in, "b", snapshot.Stamp{Seq: 3}, "gap"), new(*snapshot.SequenceError))
+}
+
 // Markers of a dropped sender still on their way, before its departure,
 // are stale: they do not open its channel again (every later record would
 // name it). Its departure ends that; a new sender under the name is a
