@@ -2,8 +2,11 @@ package decoded
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -35,9 +38,9 @@ func (c Change) String() string {
 	return c.Path + sep + Format(c.From, changeValue) + " -> " + Format(c.To, changeValue)
 }
 
-// Diff lists the changes from a to b, in field order, at most max (0:
-// all). Maps are compared key by key: a's keys in a's order, then the
-// keys only b has; arrays index by index, the longer one's extra
+// Diff lists the changes from a to b, at most max (0: all). Maps
+// (structs among them) are compared key by key in key order, the same
+// whatever order the maps were written in; arrays index by index, the longer one's extra
 // elements added or removed. Values of different kinds are one change at
 // their path; equal values none; two Undecoded compare by bytes: one
 // change "<58 bytes, not msgpack> -> <60 bytes, not msgpack>" at "".
@@ -90,63 +93,103 @@ func (d *differ) walk(path string, a, b any) {
 	}
 }
 
-// indexFrom is the size from which maps are compared through an index of
-// b's keys rather than by scanning b for each of a's.
-const indexFrom = 16
-
+// maps compares two maps key by key, in key order (compareKeys):
+// msgpack writes a Go map in no fixed order, so the order written says
+// nothing, and a diff that followed it would list the same changes in
+// another order from one run to the next.
 func (d *differ) maps(path string, a, b *Map) {
-	matched := make([]bool, len(b.Entries))
-	var index map[string][]int
-	if len(a.Entries) >= indexFrom && len(b.Entries) >= indexFrom {
-		index = make(map[string][]int, len(b.Entries))
-		for j, e := range b.Entries {
-			k := keyID(e.Key)
-			index[k] = append(index[k], j)
+	as, bs := sortedEntries(a), sortedEntries(b)
+	i, j := 0, 0
+	for (i < len(as) || j < len(bs)) && !d.done() {
+		var c int
+		switch {
+		case i == len(as):
+			c = 1
+		case j == len(bs):
+			c = -1
+		default:
+			c = compareKeys(as[i].Key, bs[j].Key)
 		}
-	}
-	find := func(k any) int {
-		if index != nil {
-			for _, j := range index[keyID(k)] {
-				if !matched[j] && equal(b.Entries[j].Key, k) {
-					return j
-				}
-			}
-			return -1
-		}
-		for j, e := range b.Entries {
-			if !matched[j] && equal(e.Key, k) {
-				return j
-			}
-		}
-		return -1
-	}
-	for _, e := range a.Entries {
-		if d.done() {
-			return
-		}
-		p := joinKey(path, e.Key)
-		j := find(e.Key)
-		if j < 0 {
-			d.add(Change{Path: p, From: e.Value, Removed: true})
-			continue
-		}
-		matched[j] = true
-		d.walk(p, e.Value, b.Entries[j].Value)
-	}
-	for j, e := range b.Entries {
-		if !matched[j] {
-			d.add(Change{Path: joinKey(path, e.Key), To: e.Value, Added: true})
+		switch {
+		case c < 0:
+			d.add(Change{Path: joinKey(path, as[i].Key), From: as[i].Value, Removed: true})
+			i++
+		case c > 0:
+			d.add(Change{Path: joinKey(path, bs[j].Key), To: bs[j].Value, Added: true})
+			j++
+		default:
+			d.walk(joinKey(path, as[i].Key), as[i].Value, bs[j].Value)
+			i++
+			j++
 		}
 	}
 }
 
-// keyID is a map key as a string for an index: equal keys have equal
-// IDs.
-func keyID(k any) string {
-	if s, ok := k.(string); ok {
-		return s
+// sortedEntries returns m's entries in key order; entries with equal keys
+// (msgpack allows them) keep the order they were written in.
+func sortedEntries(m *Map) []Entry {
+	es := slices.Clone(m.Entries)
+	slices.SortStableFunc(es, func(x, y Entry) int { return compareKeys(x.Key, y.Key) })
+	return es
+}
+
+// compareKeys orders map keys: by kind (nil, false and true, signed
+// integers, unsigned integers, floats, strings, then any other kind by its
+// formatted value), then by value. It returns 0 for keys equal holds for.
+func compareKeys(a, b any) int {
+	if c := cmp.Compare(keyRank(a), keyRank(b)); c != 0 {
+		return c
 	}
-	return fmt.Sprintf("\x00%T:%s", k, Format(k, 0))
+	switch va := a.(type) {
+	case nil:
+		return 0
+	case bool:
+		vb := b.(bool)
+		switch {
+		case va == vb:
+			return 0
+		case vb:
+			return -1
+		}
+		return 1
+	case int64:
+		return cmp.Compare(va, b.(int64))
+	case uint64:
+		return cmp.Compare(va, b.(uint64))
+	case float64:
+		return cmp.Compare(va, b.(float64)) // NaN first, equal to NaN
+	case string:
+		return strings.Compare(va, b.(string))
+	}
+	if equal(a, b) {
+		return 0
+	}
+	if c := strings.Compare(fmt.Sprintf("%T", a), fmt.Sprintf("%T", b)); c != 0 {
+		return c
+	}
+	if c := strings.Compare(Format(a, 0), Format(b, 0)); c != 0 {
+		return c
+	}
+	return strings.Compare(fmt.Sprintf("%#v", a), fmt.Sprintf("%#v", b))
+}
+
+// keyRank is the rank of a key's kind in compareKeys' order.
+func keyRank(k any) int {
+	switch k.(type) {
+	case nil:
+		return 0
+	case bool:
+		return 1
+	case int64:
+		return 2
+	case uint64:
+		return 3
+	case float64:
+		return 4
+	case string:
+		return 5
+	}
+	return 6
 }
 
 // equal reports whether two decoded values are the same: of one kind

@@ -25,16 +25,17 @@ type cell struct {
 	Seen  map[string]bool
 }
 
-// A state that differs is named field by field, uninterrupted first.
+// A state that differs is named field by field, in key order,
+// uninterrupted first.
 func TestStateDiffFields(t *testing.T) {
 	a := marshal(t, &cell{Value: 1, Name: "a", Log: []int{1, 2}, Seen: map[string]bool{"x": true}})
 	b := marshal(t, &cell{Value: 2, Name: "a", Log: []int{1, 3, 4}, Seen: map[string]bool{"y": true}})
 	assert.Equal(t, []string{
-		"state.Value: 1 != 2",
 		"state.Log[1]: 2 != 3",
 		"state.Log[2]: absent != 4",
 		"state.Seen.x: true != absent",
 		"state.Seen.y: absent != true",
+		"state.Value: 1 != 2",
 	}, stateDiff(a, b))
 }
 

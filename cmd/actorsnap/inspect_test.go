@@ -556,16 +556,23 @@ func TestDiffHandMade(t *testing.T) {
 	assert.NotContains(t, full, "more")
 
 	// Many changes of one participant are cut, values too.
-	x, y := make([]int, 20), make([]int, 20)
-	for i := range y {
-		y[i] = i + 1000
+	changed := func(owner string, items []int) string {
+		x := make([]int, len(items))
+		var c strings.Builder
+		diff(&c, &snapshot.Global{Participants: []snapshot.Participant{{ID: "p", State: handMade(t, ordered{Owner: strings.Repeat("a", 100), Items: x})}}},
+			&snapshot.Global{Participants: []snapshot.Participant{{ID: "p", State: handMade(t, ordered{Owner: owner, Items: items})}}}, false)
+		return c.String()
 	}
-	var c strings.Builder
-	long := snapshot.Participant{ID: "p", State: handMade(t, ordered{Owner: strings.Repeat("a", 100), Items: x})}
-	diff(&c, &snapshot.Global{Participants: []snapshot.Participant{long}},
-		&snapshot.Global{Participants: []snapshot.Participant{{ID: "p", State: handMade(t, ordered{Owner: "b", Items: y})}}}, false)
+	lots := make([]int, 20)
+	for i := range lots {
+		lots[i] = i + 1000
+	}
 	assert.Equal(t, `snapshot 0 -> 0
-~ p: Owner "`+strings.Repeat("a", diffValueWidth-2)+`… -> "b", Items[0] 0 -> 1000, Items[1] 0 -> 1001, Items[2] 0 -> 1002, Items[3] 0 -> 1003, Items[4] 0 -> 1004, … 15 more
+~ p: Items[0] 0 -> 1000, Items[1] 0 -> 1001, Items[2] 0 -> 1002, Items[3] 0 -> 1003, Items[4] 0 -> 1004, Items[5] 0 -> 1005, … 15 more
 1 actors changed, 0 added, 0 removed; 0 channels differ
-`, c.String())
+`, changed("b", lots))
+	assert.Equal(t, `snapshot 0 -> 0
+~ p: Items[0] 0 -> 1000, Owner "`+strings.Repeat("a", diffValueWidth-2)+`… -> "b"
+1 actors changed, 0 added, 0 removed; 0 channels differ
+`, changed("b", lots[:1]))
 }
