@@ -162,9 +162,31 @@ func TestResumableRingPassesInEveryMode(t *testing.T) {
 				ticks = append(ticks, c.Tick)
 			}
 			require.Less(t, ticks[0], 3000, "the first interruption came after the end")
-			t.Logf("uninterrupted run %v; restored from snapshots at ticks %v", r.Uninterrupted, ticks)
+			t.Logf("uninterrupted run %v; restored from snapshots at ticks %v; %d late attempts", r.Uninterrupted, ticks, r.Late)
 		})
 	}
+}
+
+// A second run that ends before its first interruption checks nothing:
+// Check begins it again with earlier moments. Here the first interrupted
+// run is made to end inside its start, so it is late whatever the
+// machine's speed.
+func TestLateInterruptionsBeginAgain(t *testing.T) {
+	sim := ring(6, 3000, snapshot.Epochs, false)
+	start, starts := sim.Start, 0
+	sim.Start = func(sys *actors.System) error {
+		starts++
+		if err := start(sys); err != nil || starts != 2 {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		return sys.AwaitQuiescence(ctx)
+	}
+	r := actorstest.Check(t, sim, actorstest.Config{Seed: seed(t), Restores: 2})
+	require.Positive(t, r.Late)
+	require.Len(t, r.Restored, 2)
+	t.Logf("%d late attempts", r.Late)
 }
 
 // A generator kept out of the state is the classic way to make a

@@ -12,6 +12,12 @@
 // fails with the first participant (by id) whose state differs, and what
 // in it differs, decoded field by field where the state is msgpack.
 //
+// The moments are shares of the first run's time. A second run that goes
+// faster can end before its first interruption, which would then check
+// nothing: when the first interruption's snapshot already equals the
+// first run's end, Check begins the second run again with moments twice
+// as early (Report.Late counts these), up to six times.
+//
 // # What makes a simulation resumable
 //
 // A restored participant has exactly the state its snapshot holds and the
