@@ -19,9 +19,22 @@ import (
 // an outcome on a channel, with deadline as the failure bound.
 
 func perSenderProps(receive actor.ReceiveFunc, opts ...actor.PropsOption) *actor.Props {
-	opts = append(opts, actor.WithMailbox(Producer(WithSenderKey(keyOf))))
+	return orderedProps(nil, receive, opts...)
+}
+
+// orderedProps is perSenderProps with more mailbox options.
+func orderedProps(mopts []Option, receive actor.ReceiveFunc, opts ...actor.PropsOption) *actor.Props {
+	mopts = append([]Option{WithSenderKey(keyOf)}, mopts...)
+	opts = append(opts, actor.WithMailbox(Producer(mopts...)))
 	return actor.PropsFromFunc(receive, opts...)
 }
+
+// orders are the mailbox's two delivery orders, for the tests that must
+// hold in both.
+var orders = []struct {
+	name string
+	opts []Option
+}{{"rounds", nil}, {"arrival", []Option{WithArrivalOrder()}}}
 
 // orderChecker records, on the actor's goroutine, each sender's sequence
 // and the first violation of per-sender FIFO order.
@@ -43,6 +56,12 @@ func (o *orderChecker) check(m *msg) {
 }
 
 func TestPerSenderFIFOUnderConcurrency(t *testing.T) {
+	for _, o := range orders {
+		t.Run(o.name, func(t *testing.T) { perSenderFIFOUnderConcurrency(t, o.opts) })
+	}
+}
+
+func perSenderFIFOUnderConcurrency(t *testing.T, mopts []Option) {
 	const senders, each = 8, 20000
 	system := newSystem()
 	defer system.Shutdown()
@@ -50,7 +69,7 @@ func TestPerSenderFIFOUnderConcurrency(t *testing.T) {
 	var order orderChecker
 	externals := 0
 	done := make(chan struct{})
-	pid := system.Root.Spawn(perSenderProps(func(c actor.Context) {
+	pid := system.Root.Spawn(orderedProps(mopts, func(c actor.Context) {
 		switch m := c.Message().(type) {
 		case *msg:
 			order.check(m)
@@ -362,6 +381,12 @@ func TestNoStrandedMessage(t *testing.T) {
 // message of another queue. The actor sends itself a keyless tick when it
 // pauses, so there always is a next message.
 func TestNoStrandedMessageWithPauses(t *testing.T) {
+	for _, o := range orders {
+		t.Run(o.name, func(t *testing.T) { noStrandedMessageWithPauses(t, o.opts) })
+	}
+}
+
+func noStrandedMessageWithPauses(t *testing.T, mopts []Option) {
 	system := newSystem()
 	defer system.Shutdown()
 
@@ -369,7 +394,7 @@ func TestNoStrandedMessageWithPauses(t *testing.T) {
 	var order orderChecker
 	done := make(chan struct{})
 	paused := map[SenderKey]bool{}
-	pid := system.Root.Spawn(perSenderProps(func(c actor.Context) {
+	pid := system.Root.Spawn(orderedProps(mopts, func(c actor.Context) {
 		mb := Of(c)
 		from, keyed := keyOf(c.Message())
 		for k := range paused {
@@ -410,9 +435,15 @@ func TestNoStrandedMessageWithPauses(t *testing.T) {
 // TestMailboxStress drives a bare mailbox from several goroutines on the
 // goroutine dispatcher, many times going idle, with no actor around it.
 func TestMailboxStress(t *testing.T) {
+	for _, o := range orders {
+		t.Run(o.name, func(t *testing.T) { mailboxStress(t, o.opts) })
+	}
+}
+
+func mailboxStress(t *testing.T, mopts []Option) {
 	const posters, rounds = 3, 5000
 	inv := &countingInvoker{reached: make(chan struct{}, 1)}
-	m := New(WithSenderKey(keyOf))
+	m := New(append([]Option{WithSenderKey(keyOf)}, mopts...)...)
 	m.RegisterHandlers(inv, actor.NewDefaultDispatcher(1))
 	m.Start()
 	total := 0

@@ -16,6 +16,7 @@ func BenchmarkMailbox(b *testing.B) {
 	}{
 		{"default", actor.Unbounded()},
 		{"persender", Producer(WithSenderKey(benchKey))},
+		{"arrival", Producer(WithSenderKey(benchKey), WithArrivalOrder())},
 	}
 	for _, w := range []struct {
 		name string

@@ -38,6 +38,11 @@
 // between rounds, so a sender that starts sending waits at most one round,
 // however many messages a flooding sender has queued.
 //
+// WithArrivalOrder gives up this fairness for speed: messages are then
+// delivered in the order they were posted, across senders, with no queue
+// per sender, until a sender is paused; from then until every queue is
+// empty again the mailbox sorts and delivers as above.
+//
 // # Pausing a sender
 //
 // Of returns the mailbox of the actor whose context it is given. Its Pause,

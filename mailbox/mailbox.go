@@ -44,6 +44,9 @@ type Mailbox struct {
 
 	// Owned by the goroutine running the mailbox (the actor's goroutine).
 	running  bool                       // inside run: Pause and Resume are allowed
+	keying   bool                       // inside the key function: a panic drops batch[pos]
+	arrival  bool                       // WithArrivalOrder
+	straight senderQueue                // current's stand-in for a message delivered straight from batch
 	batch    []posted                   // the previous in, being sorted into queues
 	pos      int                        // next index of batch to sort
 	queues   map[SenderKey]*senderQueue // keyed senders
@@ -298,8 +301,9 @@ func (m *Mailbox) run(budget *int) {
 		m.running = false
 		m.current, m.delivering, m.tag = nil, nil, 0
 		if r := recover(); r != nil {
-			if m.pos < len(m.batch) {
+			if m.keying {
 				// The key function panicked: drop the message it was given.
+				m.keying = false
 				msg = m.batch[m.pos].msg
 				if !m.batch[m.pos].keyed {
 					m.outside.Add(-1)
@@ -359,8 +363,15 @@ func (m *Mailbox) run(budget *int) {
 // next returns the next user message in round-robin order, or nil if no
 // message is deliverable. A round gives each sender that was ready at its
 // start one message; newly posted messages are sorted in between rounds, so
-// a new sender waits at most one round.
+// a new sender waits at most one round. With WithArrivalOrder, while no
+// sender is paused and no queue holds a message, it returns the next
+// message as posted instead.
 func (m *Mailbox) next() interface{} {
+	if m.arrival && m.paused == 0 && m.ready.len() == 0 {
+		// ready lists every queue that holds a message when none is
+		// paused, and turns never exceeds its length.
+		return m.nextPosted()
+	}
 	for {
 		if m.turns == 0 {
 			m.demux()
@@ -387,18 +398,65 @@ func (m *Mailbox) next() interface{} {
 	}
 }
 
+// nextPosted returns the next message in the order it was posted, or nil
+// if none is: the arrival-order path, which needs no queue. The message's
+// sender is still known (Sender), and a Pause while it is delivered sends
+// the messages after it through the queues (next).
+func (m *Mailbox) nextPosted() interface{} {
+	if m.pos == len(m.batch) && !m.take() {
+		return nil
+	}
+	p := m.batch[m.pos]
+	key, ok := p.key, p.keyed
+	if !ok && m.keyOf != nil {
+		m.keying = true
+		key, ok = m.keyOf(p.msg)
+		m.keying = false
+	}
+	m.batch[m.pos] = posted{}
+	m.pos++
+	if m.pos == len(m.batch) {
+		m.batchDone()
+	}
+	m.current, m.tag = &m.external, p.tag
+	if ok {
+		if !p.keyed {
+			m.outside.Add(-1) // the key function named its sender
+		}
+		m.straight.key = key
+		m.current = &m.straight
+	}
+	return p.msg
+}
+
+// take swaps in the messages posted since the last call as the batch to
+// deliver or sort, and reports whether there were any.
+func (m *Mailbox) take() bool {
+	if !m.pending.Load() {
+		return false
+	}
+	m.inMu.Lock()
+	m.batch, m.in = m.in, m.batch[:0]
+	m.pending.Store(false)
+	m.inMu.Unlock()
+	m.pos = 0
+	return true
+}
+
+// batchDone empties the batch once all of it is delivered or sorted.
+func (m *Mailbox) batchDone() {
+	// As for rings: drop a big buffer only when it was mostly unused.
+	if cap(m.batch) > keepBatch && len(m.batch) < cap(m.batch)/4 {
+		m.batch = nil
+	}
+	m.batch, m.pos = m.batch[:0], 0
+}
+
 // demux sorts the messages posted since the last call into their senders'
 // queues. It may be resumed after a key function panic (see run).
 func (m *Mailbox) demux() {
-	if m.pos == len(m.batch) {
-		if !m.pending.Load() {
-			return
-		}
-		m.inMu.Lock()
-		m.batch, m.in = m.in, m.batch[:0]
-		m.pending.Store(false)
-		m.inMu.Unlock()
-		m.pos = 0
+	if m.pos == len(m.batch) && !m.take() {
+		return
 	}
 	held := m.held
 	for m.pos < len(m.batch) {
@@ -421,18 +479,16 @@ func (m *Mailbox) demux() {
 	if m.held > held && m.held > m.heldLimit && m.overHeld != nil {
 		m.overHeld(m.held)
 	}
-	// As for rings: drop a big buffer only when it was mostly unused.
-	if cap(m.batch) > keepBatch && len(m.batch) < cap(m.batch)/4 {
-		m.batch = nil
-	}
-	m.batch, m.pos = m.batch[:0], 0
+	m.batchDone()
 }
 
 // queueOf returns the queue a message belongs to.
 func (m *Mailbox) queueOf(p posted) *senderQueue {
 	key, ok := p.key, p.keyed
 	if !ok && m.keyOf != nil {
+		m.keying = true
 		key, ok = m.keyOf(p.msg)
+		m.keying = false
 	}
 	if !ok {
 		return &m.external

@@ -505,3 +505,83 @@ func TestOutsideCount(t *testing.T) {
 	assert.Equal(t, 0, m.Outside())
 	assert.Equal(t, 0, m.UserMessageCount())
 }
+
+// With arrival order, messages come as posted, across senders and the
+// external queue, each still naming its sender.
+func TestArrivalOrder(t *testing.T) {
+	m, d, s := newStepped(WithArrivalOrder())
+	var senders []string
+	s.onUser = func(message interface{}) {
+		k, ok := m.Sender()
+		senders = append(senders, fmt.Sprint(k, ok))
+	}
+	post(m, 1, 1, 2)
+	m.PostUserMessage("x1")
+	post(m, 2, 1)
+	m.PostFrom(3, "c")
+	post(m, 1, 3)
+	d.drain()
+	assert.Equal(t, "A1 A2 x1 B1 c A3", s.String())
+	assert.Equal(t, []string{"1 true", "1 true", "0 false", "2 true", "3 true", "1 true"}, senders)
+	assert.Equal(t, 0, m.UserMessageCount())
+}
+
+// A pause in arrival order sends what follows through the queues: the
+// paused sender's messages wait, the others keep their turns, and once
+// every queue is empty messages come as posted again.
+func TestArrivalOrderPause(t *testing.T) {
+	m, d, s := newStepped(WithArrivalOrder())
+	s.onUser = func(message interface{}) {
+		switch fmt.Sprint(message) {
+		case "A2":
+			m.Pause(1)
+			post(m, 1, 6) // behind the held ones
+		case "B3":
+			m.Resume(1)
+		}
+	}
+	post(m, 1, 1, 2, 3)
+	post(m, 2, 1, 2)
+	post(m, 1, 4, 5)
+	post(m, 2, 3, 4, 5)
+	d.drain()
+	assert.Equal(t, "A1 A2 B1 B2 B3 B4 A3 B5 A4 A5 A6", s.String())
+	post(m, 2, 6)
+	post(m, 1, 7, 8)
+	post(m, 2, 7)
+	d.drain()
+	assert.Equal(t, "A1 A2 B1 B2 B3 B4 A3 B5 A4 A5 A6 B6 A7 A8 B7", s.String())
+	assert.Equal(t, 0, m.UserMessageCount())
+}
+
+// A panic in Receive drops only the message being delivered, and one in
+// the key function only the message it was given, in arrival order too.
+func TestArrivalOrderPanics(t *testing.T) {
+	bad := &msg{from: 9, seq: 1}
+	m := New(WithArrivalOrder(), WithSenderKey(func(message interface{}) (SenderKey, bool) {
+		if message == bad {
+			panic("bad key")
+		}
+		return keyOf(message)
+	}))
+	d := &stepDispatcher{throughput: 300}
+	s := &script{}
+	m.RegisterHandlers(s, d)
+	m.Start()
+	s.onUser = func(message interface{}) {
+		if fmt.Sprint(message) == "A2" {
+			panic("boom")
+		}
+	}
+	post(m, 1, 1, 2)
+	m.PostUserMessage(bad)
+	post(m, 2, 1)
+	post(m, 1, 3)
+	d.drain()
+	require.Len(t, s.failures, 2)
+	assert.Equal(t, "boom", s.failures[0].reason)
+	assert.Equal(t, "bad key", s.failures[1].reason)
+	assert.Same(t, bad, s.failures[1].message)
+	assert.Equal(t, "A1 A2 B1 A3", s.String())
+	assert.Equal(t, 0, m.UserMessageCount())
+}

@@ -32,6 +32,18 @@ func WithSenderKey(f KeyFunc) Option {
 	return func(m *Mailbox) { m.keyOf = f }
 }
 
+// WithArrivalOrder delivers messages in the order they were posted, across
+// senders, as Proto.Actor's default mailbox does, for as long as no sender
+// is paused: the per-sender queues and their rounds (see the package
+// documentation) are used only from a Pause until every queue is empty
+// again. Each sender's messages still come in its order and Sender still
+// names it; what is given up is the fairness between senders, for a
+// mailbox that costs no queue lookup per message. For owners that pause
+// senders rarely or never.
+func WithArrivalOrder() Option {
+	return func(m *Mailbox) { m.arrival = true }
+}
+
 // WithHeldLimit bounds the messages held for paused senders: each time the
 // mailbox sorts newly posted messages into their queues (between rounds),
 // some of them into paused ones, and more than n are held, over is called
