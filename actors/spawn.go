@@ -189,7 +189,14 @@ func (s *System) newParticipant(kindName string, id snapshot.ProcessID, state []
 		children: make(map[snapshot.ProcessID]bool),
 		reports:  make(map[snapshot.SnapshotID][]snapshot.ChannelRecord),
 	}
-	p.mb = mailbox.New(mailbox.WithHeldLimit(0, p.overHeld))
+	mopts := []mailbox.Option{mailbox.WithHeldLimit(0, p.overHeld)}
+	if s.cfg.mode != snapshot.Aligned {
+		// Only the aligned mode holds a sender back; the others need
+		// each channel's order, which posting order keeps, and not the
+		// fairness of a queue per sender that costs a lookup a message.
+		mopts = append(mopts, mailbox.WithArrivalOrder())
+	}
+	p.mb = mailbox.New(mopts...)
 	p.enc.types = s.types
 	s.reg.mu.Lock()
 	defer s.reg.mu.Unlock()
