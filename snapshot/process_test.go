@@ -751,3 +751,63 @@ func TestAssemblerNumbering(t *testing.T) {
 	}
 	same(4, ids("a", "c", "d"), n3, acd)
 }
+
+// An Assembler given the Numbering of the snapshot before assembles what
+// one given none does while a process's channels change from record to
+// record: grown at the end (the usual case, as a process lists its
+// channels in the order it made them), reordered, dropped from the front,
+// fewer.
+func TestAssemblerNumberingGrowingShapes(t *testing.T) {
+	now := time.Unix(100, 0)
+	assemble := func(id snapshot.SnapshotID, nb *snapshot.Numbering, recs []snapshot.LocalRecord) (*snapshot.Global, *snapshot.Numbering) {
+		t.Helper()
+		a, err := snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: id, Participants: ids("a", "b", "c", "d"), Numbering: nb})
+		require.NoError(t, err)
+		for _, r := range recs {
+			require.NoError(t, a.AddRecord(r))
+		}
+		require.Equal(t, snapshot.Complete, a.Status(now).State)
+		g, err := a.Global()
+		require.NoError(t, err)
+		require.NoError(t, g.Verify())
+		return g, a.Numbering()
+	}
+	// a sends to outs and receives from ins; each peer mirrors it.
+	records := func(id snapshot.SnapshotID, outs, ins []string) []snapshot.LocalRecord {
+		var sent, received []snapshot.PeerCount
+		mirror := map[string]*snapshot.LocalRecord{}
+		for _, p := range []string{"b", "c", "d"} {
+			mirror[p] = &snapshot.LocalRecord{Snapshot: id, Process: snapshot.ProcessID(p)}
+		}
+		for i, p := range outs {
+			sent = append(sent, pc(snapshot.ProcessID(p), uint64(i+1)))
+			mirror[p].Received = append(mirror[p].Received, pc("a", uint64(i+1)))
+		}
+		for i, p := range ins {
+			received = append(received, pc(snapshot.ProcessID(p), uint64(10+i)))
+			mirror[p].Sent = append(mirror[p].Sent, pc("a", uint64(10+i)))
+		}
+		recs := []snapshot.LocalRecord{rec(id, "a", sent, received)}
+		for _, p := range []string{"b", "c", "d"} {
+			recs = append(recs, *mirror[p])
+		}
+		return recs
+	}
+	var nb *snapshot.Numbering
+	for i, step := range []struct{ outs, ins []string }{
+		{[]string{"b"}, []string{"c"}},
+		{[]string{"b", "c"}, []string{"c", "d"}},      // grown at the ends
+		{[]string{"b", "c", "d"}, []string{"c", "d"}}, // one more sent
+		{[]string{"c", "d"}, []string{"d", "c", "b"}}, // b dropped from the front; received reordered
+		{[]string{"c"}, []string{"d"}},                // shorter
+		{[]string{"c", "b", "d"}, []string{"d", "b"}},
+	} {
+		id := snapshot.SnapshotID(i + 1)
+		want, _ := assemble(id, nil, records(id, step.outs, step.ins))
+		got, next := assemble(id, nb, records(id, step.outs, step.ins))
+		assert.Equal(t, want, got, "step %d", i)
+		if next != nil {
+			nb = next
+		}
+	}
+}
