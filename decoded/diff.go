@@ -40,10 +40,11 @@ func (c Change) String() string {
 
 // Diff lists the changes from a to b, at most max (0: all). Maps
 // (structs among them) are compared key by key in key order, the same
-// whatever order the maps were written in; arrays index by index, the longer one's extra
-// elements added or removed. Values of different kinds are one change at
-// their path; equal values none; two Undecoded compare by bytes: one
-// change "<58 bytes, not msgpack> -> <60 bytes, not msgpack>" at "".
+// whatever order the maps were written in; arrays index by index, the
+// longer one's extra elements added or removed. Values of different
+// kinds are one change at their path; equal values none; two Undecoded
+// compare by bytes: one change "<58 bytes, not msgpack> -> <60 bytes, not
+// msgpack>" at "".
 func Diff(a, b any, max int) []Change {
 	d := differ{max: max}
 	d.walk("", a, b)
@@ -135,7 +136,8 @@ func sortedEntries(m *Map) []Entry {
 
 // compareKeys orders map keys: by kind (nil, false and true, signed
 // integers, unsigned integers, floats, strings, then any other kind by its
-// formatted value), then by value. It returns 0 for keys equal holds for.
+// formatted value), then by value. Keys that equal calls the same
+// compare as 0.
 func compareKeys(a, b any) int {
 	if c := cmp.Compare(keyRank(a), keyRank(b)); c != 0 {
 		return c
