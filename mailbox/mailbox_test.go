@@ -134,18 +134,19 @@ func TestPanicIsEscalated(t *testing.T) {
 	assert.Equal(t, 0, m.UserMessageCount())
 }
 
-func TestKeyFuncPanicIsEscalated(t *testing.T) {
-	bad := &msg{from: 9, seq: 1}
-	m := New(WithSenderKey(func(message interface{}) (SenderKey, bool) {
+// panicsOn is keyOf, but for bad, on which it panics.
+func panicsOn(bad *msg) KeyFunc {
+	return func(message interface{}) (SenderKey, bool) {
 		if message == bad {
 			panic("bad key")
 		}
 		return keyOf(message)
-	}))
-	d := &stepDispatcher{throughput: 300}
-	s := &script{}
-	m.RegisterHandlers(s, d)
-	m.Start()
+	}
+}
+
+func TestKeyFuncPanicIsEscalated(t *testing.T) {
+	bad := &msg{from: 9, seq: 1}
+	m, d, s := newStepped(WithSenderKey(panicsOn(bad)))
 	post(m, 1, 1)
 	m.PostUserMessage(bad)
 	post(m, 2, 1)
@@ -558,16 +559,7 @@ func TestArrivalOrderPause(t *testing.T) {
 // the key function only the message it was given, in arrival order too.
 func TestArrivalOrderPanics(t *testing.T) {
 	bad := &msg{from: 9, seq: 1}
-	m := New(WithArrivalOrder(), WithSenderKey(func(message interface{}) (SenderKey, bool) {
-		if message == bad {
-			panic("bad key")
-		}
-		return keyOf(message)
-	}))
-	d := &stepDispatcher{throughput: 300}
-	s := &script{}
-	m.RegisterHandlers(s, d)
-	m.Start()
+	m, d, s := newStepped(WithArrivalOrder(), WithSenderKey(panicsOn(bad)))
 	s.onUser = func(message interface{}) {
 		if fmt.Sprint(message) == "A2" {
 			panic("boom")

@@ -700,20 +700,26 @@ func TestDiscard(t *testing.T) {
 // Numbering is then passed on unchanged: no record needed a lookup), when
 // a process and a channel are new, and when a process of the earlier
 // snapshot is gone (its channels are not in the later Global).
+// assembleWith assembles recs, which must complete snapshot id, given
+// the Numbering nb, and returns the Global and the next Numbering.
+func assembleWith(t *testing.T, id snapshot.SnapshotID, parts []snapshot.ProcessID, nb *snapshot.Numbering, recs []snapshot.LocalRecord) (*snapshot.Global, *snapshot.Numbering) {
+	t.Helper()
+	a, err := snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: id, Participants: parts, Numbering: nb})
+	require.NoError(t, err)
+	for _, r := range recs {
+		require.NoError(t, a.AddRecord(r))
+	}
+	require.Equal(t, snapshot.Complete, a.Status(time.Unix(100, 0)).State)
+	g, err := a.Global()
+	require.NoError(t, err)
+	require.NoError(t, g.Verify())
+	return g, a.Numbering()
+}
+
 func TestAssemblerNumbering(t *testing.T) {
-	now := time.Unix(100, 0)
 	assemble := func(id snapshot.SnapshotID, parts []snapshot.ProcessID, nb *snapshot.Numbering, recs []snapshot.LocalRecord) (*snapshot.Global, *snapshot.Numbering) {
 		t.Helper()
-		a, err := snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: id, Participants: parts, Numbering: nb})
-		require.NoError(t, err)
-		for _, r := range recs {
-			require.NoError(t, a.AddRecord(r))
-		}
-		require.Equal(t, snapshot.Complete, a.Status(now).State)
-		g, err := a.Global()
-		require.NoError(t, err)
-		require.NoError(t, g.Verify())
-		return g, a.Numbering()
+		return assembleWith(t, id, parts, nb, recs)
 	}
 	same := func(id snapshot.SnapshotID, parts []snapshot.ProcessID, nb *snapshot.Numbering, recs func(snapshot.SnapshotID) []snapshot.LocalRecord) *snapshot.Numbering {
 		t.Helper()
@@ -758,19 +764,9 @@ func TestAssemblerNumbering(t *testing.T) {
 // channels in the order it made them), reordered, dropped from the front,
 // fewer.
 func TestAssemblerNumberingGrowingShapes(t *testing.T) {
-	now := time.Unix(100, 0)
 	assemble := func(id snapshot.SnapshotID, nb *snapshot.Numbering, recs []snapshot.LocalRecord) (*snapshot.Global, *snapshot.Numbering) {
 		t.Helper()
-		a, err := snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: id, Participants: ids("a", "b", "c", "d"), Numbering: nb})
-		require.NoError(t, err)
-		for _, r := range recs {
-			require.NoError(t, a.AddRecord(r))
-		}
-		require.Equal(t, snapshot.Complete, a.Status(now).State)
-		g, err := a.Global()
-		require.NoError(t, err)
-		require.NoError(t, g.Verify())
-		return g, a.Numbering()
+		return assembleWith(t, id, ids("a", "b", "c", "d"), nb, recs)
 	}
 	// a sends to outs and receives from ins; each peer mirrors it.
 	records := func(id snapshot.SnapshotID, outs, ins []string) []snapshot.LocalRecord {
