@@ -11,6 +11,10 @@
 //     dropped when its lease expires, within Config.TTL (etcd raises a TTL
 //     below its minimum, 2 s with etcd's default election timeout, to that
 //     minimum). A member that leaves deletes its key and is dropped at once.
+//     Each member writes its key again, unchanged, every Config.TTL: the
+//     provider follows changes through a watch opened after its first
+//     read of the members, and would never see one that registered in
+//     between; the rewrite is a change it sees, within one TTL.
 //   - Automanaged: no external server. Each member serves its own state
 //     over HTTP on Config.AutomanagedPort and polls every seed's port each
 //     Config.TTL; the members are the seeds that answer. The seed list is

@@ -426,13 +426,13 @@ type lateEtcd struct {
 	endpoints []string
 	ttl       time.Duration
 	p         *etcd.Provider
+	// stop and stopped end the member's re-announcing (announce).
+	stop, stopped chan struct{}
 }
 
 func (l *lateEtcd) start(c *cluster.Cluster, member bool) error {
-	p, err := etcd.NewWithConfig(EtcdBaseKey, clientv3.Config{
-		Endpoints:   l.endpoints,
-		DialTimeout: 5 * time.Second,
-	})
+	cfg := clientv3.Config{Endpoints: l.endpoints, DialTimeout: 5 * time.Second}
+	p, err := etcd.NewWithConfig(EtcdBaseKey, cfg)
 	if err != nil {
 		return fmt.Errorf("etcd client: %w", err)
 	}
@@ -440,16 +440,67 @@ func (l *lateEtcd) start(c *cluster.Cluster, member bool) error {
 		return err
 	}
 	l.p = p
-	if member {
-		return p.StartMember(c)
+	if !member {
+		return p.StartClient(c)
 	}
-	return p.StartClient(c)
+	if err := p.StartMember(c); err != nil {
+		return err
+	}
+	cli, err := clientv3.New(cfg)
+	if err != nil {
+		return fmt.Errorf("etcd client: %w", err)
+	}
+	l.stop, l.stopped = make(chan struct{}), make(chan struct{})
+	go l.announce(cli, EtcdBaseKey+"/"+c.Config.Name+"/", c.ActorSystem.Address())
+	return nil
+}
+
+// announce writes this member's entry again, unchanged, every TTL until
+// Shutdown. Proto.Actor's etcd provider reads the members once and then
+// follows changes through a watch it opens only after that read, so a
+// member that registered in between is missing from its list until that
+// member's entry changes: the rewrite is the change, and bounds the time
+// such a member stays unseen by one TTL. The rewrite happens only if the
+// entry is still the one read (same revision, same lease), so that it
+// never moves the entry to a lease the provider no longer keeps alive.
+func (l *lateEtcd) announce(cli *clientv3.Client, prefix, self string) {
+	defer close(l.stopped)
+	defer cli.Close()
+	t := time.NewTicker(l.ttl)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), l.ttl)
+		if resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix()); err == nil {
+			for _, kv := range resp.Kvs {
+				n, err := etcd.NewNodeFromBytes(kv.Value)
+				if err != nil || kv.Lease == 0 || net.JoinHostPort(n.Host, strconv.Itoa(n.Port)) != self {
+					continue
+				}
+				key := string(kv.Key)
+				_, _ = cli.Txn(ctx).
+					If(clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)).
+					Then(clientv3.OpPut(key, string(kv.Value), clientv3.WithLease(clientv3.LeaseID(kv.Lease)))).
+					Commit()
+			}
+		}
+		cancel()
+	}
 }
 
 func (l *lateEtcd) StartMember(c *cluster.Cluster) error { return l.start(c, true) }
 func (l *lateEtcd) StartClient(c *cluster.Cluster) error { return l.start(c, false) }
 
 func (l *lateEtcd) Shutdown(graceful bool) error {
+	if l.stop != nil {
+		close(l.stop)
+		<-l.stopped
+		l.stop = nil
+	}
 	if l.p == nil {
 		return nil
 	}

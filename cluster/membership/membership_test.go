@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -50,6 +51,7 @@ func TestEtcdMembership(t *testing.T) {
 	}
 	runScenario(t, ttl, [4]Config{cfg(), cfg(), cfg(), cfg()}, func(t *testing.T, members int) {
 		checkEtcdLeases(t, ep, name, members, ttl)
+		checkReannounced(t, ep, name, members, ttl)
 	})
 }
 
@@ -237,6 +239,52 @@ func checkEtcdLeases(t *testing.T, ep, name string, members int, ttl time.Durati
 		}
 	}
 	t.Logf("etcd holds %d member keys, each under a lease granted for %v", len(resp.Kvs), ttl)
+}
+
+// checkReannounced watches the members' keys and requires each of the
+// members to write its entry again, unchanged and under the same lease,
+// within two TTLs: what heals a member list that missed a registration
+// (lateEtcd.announce).
+func checkReannounced(t *testing.T, ep, name string, members int, ttl time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*ttl+dropSlack)
+	defer cancel()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, Context: ctx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	prefix := EtcdBaseKey + "/" + name + "/"
+	resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type entry struct {
+		value []byte
+		lease int64
+	}
+	before := map[string]entry{}
+	for _, kv := range resp.Kvs {
+		before[string(kv.Key)] = entry{kv.Value, kv.Lease}
+	}
+	again := map[string]bool{}
+	for w := range cli.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1)) {
+		for _, ev := range w.Events {
+			old, ok := before[string(ev.Kv.Key)]
+			if ev.Type != clientv3.EventTypePut || !ok {
+				continue
+			}
+			if !bytes.Equal(ev.Kv.Value, old.value) || ev.Kv.Lease != old.lease {
+				t.Errorf("key %s written again changed: lease %d -> %d", ev.Kv.Key, old.lease, ev.Kv.Lease)
+			}
+			again[string(ev.Kv.Key)] = true
+		}
+		if len(again) == members {
+			t.Logf("each of the %d members wrote its entry again, unchanged", members)
+			return
+		}
+	}
+	t.Fatalf("within %v, %d of %d members wrote their entries again", 2*ttl+dropSlack, len(again), members)
 }
 
 func TestConfigCheck(t *testing.T) {
