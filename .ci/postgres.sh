@@ -3,9 +3,13 @@
 # and prints, as its only line on standard output, the line that points the
 # tests at it:
 #
-#   export ACTORSNAP_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/actorsnap_test?sslmode=disable
+#   export ACTORSNAP_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/actorsnap_test?sslmode=disable ACTORSNAP_TEST_POSTGRES_CA=...
 #
 # so that a caller runs   eval "$(bash .ci/postgres.sh)"   and then go test.
+# The server also speaks TLS, with a certificate for 127.0.0.1 and localhost
+# from a throwaway authority of its own, whose certificate
+# ACTORSNAP_TEST_POSTGRES_CA names: the tests connect with
+# sslmode=verify-full through it. Plain connections stay allowed.
 # Progress goes to standard error.
 #
 # Idempotent: it installs PostgreSQL from the Debian packages only if no
@@ -35,6 +39,7 @@ else
   data=${ACTORSNAP_PG_DATA:-${XDG_CACHE_HOME:-$HOME/.cache}/actorsnap-postgres}
 fi
 logfile="$data.log"
+tlsdir="$data.tls"
 
 # The newest installed server: the Debian packages put each major version's
 # binaries in /usr/lib/postgresql/VERSION/bin.
@@ -91,6 +96,32 @@ if [ ! -f "$data/PG_VERSION" ]; then
   as_pg "$bin/initdb" -D "$data" -U postgres -A trust -E UTF8 --no-locale --no-sync >/dev/null
 fi
 
+# The server's certificate and key, and the authority that signed them:
+# made once, with openssl, beside the data directory. The key must be the
+# server user's and private, or the server refuses it.
+if [ ! -f "$tlsdir/server.pem" ]; then
+  if ! command -v openssl >/dev/null; then
+    [ "$(id -u)" = 0 ] || die "openssl is missing, and installing it needs root (apt-get install openssl)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q openssl >&2
+  fi
+  log "making a throwaway authority and a server certificate in $tlsdir"
+  rm -rf "$tlsdir" && mkdir -p "$tlsdir"
+  ossl() { openssl "$@" 2>/dev/null >&2; }
+  ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
+    -subj "/CN=actorsnap test PostgreSQL authority" \
+    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign \
+    -keyout "$tlsdir/ca.key" -out "$tlsdir/ca.pem"
+  ossl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+    -subj "/CN=127.0.0.1" -keyout "$tlsdir/server.key" -out "$tlsdir/server.csr"
+  printf '%s\n' "subjectAltName=IP:127.0.0.1,DNS:localhost" "basicConstraints=CA:FALSE" \
+    "keyUsage=critical,digitalSignature" "extendedKeyUsage=serverAuth" >"$tlsdir/server.ext"
+  ossl x509 -req -in "$tlsdir/server.csr" -CA "$tlsdir/ca.pem" -CAkey "$tlsdir/ca.key" \
+    -CAcreateserial -days 3650 -extfile "$tlsdir/server.ext" -out "$tlsdir/server.pem"
+  rm -f "$tlsdir/ca.key" "$tlsdir/server.csr" "$tlsdir/server.ext" "$tlsdir/ca.srl"
+  chmod 755 "$tlsdir" && chmod 644 "$tlsdir/ca.pem" "$tlsdir/server.pem" && chmod 600 "$tlsdir/server.key"
+  if [ "$(id -u)" = 0 ]; then chown postgres:postgres "$tlsdir/server.key"; fi
+fi
+
 # busy reports whether something accepts TCP connections on 127.0.0.1:$1.
 busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 running() { as_pg "$bin/pg_ctl" -D "$data" status >/dev/null 2>&1; }
@@ -104,13 +135,19 @@ start() {
   done
   log "starting on 127.0.0.1:$port (log: $logfile)"
   as_pg "$bin/pg_ctl" -D "$data" -l "$logfile" -W start \
-    -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories='$data'" >/dev/null
+    -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories='$data' -c ssl=on -c ssl_cert_file='$tlsdir/server.pem' -c ssl_key_file='$tlsdir/server.key'" >/dev/null
 }
 
 if running; then
   # Line 4 of postmaster.pid is the port the running server listens on.
   port=$(sed -n 4p "$data/postmaster.pid")
   log "already running on port $port"
+  # A server started by an earlier version of this script has no TLS.
+  if [ "$("$bin/psql" -X -h 127.0.0.1 -p "$port" -U postgres -d postgres -tAc 'SHOW ssl' 2>/dev/null)" = off ]; then
+    log "restarting it with TLS"
+    as_pg "$bin/pg_ctl" -D "$data" -w stop -m fast >/dev/null
+    start
+  fi
 else
   start
 fi
@@ -140,4 +177,4 @@ if [ "$("${psql[@]}" -tAc "SELECT 1 FROM pg_database WHERE datname = '$db'")" !=
     [ "$("${psql[@]}" -tAc "SELECT 1 FROM pg_database WHERE datname = '$db'")" = 1 ]
 fi
 log "ready"
-echo "export ACTORSNAP_TEST_POSTGRES='postgres://postgres@127.0.0.1:$port/$db?sslmode=disable'"
+echo "export ACTORSNAP_TEST_POSTGRES='postgres://postgres@127.0.0.1:$port/$db?sslmode=disable' ACTORSNAP_TEST_POSTGRES_CA='$tlsdir/ca.pem'"

@@ -254,7 +254,10 @@
 //
 // The tests run against a real server named by the environment variable
 // ACTORSNAP_TEST_POSTGRES, each in a fresh schema that it drops; without
-// it they are skipped. From the module root:
+// it they are skipped. The script below starts a server that also speaks
+// TLS with a certificate of a throwaway authority, named by
+// ACTORSNAP_TEST_POSTGRES_CA, so that the tests check that sslmode and
+// sslrootcert reach every connection. From the module root:
 //
 //	eval "$(bash .ci/postgres.sh)"    # starts a local server, prints the export line
 //	go test -race ./persistence/postgres/

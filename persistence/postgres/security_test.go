@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actorsnap/actorsnap/actors"
+	"github.com/actorsnap/actorsnap/internal/devca"
 	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/persistence/postgres"
 	"github.com/actorsnap/actorsnap/persistence/storetest"
@@ -183,10 +185,14 @@ func TestSignedConformance(t *testing.T) {
 	})
 }
 
-// TestTLSFromURL checks that sslmode and sslrootcert in the URL reach the
-// connection: the test server has no TLS, so sslmode=require is refused,
-// and a root certificate that does not exist is reported. No error shows
-// the URL's password.
+// TestTLSFromURL checks that sslmode and sslrootcert in the URL reach
+// every connection of a Store, against the test server, which speaks TLS
+// with a certificate of its own authority (.ci/postgres.sh names it in
+// ACTORSNAP_TEST_POSTGRES_CA): with sslmode=verify-full and that
+// authority, the Store's connections are encrypted, as the server itself
+// reports (pg_stat_ssl); with another authority's certificate, or a root
+// certificate that does not exist, Open fails; with sslmode=disable they
+// are plain. No error shows the URL's password.
 func TestTLSFromURL(t *testing.T) {
 	base := serverURL(t)
 	t.Parallel()
@@ -195,24 +201,62 @@ func TestTLSFromURL(t *testing.T) {
 	u, err := url.Parse(base)
 	require.NoError(t, err)
 	u.User = url.UserPassword(u.User.Username(), pw)
-	missing := filepath.Join(t.TempDir(), "no-such-ca.pem")
-	for params, want := range map[string]string{
-		"sslmode=require": "refused TLS",
-		"sslmode=verify-full&sslrootcert=" + missing:       "no-such-ca.pem",
-		"sslmode=verify-ca&sslrootcert=" + missing:         "no-such-ca.pem",
-		"sslmode=disable&connect_timeout=5&password=" + pw: "",
-	} {
+	with := func(params url.Values) string {
 		v := *u
-		v.RawQuery = params
-		s, err := postgres.Open(ctx, v.String(), postgres.WithSchema(freshSchema(t)))
-		if want == "" {
-			require.NoError(t, err, "the password in the URL is sent and ignored by a server that trusts")
-			s.Close()
-			continue
-		}
-		require.ErrorContains(t, err, want, params)
+		v.RawQuery = params.Encode()
+		return v.String()
+	}
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "no-such-ca.pem")
+	for _, mode := range []string{"verify-full", "verify-ca"} {
+		_, err := postgres.Open(ctx, with(url.Values{"sslmode": {mode}, "sslrootcert": {missing}}), postgres.WithSchema(freshSchema(t)))
+		require.ErrorContains(t, err, "no-such-ca.pem", mode)
 		assert.NotContains(t, err.Error(), pw)
 	}
+
+	// encrypted saves a snapshot through a Store opened with params and
+	// returns, of the server's connections from that Store (told apart by
+	// their application name), how many there are and how many use TLS.
+	encrypted := func(t *testing.T, params url.Values) (conns, tls int) {
+		name := fmt.Sprintf("actorsnap-tls-test-%d", time.Now().UnixNano())
+		params.Set("application_name", name)
+		s, err := postgres.Open(ctx, with(params), postgres.WithSchema(freshSchema(t)))
+		require.NoError(t, err, params.Get("sslmode"))
+		defer s.Close()
+		require.NoError(t, s.Save(ctx, storetest.NewGlobal(1, storetest.Small)))
+		for _, ssl := range query[bool](t, `SELECT s.ssl FROM pg_stat_activity a JOIN pg_stat_ssl s USING (pid)
+			WHERE a.application_name = $1`, name) {
+			conns++
+			if ssl {
+				tls++
+			}
+		}
+		return conns, tls
+	}
+	conns, tls := encrypted(t, url.Values{"sslmode": {"disable"}, "password": {pw}})
+	require.Positive(t, conns)
+	require.Zero(t, tls, "sslmode=disable: the connections are plain")
+
+	ca := os.Getenv("ACTORSNAP_TEST_POSTGRES_CA")
+	if ca == "" {
+		require.Empty(t, os.Getenv("ACTORSNAP_REQUIRE_POSTGRES"),
+			"ACTORSNAP_TEST_POSTGRES_CA is not set: .ci/postgres.sh sets it, with a server that speaks TLS")
+		t.Log("ACTORSNAP_TEST_POSTGRES_CA is not set: the server's TLS is not tested (eval \"$(bash .ci/postgres.sh)\" starts one that has it)")
+		return
+	}
+	for _, mode := range []string{"require", "verify-ca", "verify-full"} {
+		conns, tls := encrypted(t, url.Values{"sslmode": {mode}, "sslrootcert": {ca}})
+		require.Positive(t, conns, mode)
+		require.Equal(t, conns, tls, "sslmode=%s: every connection of the Store uses TLS", mode)
+	}
+	other, err := devca.New("another authority")
+	require.NoError(t, err)
+	stranger := filepath.Join(dir, "other-ca.pem")
+	require.NoError(t, os.WriteFile(stranger, other.CertPEM(), 0o600))
+	_, err = postgres.Open(ctx, with(url.Values{"sslmode": {"verify-full"}, "sslrootcert": {stranger}}), postgres.WithSchema(freshSchema(t)))
+	require.ErrorContains(t, err, "unknown authority", "a server whose certificate the given authority did not sign is refused")
+	assert.NotContains(t, err.Error(), pw)
+
 	for _, conn := range []string{
 		"postgres://alice:" + pw + "@127.0.0.1:1/x?connect_timeout=5",
 		"postgres://alice@127.0.0.1:1/x?password=" + pw,
