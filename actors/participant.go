@@ -60,6 +60,7 @@ type participant struct {
 	children map[snapshot.ProcessID]bool
 	reports  map[snapshot.SnapshotID][]snapshot.ChannelRecord // recorded, not yet finished: closed recordings held for one report
 	forget   []snapshot.SnapshotID                            // to Forget after the actions in hand
+	late     []*reportMsg                                     // channel state reported during this mailbox turn, sent at its end
 	held     map[snapshot.ProcessID]heldMsg                   // aligned: first messages held behind barriers
 	release  []snapshot.ProcessID                             // senders whose held message can go
 	enc      encoder
@@ -620,7 +621,7 @@ func (p *participant) actOnce() (held bool) {
 			p.reports[c.Snapshot] = append(held, c)
 			p.nReports += len(c.Messages)
 		} else {
-			p.report(&reportMsg{id: c.Snapshot, channels: []snapshot.ChannelRecord{c}})
+			p.reportLate(c)
 		}
 	}
 	for _, id := range rd.Finished {
@@ -694,6 +695,37 @@ func (p *participant) report(rep *reportMsg) {
 	p.sys.root.Send(p.sys.guardian, rep)
 }
 
+// reportLate reports channel state that came after the snapshot was
+// over here (recorded and finished): in the epoch mode, every message
+// from an older epoch received after the record. One report per
+// snapshot goes at the end of the mailbox turn (turnEnd) with all that
+// came in the turn, rather than one per message: a receiver many
+// senders hurry toward would otherwise send the guardian a message for
+// each of their messages in flight.
+func (p *participant) reportLate(c snapshot.ChannelRecord) {
+	for _, rep := range p.late {
+		if rep.id == c.Snapshot {
+			rep.channels = append(rep.channels, c)
+			return
+		}
+	}
+	p.late = append(p.late, &reportMsg{id: c.Snapshot, channels: []snapshot.ChannelRecord{c}})
+}
+
+// turnEnd runs on the actor's goroutine when a mailbox turn ends
+// (mailbox.WithTurnEnd): the channel state reported during the turn goes
+// to the guardian.
+func (p *participant) turnEnd() {
+	if len(p.late) == 0 {
+		return
+	}
+	for i, rep := range p.late {
+		p.report(rep)
+		p.late[i] = nil
+	}
+	p.late = p.late[:0]
+}
+
 // depart runs when the actor has stopped: receivers of its channels are
 // told nothing more will come, and the guardian gets its final counters.
 func (p *participant) depart() {
@@ -707,6 +739,7 @@ func (p *participant) depart() {
 	// with it. The snapshots it had not recorded take it as departed.
 	p.proc.Stop()
 	p.act()
+	p.turnEnd() // what it received goes before the stop, or it looks lost
 	recorded := p.proc.Active()
 	final := p.proc.Counters()
 	for _, pc := range final.Sent {

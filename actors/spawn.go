@@ -189,7 +189,7 @@ func (s *System) newParticipant(kindName string, id snapshot.ProcessID, state []
 		children: make(map[snapshot.ProcessID]bool),
 		reports:  make(map[snapshot.SnapshotID][]snapshot.ChannelRecord),
 	}
-	mopts := []mailbox.Option{mailbox.WithHeldLimit(0, p.overHeld)}
+	mopts := []mailbox.Option{mailbox.WithHeldLimit(0, p.overHeld), mailbox.WithTurnEnd(p.turnEnd)}
 	if s.cfg.mode != snapshot.Aligned {
 		// Only the aligned mode holds a sender back; the others need
 		// each channel's order, which posting order keeps, and not the

@@ -69,6 +69,7 @@ type Mailbox struct {
 	// fields above keep the cache lines they had before these came.
 	heldLimit int
 	overHeld  func(held int) // nil: no limit
+	turnEnd   func()         // WithTurnEnd; nil: none
 }
 
 // posted is a user message and, when posted with PostFrom, its sender.
@@ -268,6 +269,9 @@ func (m *Mailbox) processMessages() {
 	budget := m.dispatcher.Throughput()
 process:
 	m.run(&budget)
+	if m.turnEnd != nil {
+		m.turnEnd()
+	}
 	if budget <= 0 {
 		// The turn is used up: go to the back of the dispatcher's queue,
 		// still running, so that one busy mailbox cannot keep a worker

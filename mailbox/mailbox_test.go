@@ -344,6 +344,28 @@ func TestThroughputEndsTheTurn(t *testing.T) {
 	assert.Equal(t, 6, d.scheduled, "one schedule per 10 messages, and one that finds the mailbox empty")
 }
 
+// WithTurnEnd's function runs once at the end of each turn, after the
+// turn's last message, in both orders: a turn of Throughput messages, and
+// the last, shorter one.
+func TestTurnEnd(t *testing.T) {
+	for _, arrival := range []bool{false, true} {
+		var ends []string
+		var s *script
+		opts := []Option{WithTurnEnd(func() { ends = append(ends, s.log[len(s.log)-1]) })}
+		if arrival {
+			opts = append(opts, WithArrivalOrder())
+		}
+		m, d, s := newStepped(opts...)
+		d.throughput = 4
+		post(m, 1, 1, 2, 3, 4, 5)
+		post(m, 2, 1, 2, 3, 4)
+		d.drain()
+		require.Len(t, s.log, 9)
+		want := []string{s.log[3], s.log[7], s.log[8]}
+		assert.Equal(t, want, ends, "arrival order %v: %s", arrival, s)
+	}
+}
+
 func TestMessageBatch(t *testing.T) {
 	m := New()
 	d := &stepDispatcher{throughput: 300}

@@ -56,6 +56,17 @@ func WithHeldLimit(n int, over func(held int)) Option {
 	return func(m *Mailbox) { m.heldLimit, m.overHeld = n, over }
 }
 
+// WithTurnEnd calls f on the mailbox's goroutine at the end of each run
+// (a turn of up to the dispatcher's throughput in messages), after the
+// last message of the run was processed and before the mailbox lets
+// another goroutine run it. It is for an owner that gathers work while
+// its actor processes messages and hands it on once per turn instead of
+// once per message. f must not use the actor's context; it may post to
+// any mailbox, this one included.
+func WithTurnEnd(f func()) Option {
+	return func(m *Mailbox) { m.turnEnd = f }
+}
+
 // WithMiddleware attaches Proto.Actor mailbox middlewares (statistics). They
 // are called as by Proto.Actor's default mailbox: MessagePosted on the
 // posting goroutine, MessageReceived after each message is processed,
