@@ -70,8 +70,12 @@
 //
 // # Modes and initiation
 //
-// The unaligned mode (Chandy–Lamport, the default) never makes an actor
-// wait and stores the messages in flight. The aligned mode
+// The epoch mode (Lai–Yang's colours with Mattern's counters, the
+// default) sends no marker: every message carries its sender's epoch, and
+// a snapshot costs per participant and per message in flight, not per
+// channel. The unaligned mode (WithMode(snapshot.Unaligned), Chandy–Lamport
+// as published) sends a marker on every channel used. Neither makes an
+// actor wait; both store the messages in flight. The aligned mode
 // (WithMode(snapshot.Aligned), Flink's barriers) pauses a sender at its
 // barrier until the receiver has barriers from every sender it waits for;
 // channels it waited for hold no state, and back edges (declared with

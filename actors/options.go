@@ -82,19 +82,24 @@ const (
 	DefaultSystemName = "default"
 )
 
-// WithMode selects the snapshot algorithm. Default: snapshot.Unaligned,
-// or for Restore the mode of the snapshot restored.
+// WithMode selects the snapshot algorithm. Default: snapshot.Epochs, or
+// for Restore the mode of the snapshot restored.
 //
-// In the epoch mode (snapshot.Epochs) no marker is sent: every message
+// In the epoch mode (snapshot.Epochs, the default) no marker is sent: every message
 // carries its sender's epoch, the newest snapshot it recorded, in the
 // receiver's queue entry (no wrapper, no allocation). A message from a
 // newer epoch makes its receiver record first; one from an older epoch
 // that arrives after the receiver recorded is channel state, reported to
-// the guardian as it comes; and the guardian completes the snapshot when
-// every channel's counters balance. A snapshot costs a start and a record
-// per participant plus one report per message in flight, whatever the
-// number of channels: the mode for dense graphs. WithInitiation(Lazy)
-// saves the starts of participants that are busy anyway.
+// the guardian once per mailbox turn; and the guardian completes the
+// snapshot when every channel's counters balance. A snapshot costs a
+// start and a record per participant plus the messages in flight,
+// whatever the number of channels. WithInitiation(Lazy) saves the starts
+// of participants that are busy anyway.
+//
+// In the unaligned mode (snapshot.Unaligned, Chandy–Lamport as
+// published) a participant records at the first marker and sends a
+// marker on every channel it has used; a later marker on a channel
+// closes its recording. Its cost grows with the channels used.
 //
 // In the aligned mode (snapshot.Aligned) a participant blocks each sender
 // whose barrier came and records once barriers came from every sender it
@@ -232,7 +237,7 @@ func WithActorSystemConfig(opts ...actor.ConfigOption) Option {
 }
 
 func newConfig(opts []Option) (config, error) {
-	c := config{timeout: DefaultTimeout, concurrent: DefaultConcurrent, search: snapshot.ShallowBackEdges, lazyAfter: DefaultLazyStart}
+	c := config{mode: snapshot.Epochs, timeout: DefaultTimeout, concurrent: DefaultConcurrent, search: snapshot.ShallowBackEdges, lazyAfter: DefaultLazyStart}
 	for _, o := range opts {
 		o(&c)
 	}

@@ -168,7 +168,7 @@ func TestFailedStartReleasesTheStore(t *testing.T) {
 	assert.False(t, ownership(t, store).Live)
 	_, err = Restore(context.Background(), store, 0, testMessages, probeKind, WithMode(snapshot.Aligned))
 	require.ErrorIs(t, err, ErrRestore)
-	assert.Contains(t, err.Error(), "snapshot taken in unaligned mode, system in aligned mode")
+	assert.Contains(t, err.Error(), "snapshot taken in epoch mode, system in aligned mode")
 	assert.False(t, ownership(t, store).Live)
 }
 

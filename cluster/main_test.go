@@ -128,7 +128,8 @@ func runChild(raw string) int {
 			opts = append(opts, actors.WithInitiation(actors.Lazy))
 		}
 	}
-	if mode != snapshot.Unaligned {
+	if mode != snapshot.Unaligned || !spec.Restore {
+		// A restore in the unaligned mode takes the snapshot's.
 		opts = append(opts, actors.WithMode(mode))
 	}
 	total := int64(spec.Accounts) * initial

@@ -144,7 +144,7 @@ func TestAnalyze(t *testing.T) {
 		require.NoError(t, err)
 		t.Logf("actorsnap analyze %s:\n%s", stuck, out)
 		for _, want := range []string{
-			fmt.Sprintf("snapshot %s (unaligned): 3 participants, taken ", stuck),
+			fmt.Sprintf("snapshot %s (epoch): 3 participants, taken ", stuck),
 			"\nwait-for graph: 3 participants wait\n",
 			"\ndeadlocks: 1\n  a, b wait for one another; blocked on them: c\n    a waits for b (request 1, *main.question, ",
 			"\n    b waits for a (request 1, *main.question, ",

@@ -20,7 +20,7 @@ func demoFlags(cmd *cobra.Command, withSize bool) {
 	if withSize {
 		cmd.Flags().String("system", "bank", "the system's name, recorded as the store's owner")
 		cmd.Flags().Int("actors", 1000, "number of account actors")
-		cmd.Flags().String("mode", "unaligned", "snapshot algorithm: unaligned, aligned or epoch (a restore takes the snapshot's)")
+		cmd.Flags().String("mode", "epoch", "snapshot algorithm: epoch, unaligned or aligned (a restore takes the snapshot's)")
 	}
 	cmd.Flags().Duration("interval", 200*time.Millisecond, "time between snapshots")
 	cmd.Flags().Duration("duration", 10*time.Second, "how long to run")
@@ -79,17 +79,14 @@ func onMembers(cmd *cobra.Command, store persistence.Store, cfg bankdemo.RunConf
 		if err != nil {
 			return err
 		}
-		if g.Mode != snapshot.Unaligned {
-			return fmt.Errorf("snapshot %d was taken in %s mode: members take unaligned snapshots only", g.ID, g.Mode)
-		}
+		// The members restore in the snapshot's mode.
 		c.args = append(c.args, "--system", system)
 		return c.run(ctx, g.ID, nil)
 	}
 	system, _ := f.GetString("system")
-	if mode, _ := f.GetString("mode"); mode != "" {
-		if m, err := snapshot.ParseMode(mode); err == nil && m != snapshot.Unaligned {
-			return fmt.Errorf("--mode %s: members take unaligned snapshots only", mode)
-		}
+	if f.Changed("mode") {
+		mode, _ := f.GetString("mode")
+		c.args = append(c.args, "--mode", mode)
 	}
 	if err := persistence.DecideClaim(url, persistence.ClaimNew, system, o); err != nil {
 		if errors.Is(err, persistence.ErrOwned) {
@@ -139,7 +136,8 @@ func demoConfig(cmd *cobra.Command) (bankdemo.RunConfig, error) {
 		name, _ := f.GetString("system")
 		cfg.Options = append(cfg.Options, actors.WithSystemName(name))
 	}
-	if f.Lookup("mode") != nil {
+	if f.Lookup("mode") != nil && (f.Changed("mode") || !f.Changed("restore")) {
+		// A restore takes the snapshot's mode unless told otherwise.
 		name, _ := f.GetString("mode")
 		mode, err := snapshot.ParseMode(name)
 		if err != nil {

@@ -80,7 +80,7 @@ func main() {
 	flag.StringVar(&c.Store, "store", "", "where snapshots are saved: a directory or a store URL (default: in memory)")
 	flag.DurationVar(&c.Interval, "interval", 0, "time between snapshots (default: none)")
 	flag.IntVar(&c.Retain, "retain", 0, "keep only the newest N snapshots (default: all)")
-	flag.Func("mode", "snapshot mode: unaligned, aligned or epoch (default unaligned; a restore takes the snapshot's)", func(s string) error {
+	flag.Func("mode", "snapshot mode: epoch, unaligned or aligned (default epoch; a restore takes the snapshot's)", func(s string) error {
 		m, err := snapshot.ParseMode(s)
 		c.Mode, c.ModeSet = m, true
 		return err
