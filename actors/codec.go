@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -245,21 +246,23 @@ func (e *encoder) messages(msgs []snapshot.Message) ([]snapshot.Message, error) 
 	e.names = e.names[:0]
 	for _, m := range msgs {
 		payload := m.Payload
-		if t, ok := payload.(*tagged); ok {
+		var sender *actor.PID
+		var header map[string]string
+		var t *tagged
+		if tg, ok := payload.(*tagged); ok {
 			// The books' marks are recorded as headers: a restore
 			// replays a request or an answer with them.
-			payload = t.envelope()
+			t, payload, sender = tg, tg.msg, tg.sender
 		}
-		env, enveloped := payload.(*actor.MessageEnvelope)
-		if enveloped {
-			payload = env.Message
+		if env, ok := payload.(*actor.MessageEnvelope); ok {
+			payload, sender, header = env.Message, env.Sender, env.Header
 		}
 		name, err := e.name(payload)
 		if err != nil {
 			return nil, err
 		}
-		if enveloped && (env.Sender != nil || len(env.Header) > 0) {
-			err = e.envelope(env)
+		if sender != nil || len(header) > 0 || (t != nil && (t.request != 0 || t.answer != 0)) {
+			err = e.envelope(payload, sender, header, t)
 			name = withEnvelope + name
 		} else {
 			err = e.encode(payload)
@@ -403,15 +406,77 @@ type envelopeRecord struct {
 	Data   msgpack.RawMessage `msgpack:"d"` // the message's own encoding
 }
 
-// envelope appends to e.buf the envelopeRecord of env.
-func (e *encoder) envelope(env *actor.MessageEnvelope) error {
-	start := e.buf.Len()
-	if err := e.encode(env.Message); err != nil {
+// envelope appends to e.buf msg with its envelope, in the form msgpack
+// gives an envelopeRecord (a map of the fields that are not empty, in
+// their order), written field by field: the headers are header's, and a
+// tagged message's marks (t, if not nil) over them, as tagged.envelope
+// makes them; the message's own encoding goes straight after "d", with
+// no copy and no intermediate envelope or map.
+func (e *encoder) envelope(msg any, sender *actor.PID, header map[string]string, t *tagged) error {
+	var request, answer string
+	if t != nil {
+		if t.request != 0 {
+			request = strconv.FormatUint(t.request, 10) + "/" + string(t.from)
+		}
+		if t.answer != 0 {
+			answer = strconv.FormatUint(t.answer, 10)
+		}
+	}
+	marked := func(k string) bool {
+		return (k == requestHeader && request != "") || (k == answerHeader && answer != "")
+	}
+	nh := 0
+	for k := range header {
+		if !marked(k) {
+			nh++
+		}
+	}
+	if request != "" {
+		nh++
+	}
+	if answer != "" {
+		nh++
+	}
+	fields := 1
+	if sender != nil {
+		fields++
+	}
+	if nh > 0 {
+		fields++
+	}
+	enc := e.enc
+	err := enc.EncodeMapLen(fields)
+	if err == nil && sender != nil {
+		if err = enc.EncodeString("s"); err == nil {
+			err = enc.Encode(sender)
+		}
+	}
+	if err == nil && nh > 0 {
+		if err = enc.EncodeString("h"); err == nil {
+			err = enc.EncodeMapLen(nh)
+		}
+		for k, v := range header {
+			if err == nil && !marked(k) {
+				if err = enc.EncodeString(k); err == nil {
+					err = enc.EncodeString(v)
+				}
+			}
+		}
+		for _, kv := range [2][2]string{{requestHeader, request}, {answerHeader, answer}} {
+			if err == nil && kv[1] != "" {
+				if err = enc.EncodeString(kv[0]); err == nil {
+					err = enc.EncodeString(kv[1])
+				}
+			}
+		}
+	}
+	if err == nil {
+		err = enc.EncodeString("d")
+	}
+	if err != nil {
 		return err
 	}
-	data := bytes.Clone(e.buf.Bytes()[start:])
-	e.buf.Truncate(start)
-	return e.enc.Encode(&envelopeRecord{Sender: env.Sender, Header: env.Header, Data: data})
+	return e.encode(msg)
 }
 
 // protoMessage is the interface of protobuf messages: their values are

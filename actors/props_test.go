@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/vmihailenco/msgpack/v5"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -310,4 +311,55 @@ func TestRegistered(t *testing.T) {
 	messages, kinds := sys.Registered()
 	assert.Equal(t, []string{"a.value", "b.note"}, messages, "one name per registration, sorted")
 	assert.Equal(t, []string{"probe"}, kinds)
+}
+
+// A recorded message with an envelope decodes to what msgpack's own
+// encoding of its envelopeRecord decodes to, whatever the envelope holds:
+// a sender, headers, a tagged message's marks, marks over headers of the
+// same name; a bare message is recorded bare.
+func TestEnvelopeRecordEncoding(t *testing.T) {
+	types, err := messageTypesOf([]Option{WithMessage[valueMsg]("v")})
+	require.NoError(t, err)
+	pid := actor.NewPID("host:1", "someone")
+	hdr := map[string]string{"trace": "t1", requestHeader: "9/old", "x": ""}
+	for i, payload := range []any{
+		valueMsg{N: 1},
+		&actor.MessageEnvelope{Message: valueMsg{N: 2}, Sender: pid},
+		&actor.MessageEnvelope{Message: valueMsg{N: 3}, Header: hdr},
+		&tagged{msg: valueMsg{N: 4}, sender: pid, request: 7, from: "asker"},
+		&tagged{msg: valueMsg{N: 5}, answer: 12},
+		&tagged{msg: &actor.MessageEnvelope{Message: valueMsg{N: 6}, Header: hdr, Sender: pid}, request: 3, from: "a", answer: 8},
+		&tagged{msg: &actor.MessageEnvelope{Message: valueMsg{N: 7}, Header: hdr}, answer: 2},
+		&tagged{msg: valueMsg{N: 8}},
+		&tagged{msg: valueMsg{N: 9}, sender: pid},
+	} {
+		enc := encoder{types: types}
+		recorded, err := enc.messages([]snapshot.Message{{Seq: 1, Payload: payload}})
+		require.NoError(t, err)
+		rm := recorded[0].Payload.(RecordedMessage)
+		name, data, env, err := unwrapRecorded(rm)
+		require.NoError(t, err, "message %d", i)
+		require.Equal(t, "v", name)
+		var got valueMsg
+		require.NoError(t, msgpack.Unmarshal(data, &got))
+		assert.Equal(t, i+1, got.N)
+
+		// What msgpack makes of the same envelope.
+		want := payload
+		if tg, ok := want.(*tagged); ok {
+			want = tg.envelope()
+		}
+		we, ok := want.(*actor.MessageEnvelope)
+		if !ok || (we.Sender == nil && len(we.Header) == 0) {
+			assert.Nil(t, env, "message %d is recorded bare", i)
+			continue
+		}
+		b, err := msgpack.Marshal(&envelopeRecord{Sender: we.Sender, Header: we.Header, Data: data})
+		require.NoError(t, err)
+		var wr envelopeRecord
+		require.NoError(t, msgpack.Unmarshal(b, &wr))
+		require.NotNil(t, env, "message %d has its envelope", i)
+		assert.True(t, proto.Equal(wr.Sender, env.Sender) || (wr.Sender == nil && env.Sender == nil), "message %d: sender %v, want %v", i, env.Sender, wr.Sender)
+		assert.Equal(t, wr.Header, map[string]string(env.Header), "message %d", i)
+	}
 }
