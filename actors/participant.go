@@ -56,7 +56,7 @@ type participant struct {
 	lastKey  mailbox.SenderKey
 	lastPeer *peerRef
 	peers    map[mailbox.SenderKey]*peerRef
-	keys     map[snapshot.ProcessID]mailbox.SenderKey // peers, reversed
+	keys     map[snapshot.ProcessID]mailbox.SenderKey // peers, reversed; nil until needed (latestKeys)
 	children map[snapshot.ProcessID]bool
 	reports  map[snapshot.SnapshotID][]snapshot.ChannelRecord // recorded, not yet finished: closed recordings held for one report
 	forget   []snapshot.SnapshotID                            // to Forget after the actions in hand
@@ -147,7 +147,7 @@ func (w *shell) receive(ctx actor.Context, key mailbox.SenderKey) {
 	from := ref.from
 	switch m := ctx.Message().(type) {
 	case *markerMsg:
-		if k, ok := p.keys[from]; ok && k != key {
+		if k, ok := p.latestKeys()[from]; ok && k != key {
 			break // from a stopped one whose name a new participant has
 		}
 		p.takeAwaited()
@@ -155,7 +155,7 @@ func (w *shell) receive(ctx actor.Context, key mailbox.SenderKey) {
 		p.act()
 	case *departedMsg:
 		p.takeAwaited()
-		if p.keys[from] == key {
+		if p.latestKeys()[from] == key {
 			p.proc.Departed(from)
 			delete(p.keys, from)
 		}
@@ -288,12 +288,36 @@ func (p *participant) peer(key mailbox.SenderKey) *peerRef {
 		// pause, and whose departure is the one to apply (departedMsg
 		// forgets both). A stopped one's late departure does not take the
 		// name back from a new participant under it.
-		if old, seen := p.keys[from]; !seen || key > old {
-			p.keys[from] = key // keys only grow: a later incarnation's is larger
+		if p.keys != nil {
+			p.noteKey(from, key)
 		}
 	}
 	p.lastKey, p.lastPeer = key, ref
 	return ref
+}
+
+// noteKey notes key as from's, if it is from's latest incarnation.
+func (p *participant) noteKey(from snapshot.ProcessID, key mailbox.SenderKey) {
+	if old, seen := p.keys[from]; !seen || key > old {
+		p.keys[from] = key // keys only grow: a later incarnation's is larger
+	}
+}
+
+// latestKeys returns the sender key of each sender's latest incarnation,
+// made from peers the first time it is asked for and kept from then on.
+// Until then peers holds every key seen: only a departure removes one,
+// and it asks for latestKeys first.
+// Only markers, departures and pauses need it: a participant of the
+// epoch mode whose senders never stop never pays a map entry per new
+// sender for it.
+func (p *participant) latestKeys() map[snapshot.ProcessID]mailbox.SenderKey {
+	if p.keys == nil {
+		p.keys = make(map[snapshot.ProcessID]mailbox.SenderKey, len(p.peers))
+		for key, ref := range p.peers {
+			p.noteKey(ref.from, key)
+		}
+	}
+	return p.keys
 }
 
 // peerRef is what a participant knows of one sender's key: the sender's
@@ -635,12 +659,12 @@ func (p *participant) actOnce() (held bool) {
 	// Aligned mode: a sender's queue is held from its barrier to the
 	// record (docs/design.md, aligned mode).
 	for _, from := range rd.Pause {
-		if k, ok := p.keys[from]; ok {
+		if k, ok := p.latestKeys()[from]; ok {
 			p.mb.Pause(k)
 		}
 	}
 	for _, from := range rd.Resume {
-		if k, ok := p.keys[from]; ok {
+		if k, ok := p.latestKeys()[from]; ok {
 			p.mb.Resume(k)
 		}
 		if _, ok := p.held[from]; ok {

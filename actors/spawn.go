@@ -184,7 +184,6 @@ func (s *System) newParticipant(kindName string, id snapshot.ProcessID, state []
 		targets:  make(map[*actor.PID]*targetRef),
 		byID:     make(map[snapshot.ProcessID]*participant),
 		peers:    make(map[mailbox.SenderKey]*peerRef),
-		keys:     make(map[snapshot.ProcessID]mailbox.SenderKey),
 		held:     make(map[snapshot.ProcessID]heldMsg),
 		children: make(map[snapshot.ProcessID]bool),
 		reports:  make(map[snapshot.SnapshotID][]snapshot.ChannelRecord),
