@@ -63,7 +63,8 @@
 // UserMessageCount counts every undelivered user message, held ones
 // included; Held counts the held ones, and WithHeldLimit calls back when
 // they pass a bound, so that an owner that pauses senders can bound the
-// memory they take.
+// memory they take. WithTurnEnd calls back at the end of each run, for an
+// owner that hands work on once a turn rather than once a message.
 //
 // # Memory
 //
