@@ -85,16 +85,17 @@ const (
 // WithMode selects the snapshot algorithm. Default: snapshot.Epochs, or
 // for Restore the mode of the snapshot restored.
 //
-// In the epoch mode (snapshot.Epochs, the default) no marker is sent: every message
-// carries its sender's epoch, the newest snapshot it recorded, in the
-// receiver's queue entry (no wrapper, no allocation). A message from a
-// newer epoch makes its receiver record first; one from an older epoch
-// that arrives after the receiver recorded is channel state, reported to
-// the guardian once per mailbox turn; and the guardian completes the
-// snapshot when every channel's counters balance. A snapshot costs a
-// start and a record per participant plus the messages in flight,
-// whatever the number of channels. WithInitiation(Lazy) saves the starts
-// of participants that are busy anyway.
+// In the epoch mode (snapshot.Epochs, the default) no marker is sent:
+// every message carries its sender's epoch, the newest snapshot it
+// recorded, in the receiver's queue entry (no wrapper, no allocation).
+// A message from a newer epoch makes its receiver record first; one
+// from an older epoch that arrives after the receiver recorded is
+// channel state, reported to the guardian once per mailbox turn; and the
+// guardian completes the snapshot when every channel's counters balance.
+// A snapshot costs a start and a record per participant plus the
+// messages in flight, whatever the number of channels.
+// WithInitiation(Lazy) saves the starts of participants that are busy
+// anyway.
 //
 // In the unaligned mode (snapshot.Unaligned, Chandy–Lamport as
 // published) a participant records at the first marker and sends a
