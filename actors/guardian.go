@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/actorsnap/actorsnap/snapshot"
 )
@@ -133,6 +135,9 @@ type guardian struct {
 	// is on its way.
 	outbox   map[string][]byte
 	flushing bool
+	// frameBuf and frameEnc encode the frames post sends, one at a time.
+	frameBuf bytes.Buffer
+	frameEnc *msgpack.Encoder
 }
 
 func newGuardian(s *System) *guardian {

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -223,14 +224,18 @@ type flushMsg struct{}
 // first: the member gets this guardian's frames in the order they were
 // posted.
 func (g *guardian) post(to string, f *frame) {
-	b, err := msgpack.Marshal(f)
-	if err != nil {
+	g.frameBuf.Reset()
+	if g.frameEnc == nil {
+		g.frameEnc = msgpack.NewEncoder(&g.frameBuf)
+	}
+	if err := g.frameEnc.Encode(f); err != nil {
 		g.s.log.Error("encoding a frame for a cluster member", slog.String("member", to), slog.Any("error", err))
 		return
 	}
+	b := g.frameBuf.Bytes() // until the next post: copied or sent as a copy
 	if !forGuardian(f.K) {
 		g.flushTo(to)
-		g.s.sendBytes(to, b)
+		g.s.sendBytes(to, bytes.Clone(b))
 		return
 	}
 	if len(g.outbox[to])+len(b) > maxBatch {
