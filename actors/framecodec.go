@@ -304,9 +304,9 @@ func (w *mpWriter) counts(cs []snapshot.PeerCount) {
 	}
 }
 
-// record writes a LocalRecord: a map of its seven fields.
+// record writes a LocalRecord: a map of its eight fields.
 func (w *mpWriter) record(r *snapshot.LocalRecord) {
-	w.mapLen(7)
+	w.mapLen(8)
 	w.key("Snapshot")
 	w.uint(uint64(r.Snapshot))
 	w.key("Process")
@@ -325,6 +325,8 @@ func (w *mpWriter) record(r *snapshot.LocalRecord) {
 	} else {
 		w.value(r.Waits)
 	}
+	w.key("Prev")
+	w.uint(uint64(r.Prev))
 }
 
 // channel writes a wireChannel: a map of its four fields, Channel a map
@@ -560,6 +562,8 @@ func (r *mpReader) record() *snapshot.LocalRecord {
 			rec.Received = r.counts()
 		case "Waits":
 			r.value(&rec.Waits)
+		case "Prev":
+			rec.Prev = snapshot.SnapshotID(r.uint("previous record"))
 		default:
 			r.skip()
 		}

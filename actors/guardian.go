@@ -561,6 +561,14 @@ func (g *guardian) carry() {
 		if len(rd.Drops) > 0 {
 			g.drop(rd.Drops)
 		}
+		for _, id := range rd.Resync {
+			g.s.log.Warn("the coordinator lost track of a participant's records: it asks for all its counters", slog.String("participant", string(id)))
+			if p := g.s.reg.lookup(id); p != nil {
+				p.mb.PostFrom(controlKey, &resyncMsg{})
+			} else if e := g.s.reg.lookupRemote(id, ""); g.clustered() && e != nil {
+				g.post(e.addr, &frame{K: fResync, To: id})
+			}
+		}
 	}
 }
 

@@ -804,6 +804,13 @@ func TestNameOfStoppedParticipantIsGivenAgain(t *testing.T) {
 		assert.Equal(t, []string{"d"}, seenBy(t, g, "p0"), "the new p0's state")
 		for _, c := range []snapshot.Channel{{From: "p0", To: "p1"}, {From: "p1", To: "p0"}} {
 			cs, ok := g.Channel(c)
+			if g.Mode == snapshot.Epochs {
+				// Only channels with something in flight are listed; a
+				// count that did not start again would have broken the
+				// channel's sequence at the receiver.
+				assert.False(t, ok, "%s balances: not listed", c)
+				continue
+			}
 			require.True(t, ok, "%s", c)
 			assert.Equal(t, uint64(1), cs.Sent, "%s counts from 1 again", c)
 			assert.Equal(t, uint64(1), cs.Received, "%s", c)

@@ -327,6 +327,10 @@ func (g *guardian) memberFrame(from string, f *frame) {
 		if p := reg.lookup(f.To); p != nil {
 			p.mb.PostFrom(controlKey, &initiateMsg{id: f.ID})
 		}
+	case fResync:
+		if p := reg.lookup(f.To); p != nil {
+			p.mb.PostFrom(controlKey, &resyncMsg{})
+		}
 	case fOver:
 		reg.mu.Lock()
 		reg.pending = slices.DeleteFunc(reg.pending, func(id snapshot.SnapshotID) bool { return id == f.ID })

@@ -130,6 +130,8 @@ func (w *shell) receive(ctx actor.Context, key mailbox.SenderKey) {
 		case *abortMsg:
 			p.forget = append(p.forget, m.id)
 			p.act()
+		case *resyncMsg:
+			p.proc.Resync()
 		case *budgetMsg:
 			p.budget = false
 			p.recount()
@@ -612,6 +614,9 @@ func (p *participant) actOnce() (held bool) {
 			}
 			if err != nil {
 				p.fail(r.Snapshot, fmt.Errorf("%w: state of %s: %w", ErrCapture, p.id, err))
+				// The coordinator never sees this record: the next lists
+				// every counter rather than those changed since it.
+				p.proc.Resync()
 				continue
 			}
 			r.Kind, r.State, r.Waits = p.kind, state, waits
@@ -708,6 +713,14 @@ func (p *participant) dropReports(id snapshot.SnapshotID) {
 func (p *participant) report(rep *reportMsg) {
 	if !p.sys.reg.isPending(rep.id) {
 		p.forget = append(p.forget, rep.id)
+		if rep.hasRec && p.sys.cfg.mode == snapshot.Epochs {
+			// The snapshot is over, but the participant's next record
+			// lists what changed since this one: the coordinator's
+			// ledger takes its counters, without state or channels.
+			rec := rep.rec
+			rec.State, rec.Waits = nil, nil
+			p.sys.root.Send(p.sys.guardian, &reportMsg{id: rep.id, hasRec: true, rec: rec})
+		}
 		return
 	}
 	for _, c := range rep.channels {

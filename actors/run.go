@@ -27,6 +27,12 @@ func (g *guardian) report(m *reportMsg) {
 	r := g.runs[m.id]
 	if r == nil || r.saving != nil {
 		g.s.recorded.Add(-int64(m.held))
+		if m.hasRec {
+			// In the epoch mode the participant's next record lists what
+			// changed since this one: the Coordinator's ledger takes it
+			// though its snapshot is over.
+			_ = g.coord.Record(g.now(), m.rec)
+		}
 		return
 	}
 	now := g.now()

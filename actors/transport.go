@@ -105,6 +105,7 @@ const (
 	fRegistered                  // member: From was born while snapshots ran
 	fAsk                         // member: start a snapshot for waiter Token
 	fOutside                     // a message to To from outside the snapshots
+	fResync                      // coordinator: To is to list all its counters in its next record
 )
 
 // fBatch begins a run of msgpack frames for the receiving member's
@@ -123,7 +124,7 @@ const maxBatch = 1 << 20
 // member's guardian, rather than being acted on as they are delivered.
 func forGuardian(k uint8) bool {
 	switch k {
-	case fInitiate, fOver, fReport, fFail, fStopped, fRestarted, fRegistered, fAsk:
+	case fInitiate, fOver, fReport, fFail, fStopped, fRestarted, fRegistered, fAsk, fResync:
 		return true
 	}
 	return false

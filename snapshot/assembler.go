@@ -37,6 +37,14 @@ type AssemblerConfig struct {
 	// ever stopped adds only those this snapshot's records name, instead
 	// of all of them (and every one of them in the Global).
 	Departed func(ProcessID) (LocalRecord, bool)
+	// Ledger, in the Epochs mode, holds the counters that records which
+	// list only what changed (LocalRecord.Prev) leave out: every record
+	// goes through Ledger.Apply before it is given here. The channels
+	// judged are those the records and reports name, those the Ledger
+	// changed while the snapshot ran, and those it shows with messages in
+	// flight once every participant recorded; the Global lists only the
+	// channels with messages in flight. Numbering is not used with it.
+	Ledger *Ledger
 }
 
 // State is where an assembly stands.
@@ -168,6 +176,9 @@ type chanAcc struct {
 	record   *ChannelRecord
 	pending  bool // both ends recorded and not balanced: counted in unsettled
 	seen     bool // named in this snapshot (not only numbered by an earlier one)
+	// With a Ledger: sent, received hold the count of this snapshot's
+	// cut (from a record, or taken from the Ledger).
+	hasSent, hasReceived bool
 }
 
 // Numbering is how an Assembler numbered processes and channels, and which
@@ -212,6 +223,8 @@ type Assembler struct {
 	abort     *AbortError
 	global    *Global
 	numbering *Numbering // this one's, once asked for
+	ledger    *Ledger    // AssemblerConfig.Ledger
+	swept     bool       // the Ledger's channels in flight were added
 }
 
 // NewAssembler returns an Assembler for cfg.Snapshot.
@@ -235,6 +248,7 @@ func NewAssembler(cfg AssemblerConfig) (*Assembler, error) {
 		chanIndex: make(map[uint64]int32, chans-nc),
 		chans:     make([]chanAcc, nc, chans),
 		shapes:    make([][]int32, np, procs),
+		ledger:    cfg.Ledger,
 	}
 	for i, id := range num.ids {
 		a.procs[i] = procAcc{id: id, chans: slices.Clip(num.procChans[i])} // appending copies
@@ -397,6 +411,9 @@ func (a *Assembler) AddRecord(r LocalRecord) error {
 	if a.abort != nil || a.global != nil {
 		return nil
 	}
+	if r.Prev != 0 && a.ledger == nil {
+		return a.fail(fmt.Errorf("%w: record of %s lists the counters changed since its record %d, and no Ledger holds the others", ErrProtocol, r.Process, r.Prev))
+	}
 	p := a.proc(r.Process)
 	if a.procs[p].record != nil {
 		return a.fail(fmt.Errorf("%w: second local record from %s", ErrProtocol, r.Process))
@@ -406,7 +423,12 @@ func (a *Assembler) AddRecord(r LocalRecord) error {
 	if a.procs[p].required {
 		a.unrecord--
 	}
-	sh := a.shape(p, &r)
+	var sh []int32
+	if a.ledger != nil {
+		sh = a.ledgerShape(p, &r)
+	} else {
+		sh = a.shape(p, &r)
+	}
 	if a.cfg.Departed != nil {
 		for _, ci := range sh {
 			q := a.chans[ci].to
@@ -418,14 +440,14 @@ func (a *Assembler) AddRecord(r LocalRecord) error {
 	}
 	for k, pc := range r.Sent {
 		c := &a.chans[sh[k]]
-		c.sent = pc.N
+		c.sent, c.hasSent = pc.N, true
 		if pc.N > 0 {
 			a.require(c.to)
 		}
 	}
 	for k, pc := range r.Received {
 		c := &a.chans[sh[len(r.Sent)+k]]
-		c.received = pc.N
+		c.received, c.hasReceived = pc.N, true
 		if pc.N > 0 {
 			a.require(c.from)
 		}
@@ -577,6 +599,20 @@ func (a *Assembler) settle(ci int32) error {
 	if a.procs[c.from].record == nil || a.procs[c.to].record == nil {
 		return nil
 	}
+	if a.ledger != nil && !c.seen {
+		return nil // numbered by an earlier snapshot, named by nothing here
+	}
+	if a.ledger != nil && !(c.hasSent && c.hasReceived) {
+		// Both ends recorded, and a record since that changed either
+		// end would have set it (capture): the Ledger holds this cut's.
+		s, r := a.ledger.counts(a.name(c))
+		if !c.hasSent {
+			c.sent, c.hasSent = s, true
+		}
+		if !c.hasReceived {
+			c.received, c.hasReceived = r, true
+		}
+	}
 	if a.procs[c.to].departed {
 		if c.pending {
 			c.pending = false
@@ -639,6 +675,11 @@ func (a *Assembler) Status(now time.Time) Status {
 		return Status{State: Complete}
 	case a.abort != nil:
 		return Status{State: Aborted, Err: a.abort}
+	case a.unrecord == 0 && a.ledger != nil && !a.swept:
+		if a.sweep(); a.abort != nil {
+			return Status{State: Aborted, Err: a.abort}
+		}
+		return a.Status(now)
 	case a.unrecord == 0 && a.unsettled == 0:
 		a.global = a.build(now)
 		return Status{State: Complete}
@@ -646,6 +687,108 @@ func (a *Assembler) Status(now time.Time) Status {
 		return Status{State: Aborted, Err: a.fail(ErrTimeout)}
 	}
 	return Status{State: Pending}
+}
+
+// sweep adds, once every participant recorded, the channels the Ledger
+// shows with messages in flight that no record or report named: their
+// counts are this cut's, since a record that changed one since would have
+// set it here.
+func (a *Assembler) sweep() {
+	a.swept = true
+	// In the order they opened, the same run after run: the same abort.
+	for _, e := range a.ledger.openChans() {
+		from, okf := a.recordedProc(e.from)
+		to, okt := a.recordedProc(e.to)
+		if !okf || !okt {
+			continue // an end took no part: nothing of this cut crossed it
+		}
+		if err := a.settle(a.ledgerChannel(e, from, to)); err != nil {
+			return
+		}
+	}
+}
+
+// capture sets channel ch's end at the sender (or the receiver) to n,
+// the count it had when that end's process recorded this snapshot, unless
+// a record here set it: the Ledger is about to change it.
+func (a *Assembler) capture(e *ledgerChan, sender bool, n uint64) {
+	if a.abort != nil || a.global != nil {
+		return
+	}
+	end := e.to
+	if sender {
+		end = e.from
+	}
+	if _, ok := a.recordedProc(end); !ok {
+		return
+	}
+	ci := a.ledgerChannel(e, a.proc(e.ch.From), a.proc(e.ch.To))
+	c := &a.chans[ci]
+	if sender {
+		if c.hasSent {
+			return
+		}
+		c.sent, c.hasSent = n, true
+	} else {
+		if c.hasReceived {
+			return
+		}
+		c.received, c.hasReceived = n, true
+	}
+	_ = a.settle(ci) // an abort stays in a.abort
+}
+
+// recordedProc returns the number of the Ledger's process lp here, if
+// it recorded.
+func (a *Assembler) recordedProc(lp *ledgerProc) (int32, bool) {
+	i, ok := lp.idx, lp.asm == a
+	if !ok {
+		if i, ok = a.lookup(lp.id); !ok {
+			return 0, false
+		}
+		lp.asm, lp.idx = a, i
+	}
+	return i, a.procs[i].record != nil
+}
+
+// ledgerChannel returns the number of the Ledger's channel e, from
+// process from to process to, numbering it if new.
+func (a *Assembler) ledgerChannel(e *ledgerChan, from, to int32) int32 {
+	if e.asm != a {
+		e.asm, e.idx = a, a.channel(from, to)
+	}
+	return e.idx
+}
+
+// ledgerShape is shape with a Ledger: r's channels, found through the
+// Ledger's, which Apply made or found for r.
+func (a *Assembler) ledgerShape(p int32, r *LocalRecord) []int32 {
+	resolved := a.ledger.resolvedOf(r)
+	if resolved == nil {
+		return a.shape(p, r)
+	}
+	sh := make([]int32, 0, len(r.Sent)+len(r.Received))
+	peer := func(q *ledgerProc) int32 {
+		if q.asm != a {
+			q.asm, q.idx = a, a.proc(q.id)
+		}
+		return q.idx
+	}
+	for k, pc := range r.Sent {
+		if e := resolved[k]; e != nil {
+			sh = append(sh, a.ledgerChannel(e, p, peer(e.to)))
+		} else {
+			sh = append(sh, a.channel(p, a.proc(pc.Peer)))
+		}
+	}
+	for k, pc := range r.Received {
+		if e := resolved[len(r.Sent)+k]; e != nil {
+			sh = append(sh, a.ledgerChannel(e, peer(e.from), p))
+		} else {
+			sh = append(sh, a.channel(a.proc(pc.Peer), p))
+		}
+	}
+	return sh
 }
 
 // Peers returns the processes that recorded (not departed ones) and share
@@ -657,6 +800,18 @@ func (a *Assembler) Peers(id ProcessID) []ProcessID {
 		return nil
 	}
 	var out []ProcessID
+	if a.ledger != nil {
+		// Channels no record here named are in the Ledger.
+		for _, ch := range a.ledger.chansOf(id) {
+			o := ch.To
+			if o == id {
+				o = ch.From
+			}
+			if i, ok := a.lookup(o); ok && i != q && a.procs[i].record != nil && !a.procs[i].departed {
+				out = append(out, o)
+			}
+		}
+	}
 	for _, ci := range a.procs[q].chans {
 		c := &a.chans[ci]
 		if !c.seen {
@@ -714,6 +869,15 @@ func (a *Assembler) Missing() Missing {
 	return m
 }
 
+// inFlight reports whether channel c, with a Ledger, is one the Global
+// lists: both ends recorded, and messages in flight or counts that differ.
+func (a *Assembler) inFlight(c *chanAcc) bool {
+	if a.procs[c.from].record == nil || a.procs[c.to].record == nil {
+		return false
+	}
+	return c.sent != c.received || (c.record != nil && len(c.record.Messages) > 0)
+}
+
 // Global returns the assembled snapshot once Status has reported Complete.
 func (a *Assembler) Global() (*Global, error) {
 	if a.global == nil {
@@ -760,7 +924,7 @@ func (a *Assembler) build(end time.Time) *Global {
 	for _, p := range order {
 		first := len(chans)
 		for _, ci := range a.procs[p].chans {
-			if c := &a.chans[ci]; c.from == p && c.seen && !a.procs[c.to].departed {
+			if c := &a.chans[ci]; c.from == p && c.seen && !a.procs[c.to].departed && (a.ledger == nil || a.inFlight(c)) {
 				chans = append(chans, ci)
 			}
 		}

@@ -71,6 +71,8 @@ type Coordinator struct {
 	learned map[Channel]bool // aligned mode: channels complete snapshots showed
 	changed bool             // learned changed since the awaited sets were handed out
 
+	ledger *Ledger // Epochs mode: the counters records leave out
+
 	ready CoordinatorReady
 }
 
@@ -109,6 +111,12 @@ type CoordinatorReady struct {
 	// Starts are the snapshots to start: each is initiated at Initiator,
 	// or, with no initiator, broadcast to every participant of To.
 	Starts []Start
+	// Resync, in the Epochs mode, names participants whose records the
+	// coordinator lost track of (a record it never got, or a coordinator
+	// that took over): each is to list all its counters in its next
+	// record (Process.Resync). The snapshots their records were refused
+	// from abort.
+	Resync []ProcessID
 }
 
 // Awaited is an aligned mode's awaited sets, from a snapshot on.
@@ -180,6 +188,9 @@ func NewCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		stopped: make(map[ProcessID]*stoppedProcess),
 		learned: make(map[Channel]bool),
 	}
+	if cfg.Mode == Epochs {
+		c.ledger = NewLedger()
+	}
 	if g := cfg.Restored; g != nil {
 		for _, p := range g.Participants {
 			if !p.Departed {
@@ -192,6 +203,9 @@ func NewCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 				}
 			}
 			c.stopped[p.ID] = &stoppedProcess{final: final, after: cfg.After}
+			if c.ledger != nil {
+				_ = c.ledger.Apply(&final, nil) // a full record: never refused
+			}
 		}
 		c.learn(g)
 	}
@@ -220,7 +234,7 @@ func (c *Coordinator) Start(now time.Time, live []ProcessID, initiator ProcessID
 	}
 	c.now = now
 	id := c.last + 1
-	cfg := AssemblerConfig{Snapshot: id, Mode: c.cfg.Mode, Participants: live, Start: now, Numbering: c.numbering,
+	cfg := AssemblerConfig{Snapshot: id, Mode: c.cfg.Mode, Participants: live, Start: now, Numbering: c.numbering, Ledger: c.ledger,
 		Departed: func(p ProcessID) (LocalRecord, bool) {
 			// Only one that stopped before id began: one that stopped
 			// after is among its participants, settled by Stopped.
@@ -301,7 +315,36 @@ func (c *Coordinator) awaited(from SnapshotID, live []ProcessID) {
 // run, if the snapshot is still in progress. The error says why the run
 // refused it.
 func (c *Coordinator) Record(now time.Time, rec LocalRecord) error {
+	if c.ledger != nil {
+		// Every record, whether its snapshot still runs or not: the next
+		// of its process follows it.
+		if err := c.ledger.Apply(&rec, c.assemblers(rec.Snapshot)); err != nil {
+			var oos *OutOfStepError
+			if errors.As(err, &oos) && oos.First {
+				c.ready.Resync = append(c.ready.Resync, rec.Process)
+			}
+			c.now = now
+			if r := c.run(rec.Snapshot); r != nil {
+				r.asm.Abort(err)
+			}
+			c.check()
+			return err
+		}
+	}
 	return c.add(now, rec.Snapshot, func(a *Assembler) error { return a.AddRecord(rec) })
+}
+
+// assemblers returns the Assemblers of the snapshots in progress before
+// snapshot before (all of them for zero): those a record of before may
+// change the counts of.
+func (c *Coordinator) assemblers(before SnapshotID) []*Assembler {
+	var out []*Assembler
+	for _, id := range c.pending {
+		if before == 0 || id < before {
+			out = append(out, c.runs[id].asm)
+		}
+	}
+	return out
 }
 
 // Channel adds, at now, a participant's recording of one of its incoming
@@ -344,6 +387,9 @@ func (c *Coordinator) Stopped(now time.Time, p ProcessID, final LocalRecord, rec
 		if err != nil && first == nil {
 			first = err
 		}
+	}
+	if c.ledger != nil {
+		note(c.ledger.Apply(&final, c.assemblers(0))) // a full record: never refused
 	}
 	for _, s := range recorded {
 		if r := c.run(s); r != nil {
@@ -560,6 +606,9 @@ func (c *Coordinator) dropDrained() {
 	for p := range gone {
 		delete(c.stopped, p)
 	}
+	if c.ledger != nil {
+		c.ledger.Drop(slices.Collect(maps.Keys(gone))...)
+	}
 	named := func(pc PeerCount) bool { return gone[pc.Peer] }
 	for _, s := range c.stopped {
 		s.final.Sent = slices.DeleteFunc(slices.Clone(s.final.Sent), named)
@@ -576,7 +625,7 @@ func (c *Coordinator) dropDrained() {
 // HasReady reports whether Ready has anything to do.
 func (c *Coordinator) HasReady() bool {
 	r := &c.ready
-	return r.Awaited != nil || len(r.Starts) > 0 || len(r.Initiates) > 0 || len(r.Over) > 0 || len(r.Drops) > 0
+	return r.Awaited != nil || len(r.Starts) > 0 || len(r.Initiates) > 0 || len(r.Over) > 0 || len(r.Drops) > 0 || len(r.Resync) > 0
 }
 
 // Ready returns what the caller must do, in the order of its fields, and

@@ -152,6 +152,10 @@
 //     it. departed: how a stopped participant stands in a snapshot it had
 //     not recorded (Participant.Departed): no state, its final counters.
 //     lost: a message that reached a stopped participant.
+//   - ledger (Epochs mode): the counters kept across snapshots, so that
+//     a record lists only those that changed since the process's
+//     previous one (LocalRecord.Prev); resync: a process asked to list
+//     them all again.
 //   - drained: a stopped participant every message of which a complete
 //     snapshot shows received. dropped: drained and forgotten by its
 //     peers (DropPeer); its name may then be given to a new participant.
@@ -160,9 +164,10 @@
 //
 // A Process is not safe for concurrent use: drive it from its process's own
 // goroutine (in actorsnap, the actor's), which also keeps each process's
-// events in the order the algorithm needs. An Assembler, and a
-// Coordinator, is not safe for concurrent use either; one goroutine (the
-// guardian) owns each. A
+// events in the order the algorithm needs. An Assembler, a Ledger and a
+// Coordinator are not safe for concurrent use either; one goroutine (the
+// guardian) owns each, and a Ledger and the Assemblers given it belong to
+// the same one. A
 // Numbering, taken from a complete Assembler and given to the next
 // (AssemblerConfig.Numbering), is immutable and may be shared. Values
 // returned by Ready are valid until Advance; LocalRecord and ChannelRecord

@@ -1,6 +1,9 @@
 package snapshot
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // The Epochs mode: Lai and Yang's colouring of messages ("On distributed
 // snapshots", Information Processing Letters 25, 1987), with the colour an
@@ -60,6 +63,11 @@ func (p *Process) initEpoch(cfg Config) {
 		}
 	}
 	p.bornAfter = nil
+	p.full = true // the first record lists every channel
+	p.deltaMin = cfg.DeltaMin
+	if p.deltaMin == 0 {
+		p.deltaMin = deltaMinChannels
+	}
 }
 
 // receiveEpoch is Receive in the Epochs mode.
@@ -75,6 +83,10 @@ func (p *Process) receiveEpoch(c *inChan, st *Stamp, payload any) error {
 	}
 	c.epoch = st.Epoch
 	c.received = st.Seq
+	if !c.changed {
+		c.changed = true
+		p.changedIn = append(p.changedIn, c)
+	}
 	if st.Epoch == p.epoch {
 		return nil
 	}
@@ -104,24 +116,87 @@ func (p *Process) advance(id SnapshotID) error {
 		return fmt.Errorf("%w: epoch %d is %d snapshots past this process's %d", ErrProtocol, id, id-p.epoch, p.epoch)
 	}
 	var sent, received []PeerCount
+	counted := false
 	for next := p.epoch + 1; next <= id; next++ {
 		if p.done.has(next) {
 			continue
 		}
-		if sent == nil && received == nil {
-			// One copy of the counters serves every record taken now:
-			// records are read-only once handed out.
-			c := p.Counters()
-			sent, received = c.Sent, c.Received
+		prev := p.lastRecord
+		if !counted {
+			// The first record taken now lists what changed since the
+			// last one; those after it follow it with nothing changed.
+			counted = true
+			prev, sent, received = p.epochCounters()
+		} else {
+			sent, received = nil, nil
 		}
+		p.lastRecord = next
 		p.snaps = append(p.snaps, &snap{id: next, recorded: true, finished: true})
-		p.ready.Records = append(p.ready.Records, LocalRecord{Snapshot: next, Process: p.id, Sent: sent, Received: received})
+		p.ready.Records = append(p.ready.Records, LocalRecord{Snapshot: next, Process: p.id, Sent: sent, Received: received, Prev: prev})
 		// Nothing is open: what comes in flight is reported as it comes.
 		p.ready.Finished = append(p.ready.Finished, next)
 	}
 	p.epoch = id
 	return nil
 }
+
+// deltaMinChannels is Config.DeltaMin's default.
+const deltaMinChannels = 64
+
+// epochCounters returns the counters of a record in the Epochs mode: those
+// of the channels that changed since the last record, which prev names,
+// or every channel with prev zero when the record must list them all.
+// Either way the channels count as unchanged from now on.
+func (p *Process) epochCounters() (prev SnapshotID, sent, received []PeerCount) {
+	// Few channels, or more than a quarter of them changed (every one, on
+	// a ring under load): all the counters cost the coordinator less than
+	// a Ledger kept up for them, whose work per counter is several times
+	// that of a record's (benchmarks.md, "Records of what changed").
+	n := len(p.outs) + len(p.ins)
+	if p.full || (p.deltaMin > 0 && (n < p.deltaMin || 4*(len(p.changedOut)+len(p.changedIn)) > n)) {
+		p.full = false
+		for _, c := range p.changedOut {
+			c.changed = false
+		}
+		for _, c := range p.changedIn {
+			c.changed = false
+		}
+		p.changedOut, p.changedIn = p.changedOut[:0], p.changedIn[:0]
+		c := p.Counters()
+		return 0, c.Sent, c.Received
+	}
+	// A dropped channel is no longer the process's: its peer is forgotten
+	// everywhere, in the Ledger too. In the order of the channels, so that
+	// a record naming the same channels as the last names them in the same
+	// order, which the Ledger matches without a lookup.
+	slices.SortFunc(p.changedOut, func(x, y *outChan) int { return int(x.slot - y.slot) })
+	slices.SortFunc(p.changedIn, func(x, y *inChan) int { return int(x.slot - y.slot) })
+	sent = make([]PeerCount, 0, len(p.changedOut))
+	for _, c := range p.changedOut {
+		c.changed = false
+		if !c.dropped {
+			sent = append(sent, PeerCount{Peer: c.to, N: c.sent})
+		}
+	}
+	received = make([]PeerCount, 0, len(p.changedIn))
+	for _, c := range p.changedIn {
+		c.changed = false
+		if !c.dropped {
+			received = append(received, PeerCount{Peer: c.from, N: c.received})
+		}
+	}
+	clear(p.changedOut)
+	clear(p.changedIn)
+	p.changedOut, p.changedIn = p.changedOut[:0], p.changedIn[:0]
+	return p.lastRecord, sent, received
+}
+
+// Resync makes the next record in the Epochs mode list every channel's
+// counters (LocalRecord.Prev zero), as a first record does: the
+// coordinator asks for it when its Ledger lost track of this process's
+// records (Coordinator's Ready.Resync), and a caller that could not hand
+// a record on calls it itself.
+func (p *Process) Resync() { p.full = true }
 
 // childConfigEpoch is ChildConfig in the Epochs mode: the child is born at
 // its creator's epoch, so its messages follow every snapshot the creator
@@ -130,5 +205,5 @@ func (p *Process) advance(id SnapshotID) error {
 // not passed on: as Finished they would raise the child's epoch past
 // snapshots still in progress that it must take part in.
 func (p *Process) childConfigEpoch(id ProcessID) Config {
-	return Config{ID: id, Mode: Epochs, Incoming: []ProcessID{p.id}, Horizon: max(p.done.horizon, p.epoch)}
+	return Config{ID: id, Mode: Epochs, Incoming: []ProcessID{p.id}, Horizon: max(p.done.horizon, p.epoch), DeltaMin: p.deltaMin}
 }

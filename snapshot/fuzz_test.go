@@ -1,7 +1,9 @@
 package snapshot_test
 
 import (
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -76,15 +78,19 @@ type harness struct {
 	payload int
 	stopped [3]bool
 	final   map[snapshot.ProcessID]snapshot.LocalRecord // of stopped processes
+	ledger  *snapshot.Ledger                            // Epochs mode, as the coordinator's
 }
 
 func newHarness(t *testing.T, mode snapshot.Mode) *harness {
 	aligned := mode == snapshot.Aligned
 	h := &harness{t: t, names: []snapshot.ProcessID{"a", "b", "c"}, asm: map[snapshot.SnapshotID]*snapshot.Assembler{}, trace: snapshottest.NewTrace(), aligned: aligned,
 		mode: mode, final: map[snapshot.ProcessID]snapshot.LocalRecord{}}
+	if mode == snapshot.Epochs {
+		h.ledger = snapshot.NewLedger()
+	}
 	for i, id := range h.names {
-		cfg := snapshot.Config{ID: id, Mode: mode}
-		if i != 2 { // c's channels are discovered
+		cfg := snapshot.Config{ID: id, Mode: mode, DeltaMin: -1} // records of what changed, on three processes
+		if i != 2 {                                              // c's channels are discovered
 			cfg.Outgoing = []snapshot.ProcessID{h.names[(i+1)%3]}
 		}
 		if aligned {
@@ -119,7 +125,7 @@ func (h *harness) assembler(id snapshot.SnapshotID) *snapshot.Assembler {
 				live = append(live, n)
 			}
 		}
-		a, err = snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: id, Mode: h.mode, Participants: live,
+		a, err = snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: id, Mode: h.mode, Participants: live, Ledger: h.ledger,
 			Departed: func(p snapshot.ProcessID) (snapshot.LocalRecord, bool) {
 				r, ok := h.final[p]
 				return r, ok
@@ -225,10 +231,11 @@ func (h *harness) stop(i int) {
 	recorded := p.Active()
 	p.Stop()
 	h.step(i, nil)
+	final := p.Counters()
+	h.apply(&final)
 	for _, s := range recorded {
 		_ = h.assembler(s).Stopped(id)
 	}
-	final := p.Counters()
 	for _, pc := range final.Sent {
 		k := h.index(pc.Peer)
 		h.links[i][k] = append(h.links[i][k], fuzzMsg{departed: true})
@@ -301,6 +308,7 @@ func (h *harness) step(j int, err error) {
 	rd := p.Ready()
 	for _, r := range rd.Records {
 		h.trace.Recorded(r.Process, r.Snapshot)
+		h.apply(&r)
 		_ = h.assembler(r.Snapshot).AddRecord(r)
 	}
 	for _, m := range rd.Markers {
@@ -320,6 +328,22 @@ func (h *harness) step(j int, err error) {
 		h.blocked[h.index(from)][j] = false
 	}
 	p.Advance()
+}
+
+// apply gives a record to the Ledger, in the Epochs mode, before its
+// Assembler gets it, with every Assembler of the run to take what it
+// changes: records come in order here, so none is ever refused.
+func (h *harness) apply(r *snapshot.LocalRecord) {
+	if h.ledger == nil {
+		return
+	}
+	runs := make([]*snapshot.Assembler, 0, len(h.asm))
+	for _, id := range slices.Sorted(maps.Keys(h.asm)) {
+		runs = append(runs, h.asm[id])
+	}
+	if err := h.ledger.Apply(r, runs); err != nil {
+		h.t.Fatal(err)
+	}
 }
 
 func (h *harness) index(id snapshot.ProcessID) int {
@@ -396,6 +420,7 @@ func TestHarnessStopBeforeRecord(t *testing.T) {
 func TestRandomOps(t *testing.T) {
 	first, count := seedRange(20000, 2000)
 	var complete, departed, stopped int
+	byMode := make(map[snapshot.Mode]int)
 	for s := first; s < first+count; s++ {
 		r := rand.New(rand.NewPCG(s, 0xf022))
 		ops := make([]byte, 2*(10+r.IntN(40))+r.IntN(2))
@@ -421,6 +446,7 @@ func TestRandomOps(t *testing.T) {
 				}
 				complete++
 				g, _ := a.Global()
+				byMode[g.Mode]++
 				for _, p := range g.Participants {
 					i := h.index(p.ID)
 					switch {
@@ -433,8 +459,13 @@ func TestRandomOps(t *testing.T) {
 			}
 		}()
 	}
-	t.Logf("%d complete snapshots; %d departed and %d recorded-then-stopped participants in them", complete, departed, stopped)
+	t.Logf("%d complete snapshots (by mode %v); %d departed and %d recorded-then-stopped participants in them", complete, byMode, departed, stopped)
 	if count > 100 && (departed == 0 || stopped == 0) {
 		t.Fatalf("stops are not exercised: %d departed, %d stopped after recording", departed, stopped)
+	}
+	for _, m := range []snapshot.Mode{snapshot.Unaligned, snapshot.Aligned, snapshot.Epochs} {
+		if count > 100 && byMode[m] == 0 {
+			t.Fatalf("no snapshot completes in the %s mode", m)
+		}
 	}
 }

@@ -40,6 +40,14 @@ type Config struct {
 	// incoming one, so that sequence numbers continue and the next snapshot
 	// balances.
 	Sent, Received []PeerCount
+	// DeltaMin, in the Epochs mode, is the fewest channels a process has
+	// for a record to list only the counters that changed since its last
+	// (when at most a quarter of them did): below it every record lists
+	// them all, which costs the coordinator less per counter than its
+	// Ledger does. Zero means 64. Negative: every record but the first
+	// (and the first after Resync) lists only what changed, whatever the
+	// numbers, as tests on small graphs want.
+	DeltaMin int
 	// BackEdges names, in the aligned mode, the senders of incoming
 	// channels that are back edges: the process does not wait for their
 	// barriers before recording, and logs what arrives on them after its
@@ -55,6 +63,8 @@ type outChan struct {
 	to      ProcessID
 	sent    uint64 // messages sent so far; the last stamp's Seq
 	dropped bool   // Drop removed it: a handle on it is filled again
+	changed bool   // Epochs mode: sent since the last record (in Process.changedOut)
+	slot    int32  // its index in Process.outs
 }
 
 // OutHandle holds a process's outgoing channel to one peer, for a caller
@@ -79,6 +89,8 @@ type inChan struct {
 	open     int        // snapshots recording this channel
 	departed bool       // the sender stopped: nothing more will come
 	epoch    SnapshotID // Epochs mode: the last message's
+	changed  bool       // Epochs mode: received on since the last record (in Process.changedIn)
+	slot     int32      // its index in Process.ins
 
 	// Aligned mode.
 	back    bool // a back edge: never waited for
@@ -150,6 +162,15 @@ type Process struct {
 
 	// epoch is the newest snapshot recorded here (Epochs mode; epoch.go).
 	epoch SnapshotID
+	// Epochs mode: the channels whose counters changed since the last
+	// record, which the next record lists; that record's snapshot;
+	// whether the next record lists every channel instead (the first, and
+	// the first after Resync); Config.DeltaMin.
+	changedOut []*outChan
+	changedIn  []*inChan
+	lastRecord SnapshotID
+	full       bool
+	deltaMin   int
 
 	// gone holds senders that are no more, with no channel here: those
 	// that departed before any message of theirs came (Departed on an
@@ -231,7 +252,7 @@ func (p *Process) DeclareOutgoing(to ProcessID) { p.outChannel(to) }
 func (p *Process) outChannel(to ProcessID) *outChan {
 	c := p.out[to]
 	if c == nil {
-		c = &outChan{to: to}
+		c = &outChan{to: to, slot: int32(len(p.outs))}
 		p.out[to] = c
 		p.outs = append(p.outs, c)
 	}
@@ -244,7 +265,7 @@ func (p *Process) inChannel(from ProcessID) *inChan {
 	}
 	c := p.in[from]
 	if c == nil {
-		c = &inChan{from: from, back: p.back[from]}
+		c = &inChan{from: from, back: p.back[from], slot: int32(len(p.ins))}
 		p.in[from] = c
 		p.ins = append(p.ins, c)
 		delete(p.gone, from) // a new sender under the name
@@ -284,6 +305,10 @@ func (p *Process) SendOn(h *OutHandle, to ProcessID) Stamp {
 func (p *Process) send(c *outChan) Stamp {
 	c.sent++
 	if p.mode == Epochs {
+		if !c.changed {
+			c.changed = true
+			p.changedOut = append(p.changedOut, c)
+		}
 		return Stamp{Seq: c.sent, Epoch: p.epoch}
 	}
 	if c.sent == 1 {
@@ -552,6 +577,9 @@ func (p *Process) DropPeer(peer ProcessID) {
 		c.dropped = true
 		delete(p.in, peer)
 		p.ins = slices.DeleteFunc(p.ins, func(x *inChan) bool { return x == c })
+		for i, x := range p.ins {
+			x.slot = int32(i)
+		}
 		if p.lastIn == c {
 			p.lastIn = nil
 		}
@@ -560,6 +588,9 @@ func (p *Process) DropPeer(peer ProcessID) {
 		c.dropped = true
 		delete(p.out, peer)
 		p.outs = slices.DeleteFunc(p.outs, func(x *outChan) bool { return x == c })
+		for i, x := range p.outs {
+			x.slot = int32(i)
+		}
 		if p.lastOut == c {
 			p.lastOut = nil
 		}

@@ -122,12 +122,21 @@ func TestRandomized(t *testing.T) {
 // starting the processes that stay silent.
 func TestRandomizedEpochs(t *testing.T) {
 	t.Parallel()
-	markers, inFlight := 0, 0
+	markers, inFlight, deltas := 0, 0, 0
 	count := randomRuns(t, "TestRandomizedEpochs", func(run *snapshottest.BankRun) {
 		run.Mode = snapshot.Epochs
+		switch run.Seed % 3 {
+		case 1: // every record lists only what changed
+			run.DeltaMin = -1
+		case 2: // the default rule, on graphs small enough that it applies
+			run.DeltaMin = 2
+		}
 		run.Log = func(line string) {
 			if strings.Contains(line, "marker") {
 				markers++
+			}
+			if strings.Contains(line, "changed since") {
+				deltas++
 			}
 		}
 	}, func(res *snapshottest.BankResult) {
@@ -137,9 +146,9 @@ func TestRandomizedEpochs(t *testing.T) {
 			}
 		}
 	})
-	t.Logf("%d messages in flight in complete snapshots, %d markers", inFlight, markers)
-	if markers > 0 || (count >= 500 && inFlight == 0) {
-		t.Errorf("want no marker and some channel state")
+	t.Logf("%d messages in flight in complete snapshots, %d markers, %d records of what changed", inFlight, markers, deltas)
+	if markers > 0 || (count >= 500 && (inFlight == 0 || deltas == 0)) {
+		t.Errorf("want no marker, some channel state and some records of what changed")
 	}
 }
 

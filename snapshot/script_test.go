@@ -20,7 +20,7 @@ import (
 //
 // Commands:
 //
-//	topology [declare=all|none] [initial=N] [timeout=T] [ring=N | tworings=N] [mode=aligned]
+//	topology [declare=all|none] [initial=N] [timeout=T] [ring=N | tworings=N] [mode=aligned] [delta=N]
 //	         edges "a -> b" as input, or a ring of N (p0..) or two rings of N;
 //	         in the aligned mode the back edges are ShallowBackEdges's
 //	send from=a to=b amount=N
@@ -166,6 +166,7 @@ func (s *script) topology(t *testing.T, d *datadriven.TestData) {
 		d.Fatalf(t, "%v", err)
 	}
 	cfg.Mode = m
+	d.MaybeScanArgs(t, "delta", &cfg.DeltaMin)
 	switch declare {
 	case "all":
 		cfg.Declare = snapshottest.DeclareAll

@@ -148,6 +148,12 @@ type LocalRecord struct {
 	// Waits is what the process waited for when it recorded (its caller
 	// fills it in, as State); nil when nothing.
 	Waits *Waits
+	// Prev, in the Epochs mode, is the snapshot of the process's previous
+	// record: Sent and Received then list only the channels whose counters
+	// changed since that record, and the Ledger holds the others. Zero:
+	// they list every channel (a process's first record, or the first
+	// after Resync), as in the other modes.
+	Prev SnapshotID
 }
 
 // ChannelRecord is the closed recording of one incoming channel for one

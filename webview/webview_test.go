@@ -48,7 +48,10 @@ func TestMain(m *testing.M) {
 }
 
 // runBank runs the bank demo of n accounts for d, keeping every snapshot
-// in a file store at dir.
+// in a file store at dir. It runs in the unaligned mode, whose snapshots
+// list every channel used, empty ones too: the graph and the channel
+// queries are checked against the whole topology (an epoch-mode snapshot
+// lists only the channels with something in flight).
 func runBank(dir string, n int, d time.Duration) error {
 	ctx := context.Background()
 	store, err := persistence.Open(ctx, dir)
@@ -58,7 +61,7 @@ func runBank(dir string, n int, d time.Duration) error {
 	return bankdemo.Run(ctx, io.Discard, bankdemo.RunConfig{
 		Config:   bankdemo.Config{Accounts: n, Initial: 1000, Chords: 2, InFlight: 2, Seed: 1},
 		Interval: 100 * time.Millisecond, Duration: d,
-		Options: []actors.Option{actors.WithStore(store), actors.WithSystemName("bank")},
+		Options: []actors.Option{actors.WithStore(store), actors.WithSystemName("bank"), actors.WithMode(snapshot.Unaligned)},
 	})
 }
 

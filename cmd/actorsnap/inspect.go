@@ -401,6 +401,9 @@ func findChannel(g *snapshot.Global, arg string) (snapshot.Channel, error) {
 			return snapshot.Channel{}, fmt.Errorf("--channel %q: snapshot %d has no participant %q", arg, g.ID, id)
 		}
 	}
+	if g.Mode == snapshot.Epochs {
+		return snapshot.Channel{}, fmt.Errorf("--channel %q: snapshot %d has no such channel with messages in flight (an epoch-mode snapshot lists only those)", arg, g.ID)
+	}
 	return snapshot.Channel{}, fmt.Errorf("--channel %q: snapshot %d has no such channel (nothing was sent on it)", arg, g.ID)
 }
 

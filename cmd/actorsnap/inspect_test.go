@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -262,19 +261,15 @@ func TestShowQueriesBank(t *testing.T) {
 				busiest = c
 			}
 		}
-		var quiet snapshot.ChannelState
+		// The bank runs in the default, epoch, mode: its snapshots list
+		// only the channels with something in flight.
+		require.Equal(t, snapshot.Epochs, g.Mode)
 		for _, c := range g.Channels {
-			if len(c.Messages) == 0 && c.Sent > 0 {
-				quiet = c
-			}
+			assert.NotEmpty(t, c.Messages, "%s is listed with nothing in flight", c.Channel)
 		}
-		require.NotZero(t, quiet.Sent, "a channel with nothing in flight")
-		out := mustInspect(t, "show", "latest", "--channel", busiest.Channel.String(), "--channel", quiet.Channel.String(), "--store", store)
+		out := mustInspect(t, "show", "latest", "--channel", busiest.Channel.String(), "--store", store)
 		assert.NotContains(t, out, "PARTICIPANT")
-		want := []string{busiest.Channel.String(), quiet.Channel.String()}
-		sort.Strings(want)
-		assert.Equal(t, want, rows(out, "CHANNEL", "SENT"))
-		assert.Regexp(t, fmt.Sprintf(`(?m)^%s +%d +%d +0 +-$`, regexp.QuoteMeta(quiet.Channel.String()), quiet.Sent, quiet.Received), out)
+		assert.Equal(t, []string{busiest.Channel.String()}, rows(out, "CHANNEL", "SENT"))
 		var msgs []string
 		for _, m := range busiest.Messages {
 			msgs = append(msgs, busiest.Channel.String())
@@ -284,7 +279,10 @@ func TestShowQueriesBank(t *testing.T) {
 	})
 
 	t.Run("participant", func(t *testing.T) {
-		p := g.Participants[3]
+		// One with a channel listed: with something in flight.
+		require.NotEmpty(t, g.Channels)
+		p, ok := g.Participant(g.Channels[len(g.Channels)/2].Channel.From)
+		require.True(t, ok)
 		out := mustInspect(t, "show", "latest", "--participant", string(p.ID), "--store", store)
 		assert.Equal(t, []string{string(p.ID)}, rows(out, "PARTICIPANT"))
 		assert.Regexp(t, fmt.Sprintf(`(?m)^%s +account +%d +%s$`, p.ID, len(p.State), regexp.QuoteMeta(stateText(accts[p.ID]))), out)

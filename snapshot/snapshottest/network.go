@@ -52,6 +52,8 @@ type Config struct {
 	Log func(line string)
 	// Mode is the processes' snapshot algorithm.
 	Mode snapshot.Mode
+	// DeltaMin is the processes' snapshot.Config.DeltaMin.
+	DeltaMin int
 	// BackEdges, in the aligned mode, are the channels the processes do not
 	// wait for. When nil, the network computes them with
 	// snapshot.ShallowBackEdges from the graph; NoBackEdges leaves them
@@ -220,7 +222,7 @@ func (n *Network) Respawn(i int) bool {
 		return false
 	}
 	name := n.name(i)
-	p, err := snapshot.NewProcess(snapshot.Config{ID: name, Mode: n.cfg.Mode, BackEdges: n.backEdges[i]})
+	p, err := snapshot.NewProcess(snapshot.Config{ID: name, Mode: n.cfg.Mode, BackEdges: n.backEdges[i], DeltaMin: n.cfg.DeltaMin})
 	if err != nil {
 		n.fail(err)
 		return false
@@ -290,6 +292,7 @@ func NewNetwork(cfg Config, app App) (*Network, error) {
 		n.index[name] = i
 		pcfg[i].ID = name
 		pcfg[i].Mode = cfg.Mode
+		pcfg[i].DeltaMin = cfg.DeltaMin
 	}
 	if cfg.Mode == snapshot.Aligned && !cfg.NoBackEdges && !cfg.Learn {
 		back := cfg.BackEdges
@@ -591,7 +594,11 @@ func (n *Network) step(i int, input func(p *snapshot.Process) error) {
 	for _, rec := range rd.Records {
 		rec.State, rec.Kind = state, "process"
 		n.trace.Recorded(rec.Process, rec.Snapshot)
-		n.logf("%s: record %d (sent %s; received %s)", rec.Process, rec.Snapshot, counts(rec.Sent), counts(rec.Received))
+		if rec.Prev != 0 {
+			n.logf("%s: record %d (changed since %d: sent %s; received %s)", rec.Process, rec.Snapshot, rec.Prev, counts(rec.Sent), counts(rec.Received))
+		} else {
+			n.logf("%s: record %d (sent %s; received %s)", rec.Process, rec.Snapshot, counts(rec.Sent), counts(rec.Received))
+		}
 		if err := n.coord.Record(tickTime(n.now), rec); err != nil {
 			n.logf("snapshot %d: %v", rec.Snapshot, err)
 		}
@@ -671,6 +678,11 @@ func (n *Network) coordinate() {
 				n.logf("%s: await %v from snapshot %d", n.name(i), a.Sets[p.ID()], a.From)
 				p.SetAwaited(a.From, a.Sets[p.ID()])
 			}
+		}
+		for _, id := range rd.Resync {
+			// Records reach the coordinator in order here: it never
+			// loses track of one, so this is a failure of the run.
+			n.fail(fmt.Errorf("coordinator asks %s for all its counters: a record was lost", id))
 		}
 		for _, st := range rd.Starts {
 			if st.Initiator != "" {

@@ -1,0 +1,366 @@
+package snapshot
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Ledger is the book of every channel's counters in the Epochs mode, as
+// the latest records gave them, kept across snapshots by whoever assembles
+// them (the Coordinator keeps one). A record in that mode lists only the
+// channels whose counters changed since the process's previous record
+// (LocalRecord.Prev); the Ledger holds the rest, so that a snapshot costs
+// what changed and what is in flight, not the number of channels a
+// workload ever used.
+//
+// Every record of the mode must pass through Apply, in the order each
+// process made them, before it is given to its snapshot's Assembler (the
+// Assembler's config names the Ledger): a record the Ledger did not see
+// leaves it behind that process, and the next one is refused with an
+// *OutOfStepError until the process sends all its counters again
+// (Process.Resync).
+//
+// Snapshots overlap: when a record changes a counter, the Assemblers of
+// earlier snapshots that the process recorded take the value it had, so
+// that each judges its channels by the counters of its own cut.
+type Ledger struct {
+	procs map[ProcessID]*ledgerProc
+	// open holds the channels whose two counts differ, and some that no
+	// longer do (ledgerChan.open says), let go at the next sweep.
+	open []*ledgerChan
+	// resolved are the channels of the last record applied, in the order
+	// of its Sent then Received (nil for a zero count on a channel never
+	// used), for its Assembler.
+	resolved    []*ledgerChan
+	resolvedFor *LocalRecord
+}
+
+// ledgerChan is one channel's counters, shared by the entries of its two
+// ends.
+type ledgerChan struct {
+	ch             Channel
+	from, to       *ledgerProc
+	sent, received uint64
+	open           bool // in Ledger.open
+	dropped        bool // its process was dropped: in no map
+	// The number of the Assembler that last numbered the channel: most
+	// are named twice or more in one snapshot (both ends, a report).
+	asm *Assembler
+	idx int32
+}
+
+type ledgerProc struct {
+	id    ProcessID
+	asm   *Assembler // the last to number it, and its number there
+	idx   int32
+	last  SnapshotID // the snapshot of its last record applied
+	stale bool       // a record was refused: only a full one is taken
+	out   map[ProcessID]*ledgerChan
+	in    map[ProcessID]*ledgerChan
+	// The channels its last record named, in its order: a process names
+	// the same ones in the same order record after record when the same
+	// counters change (all of them, on a ring), found then without a
+	// lookup.
+	shapeOut, shapeIn []*ledgerChan
+	// full is its last record if it listed every counter and no record
+	// since listed only changes: the Ledger takes its counts only when one
+	// does (materialize). Until then the process's records give all its
+	// counts to their Assemblers, and the Ledger's are not read.
+	full *LocalRecord
+}
+
+// OutOfStepError refuses a record that follows one the Ledger did not
+// apply: its counters cannot be completed. The process is to send all of
+// them again (Process.Resync); the snapshot is lost.
+type OutOfStepError struct {
+	Process ProcessID
+	Record  SnapshotID // the record refused
+	Prev    SnapshotID // the record it follows
+	Last    SnapshotID // the process's last record the Ledger applied
+	// First is set on the first record refused since the process was in
+	// step: its counters are to be asked for then, once.
+	First bool
+}
+
+func (e *OutOfStepError) Error() string {
+	return fmt.Sprintf("snapshot: record %d of %s follows record %d, but the coordinator's last of it is %d: its counters are asked for again",
+		e.Record, e.Process, e.Prev, e.Last)
+}
+
+// Unwrap returns ErrProtocol.
+func (e *OutOfStepError) Unwrap() error { return ErrProtocol }
+
+// NewLedger returns an empty Ledger.
+func NewLedger() *Ledger {
+	return &Ledger{procs: make(map[ProcessID]*ledgerProc)}
+}
+
+func (l *Ledger) proc(id ProcessID) *ledgerProc {
+	lp := l.procs[id]
+	if lp == nil {
+		lp = &ledgerProc{id: id, out: make(map[ProcessID]*ledgerChan), in: make(map[ProcessID]*ledgerChan)}
+		l.procs[id] = lp
+	}
+	return lp
+}
+
+// Apply takes rec's counters; it keeps rec, which must not change after.
+// runs are the Assemblers of the snapshots in
+// progress: each in which rec's process recorded takes the value a counter
+// had before rec changes it. A final record (Process.Counters of a process
+// that stopped) is applied as a record listing every channel. It returns
+// an *OutOfStepError for a record that does not follow the last applied.
+func (l *Ledger) Apply(rec *LocalRecord, runs []*Assembler) error {
+	lp := l.proc(rec.Process)
+	if rec.Prev != 0 && (lp.stale || lp.last != rec.Prev) {
+		err := &OutOfStepError{Process: rec.Process, Record: rec.Snapshot, Prev: rec.Prev, Last: lp.last, First: !lp.stale}
+		lp.stale = true
+		return err
+	}
+	if rec.Snapshot != 0 {
+		lp.last = rec.Snapshot
+	}
+	l.resolvedFor = nil
+	if rec.Prev == 0 {
+		// Kept as it is until a record that lists only changes follows
+		// it: a process whose every counter changes between records (a
+		// ring under load) sends them all each time, and costs the
+		// Ledger nothing.
+		lp.stale = false
+		lp.full = rec // records are read-only once handed out
+		return nil
+	}
+	l.materialize(lp, runs)
+	l.resolved, l.resolvedFor = l.resolved[:0], rec
+	l.update(lp, rec, runs)
+	return nil
+}
+
+// materialize takes the counts of lp's last record that listed them all,
+// if it has not yet: every channel of the process is listed there, and
+// those that are not count nothing at its end.
+func (l *Ledger) materialize(lp *ledgerProc, runs []*Assembler) {
+	rec := lp.full
+	if rec == nil {
+		return
+	}
+	lp.full = nil
+	sameOut := sameShape(lp.shapeOut, rec.Sent, func(e *ledgerChan) ProcessID { return e.ch.To }) && len(lp.out) == len(rec.Sent)
+	sameIn := sameShape(lp.shapeIn, rec.Received, func(e *ledgerChan) ProcessID { return e.ch.From }) && len(lp.in) == len(rec.Received)
+	if !sameOut || !sameIn { // else every channel it has is listed
+		sent := make(map[ProcessID]bool, len(rec.Sent))
+		for _, pc := range rec.Sent {
+			sent[pc.Peer] = true
+		}
+		received := make(map[ProcessID]bool, len(rec.Received))
+		for _, pc := range rec.Received {
+			received[pc.Peer] = true
+		}
+		for _, peer := range sortedKeys(lp.out) {
+			if !sent[peer] {
+				l.set(lp.out[peer], true, 0, runs)
+			}
+		}
+		for _, peer := range sortedKeys(lp.in) {
+			if !received[peer] {
+				l.set(lp.in[peer], false, 0, runs)
+			}
+		}
+	}
+	l.resolved = l.resolved[:0]
+	l.update(lp, rec, runs)
+}
+
+// update sets the counts rec lists, resolving its channels into
+// l.resolved.
+func (l *Ledger) update(lp *ledgerProc, rec *LocalRecord, runs []*Assembler) {
+	sameOut := sameShape(lp.shapeOut, rec.Sent, func(e *ledgerChan) ProcessID { return e.ch.To })
+	for k, pc := range rec.Sent {
+		var e *ledgerChan
+		if sameOut {
+			e = lp.shapeOut[k]
+		} else if e = lp.out[pc.Peer]; e == nil && pc.N > 0 {
+			e = l.channel(Channel{From: rec.Process, To: pc.Peer}, lp, l.proc(pc.Peer))
+		}
+		if e != nil {
+			l.set(e, true, pc.N, runs)
+		}
+		l.resolved = append(l.resolved, e)
+	}
+	sameIn := sameShape(lp.shapeIn, rec.Received, func(e *ledgerChan) ProcessID { return e.ch.From })
+	for k, pc := range rec.Received {
+		var e *ledgerChan
+		if sameIn {
+			e = lp.shapeIn[k]
+		} else if e = lp.in[pc.Peer]; e == nil && pc.N > 0 {
+			e = l.channel(Channel{From: pc.Peer, To: rec.Process}, l.proc(pc.Peer), lp)
+		}
+		if e != nil {
+			l.set(e, false, pc.N, runs)
+		}
+		l.resolved = append(l.resolved, e)
+	}
+	n := len(rec.Sent)
+	if !sameOut && !slices.Contains(l.resolved[:n], nil) {
+		lp.shapeOut = slices.Clone(l.resolved[:n])
+	}
+	if !sameIn && !slices.Contains(l.resolved[n:], nil) {
+		lp.shapeIn = slices.Clone(l.resolved[n:])
+	}
+}
+
+// sameShape reports whether the channels of shape are those cs names, in
+// order (peer gives a channel's peer), none of them dropped since.
+func sameShape(shape []*ledgerChan, cs []PeerCount, peer func(*ledgerChan) ProcessID) bool {
+	if len(shape) != len(cs) || len(cs) == 0 {
+		return false
+	}
+	for k, pc := range cs {
+		if e := shape[k]; e.dropped || peer(e) != pc.Peer {
+			return false
+		}
+	}
+	return true
+}
+
+// resolvedOf returns the channels of rec, if it is the record last
+// applied.
+func (l *Ledger) resolvedOf(rec *LocalRecord) []*ledgerChan {
+	if l.resolvedFor == nil || l.resolvedFor.Process != rec.Process || l.resolvedFor.Snapshot != rec.Snapshot ||
+		len(l.resolved) != len(rec.Sent)+len(rec.Received) {
+		return nil
+	}
+	return l.resolved
+}
+
+// openChans returns the channels whose two counts differ, letting go of
+// those that no longer do.
+func (l *Ledger) openChans() []*ledgerChan {
+	kept := l.open[:0]
+	for _, e := range l.open {
+		if e.sent != e.received && !e.dropped {
+			kept = append(kept, e)
+		} else {
+			e.open = false
+		}
+	}
+	clear(l.open[len(kept):])
+	l.open = kept
+	return kept
+}
+
+// channel adds channel ch, from process from to process to.
+func (l *Ledger) channel(ch Channel, from, to *ledgerProc) *ledgerChan {
+	e := &ledgerChan{ch: ch, from: from, to: to}
+	from.out[ch.To] = e
+	to.in[ch.From] = e
+	return e
+}
+
+// set sets the sender's (or the receiver's) count of e to n, the runs
+// taking the count it replaces.
+func (l *Ledger) set(e *ledgerChan, sender bool, n uint64, runs []*Assembler) {
+	old := &e.received
+	if sender {
+		old = &e.sent
+	}
+	if *old == n {
+		return
+	}
+	for _, a := range runs {
+		a.capture(e, sender, *old)
+	}
+	*old = n
+	if e.sent != e.received && !e.open {
+		e.open = true
+		l.open = append(l.open, e)
+	}
+}
+
+func sortedKeys(m map[ProcessID]*ledgerChan) []ProcessID {
+	keys := make([]ProcessID, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// chansOf returns the channels with p at either end that the Ledger
+// holds, sorted.
+func (l *Ledger) chansOf(p ProcessID) []Channel {
+	lp := l.procs[p]
+	if lp == nil {
+		return nil
+	}
+	out := make([]Channel, 0, len(lp.out)+len(lp.in))
+	if r := lp.full; r != nil {
+		for _, pc := range r.Sent {
+			out = append(out, Channel{From: p, To: pc.Peer})
+		}
+		for _, pc := range r.Received {
+			out = append(out, Channel{From: pc.Peer, To: p})
+		}
+	}
+	for _, e := range lp.out {
+		out = append(out, e.ch)
+	}
+	for _, e := range lp.in {
+		if e.ch.From != p { // a channel to itself is in both
+			out = append(out, e.ch)
+		}
+	}
+	slices.SortFunc(out, Channel.compare)
+	return slices.Compact(out)
+}
+
+// counts returns channel ch's counters.
+func (l *Ledger) counts(ch Channel) (sent, received uint64) {
+	if lp := l.procs[ch.From]; lp != nil {
+		if e := lp.out[ch.To]; e != nil {
+			return e.sent, e.received
+		}
+	}
+	return 0, 0
+}
+
+// Drop forgets the processes gone and every channel with one of them at
+// either end: they stopped and were dropped (Coordinator's Ready.Drops),
+// and their names may be given again.
+func (l *Ledger) Drop(gone ...ProcessID) {
+	set := make(map[ProcessID]bool, len(gone))
+	for _, p := range gone {
+		set[p] = true
+		l.drop(p)
+	}
+	// The records kept whole still name them: not their channels any more.
+	named := func(pc PeerCount) bool { return set[pc.Peer] }
+	for _, lp := range l.procs {
+		if r := lp.full; r != nil && (slices.ContainsFunc(r.Sent, named) || slices.ContainsFunc(r.Received, named)) {
+			kept := *r
+			kept.Sent = slices.DeleteFunc(slices.Clone(r.Sent), named)
+			kept.Received = slices.DeleteFunc(slices.Clone(r.Received), named)
+			lp.full = &kept
+		}
+	}
+}
+
+func (l *Ledger) drop(p ProcessID) {
+	lp := l.procs[p]
+	if lp == nil {
+		return
+	}
+	for peer, e := range lp.out {
+		e.dropped = true
+		if op := l.procs[peer]; op != nil {
+			delete(op.in, p)
+		}
+	}
+	for peer, e := range lp.in {
+		e.dropped = true
+		if op := l.procs[peer]; op != nil {
+			delete(op.out, p)
+		}
+	}
+	delete(l.procs, p)
+}

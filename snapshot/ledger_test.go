@@ -1,0 +1,159 @@
+package snapshot_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+// A record in the Epochs mode lists only the counters that changed since
+// the process's previous one, and the first lists them all.
+func TestEpochRecordsListWhatChanged(t *testing.T) {
+	a, err := snapshot.NewProcess(snapshot.Config{ID: "a", Mode: snapshot.Epochs, DeltaMin: -1})
+	require.NoError(t, err)
+	a.Send("b")
+	a.Send("c")
+	require.NoError(t, a.Start(1))
+	rec := take(a).Records[0]
+	assert.Zero(t, rec.Prev, "the first record lists every counter")
+	assert.ElementsMatch(t, []snapshot.PeerCount{{Peer: "b", N: 1}, {Peer: "c", N: 1}}, rec.Sent)
+
+	a.Send("c")
+	require.NoError(t, a.Start(2))
+	rec = take(a).Records[0]
+	assert.Equal(t, snapshot.SnapshotID(1), rec.Prev)
+	assert.Equal(t, []snapshot.PeerCount{{Peer: "c", N: 2}}, rec.Sent, "b did not change")
+
+	require.NoError(t, a.Start(3))
+	rec = take(a).Records[0]
+	assert.Equal(t, snapshot.SnapshotID(2), rec.Prev)
+	assert.Empty(t, rec.Sent)
+
+	a.Resync()
+	require.NoError(t, a.Start(4))
+	rec = take(a).Records[0]
+	assert.Zero(t, rec.Prev, "after Resync, every counter again")
+	assert.ElementsMatch(t, []snapshot.PeerCount{{Peer: "b", N: 1}, {Peer: "c", N: 2}}, rec.Sent)
+}
+
+// Snapshots overlap: a record of a later snapshot that changes a counter
+// leaves each earlier snapshot the count of its own cut. Here b records 2
+// and then 3, having received more from a in between, before a's record
+// of 2 comes: without the count b had at 2, snapshot 2 would find a->b
+// received past what a had sent at its cut.
+func TestLedgerKeepsEachCutsCounts(t *testing.T) {
+	l := snapshot.NewLedger()
+	asm := func(id snapshot.SnapshotID) *snapshot.Assembler {
+		a, err := snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: id, Mode: snapshot.Epochs, Participants: ids("a", "b"), Ledger: l})
+		require.NoError(t, err)
+		return a
+	}
+	add := func(r snapshot.LocalRecord, runs ...*snapshot.Assembler) {
+		t.Helper()
+		require.NoError(t, l.Apply(&r, runs))
+		for _, a := range runs {
+			if a.Snapshot() == r.Snapshot {
+				require.NoError(t, a.AddRecord(r))
+			}
+		}
+	}
+	s1 := asm(1)
+	add(snapshot.LocalRecord{Snapshot: 1, Process: "a", Sent: []snapshot.PeerCount{{Peer: "b", N: 2}}}, s1)
+	add(snapshot.LocalRecord{Snapshot: 1, Process: "b", Received: []snapshot.PeerCount{{Peer: "a", N: 2}}}, s1)
+	require.Equal(t, snapshot.Complete, s1.Status(time.Time{}).State)
+	g1, err := s1.Global()
+	require.NoError(t, err)
+	assert.Empty(t, g1.Channels, "a->b balances with nothing in flight: not listed")
+
+	s2, s3 := asm(2), asm(3)
+	runs := []*snapshot.Assembler{s2, s3}
+	add(snapshot.LocalRecord{Snapshot: 2, Process: "b", Prev: 1}, runs...) // nothing changed at b
+	add(snapshot.LocalRecord{Snapshot: 3, Process: "b", Prev: 2, Received: []snapshot.PeerCount{{Peer: "a", N: 5}}}, runs...)
+	add(snapshot.LocalRecord{Snapshot: 2, Process: "a", Prev: 1, Sent: []snapshot.PeerCount{{Peer: "b", N: 4}}}, runs...)
+	add(snapshot.LocalRecord{Snapshot: 3, Process: "a", Prev: 2, Sent: []snapshot.PeerCount{{Peer: "b", N: 6}}}, runs...)
+
+	require.Equal(t, snapshot.Pending, s2.Status(time.Time{}).State, "a->b: 4 sent at the cut, 2 received: 2 in flight")
+	m := s2.Missing()
+	require.Len(t, m.Channels, 1)
+	assert.Equal(t, snapshot.ChannelGap{Channel: snapshot.Channel{From: "a", To: "b"}, Sent: 4, Received: 2, Open: true}, m.Channels[0])
+	require.NoError(t, s2.AddChannel(snapshot.ChannelRecord{Snapshot: 2, Channel: snapshot.Channel{From: "a", To: "b"},
+		Messages: []snapshot.Message{{Seq: 3, Payload: "m3"}, {Seq: 4, Payload: "m4"}}}))
+	require.Equal(t, snapshot.Complete, s2.Status(time.Time{}).State)
+	g2, err := s2.Global()
+	require.NoError(t, err)
+	require.NoError(t, g2.Verify())
+	require.Len(t, g2.Channels, 1)
+	assert.Equal(t, uint64(4), g2.Channels[0].Sent)
+	assert.Equal(t, uint64(2), g2.Channels[0].Received)
+
+	// Snapshot 3: 6 sent, 5 received, one in flight (the sweep finds it
+	// though no record of 3 names a->b... both did here; the count is 3's).
+	require.Equal(t, snapshot.Pending, s3.Status(time.Time{}).State)
+	require.NoError(t, s3.AddChannel(snapshot.ChannelRecord{Snapshot: 3, Channel: snapshot.Channel{From: "a", To: "b"},
+		Messages: []snapshot.Message{{Seq: 6, Payload: "m6"}}}))
+	require.Equal(t, snapshot.Complete, s3.Status(time.Time{}).State)
+
+	// Snapshot 4: nobody's counters changed, and the message in flight at
+	// 3 still is: the Ledger shows it, and no record names the channel.
+	s4 := asm(4)
+	add(snapshot.LocalRecord{Snapshot: 4, Process: "a", Prev: 3}, s4)
+	add(snapshot.LocalRecord{Snapshot: 4, Process: "b", Prev: 3}, s4)
+	require.Equal(t, snapshot.Pending, s4.Status(time.Time{}).State, "a->b still carries message 6")
+	require.NoError(t, s4.AddChannel(snapshot.ChannelRecord{Snapshot: 4, Channel: snapshot.Channel{From: "a", To: "b"},
+		Messages: []snapshot.Message{{Seq: 6, Payload: "m6"}}}))
+	require.Equal(t, snapshot.Complete, s4.Status(time.Time{}).State)
+}
+
+// A record that follows one the Ledger never applied is refused, once
+// with First set; a record listing every counter puts the process back
+// in step. A delta record without a Ledger is refused too.
+func TestLedgerRefusesRecordsOutOfStep(t *testing.T) {
+	l := snapshot.NewLedger()
+	r := snapshot.LocalRecord{Snapshot: 5, Process: "a", Prev: 4, Sent: []snapshot.PeerCount{{Peer: "b", N: 1}}}
+	var oos *snapshot.OutOfStepError
+	require.ErrorAs(t, l.Apply(&r, nil), &oos)
+	assert.True(t, oos.First)
+	assert.True(t, errors.Is(oos, snapshot.ErrProtocol))
+	r = snapshot.LocalRecord{Snapshot: 6, Process: "a", Prev: 5}
+	require.ErrorAs(t, l.Apply(&r, nil), &oos)
+	assert.False(t, oos.First, "asked for once")
+	full := snapshot.LocalRecord{Snapshot: 7, Process: "a", Sent: []snapshot.PeerCount{{Peer: "b", N: 3}}}
+	require.NoError(t, l.Apply(&full, nil))
+	delta := snapshot.LocalRecord{Snapshot: 8, Process: "a", Prev: 7}
+	require.NoError(t, l.Apply(&delta, nil))
+
+	a, err := snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: 8, Mode: snapshot.Epochs})
+	require.NoError(t, err)
+	require.ErrorIs(t, a.AddRecord(delta), snapshot.ErrProtocol)
+}
+
+// The Coordinator asks for every counter of a participant whose records it
+// lost track of, and aborts the snapshot of the record it refused.
+func TestCoordinatorAsksForCountersAgain(t *testing.T) {
+	c, err := snapshot.NewCoordinator(snapshot.CoordinatorConfig{Mode: snapshot.Epochs})
+	require.NoError(t, err)
+	now := time.Unix(0, 0)
+	id, err := c.Start(now, ids("a"), "")
+	require.NoError(t, err)
+	c.Ready()
+	err = c.Record(now, snapshot.LocalRecord{Snapshot: id, Process: "a", Prev: 3})
+	var oos *snapshot.OutOfStepError
+	require.ErrorAs(t, err, &oos)
+	rd := c.Ready()
+	assert.Equal(t, ids("a"), rd.Resync)
+	require.Len(t, rd.Over, 1)
+	assert.ErrorAs(t, rd.Over[0].Err, &oos)
+
+	id, err = c.Start(now, ids("a"), "")
+	require.NoError(t, err)
+	c.Ready()
+	require.NoError(t, c.Record(now, snapshot.LocalRecord{Snapshot: id, Process: "a"}))
+	rd = c.Ready()
+	require.Len(t, rd.Over, 1)
+	assert.NotNil(t, rd.Over[0].Global, "every counter again: complete")
+}
