@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -43,7 +44,7 @@ type AssemblerConfig struct {
 	// judged are those the records and reports name, those the Ledger
 	// changed while the snapshot ran, and those it shows with messages in
 	// flight once every participant recorded; the Global lists only the
-	// channels with messages in flight. Numbering is not used with it.
+	// channels with messages in flight.
 	Ledger *Ledger
 }
 
@@ -225,7 +226,11 @@ type Assembler struct {
 	numbering *Numbering // this one's, once asked for
 	ledger    *Ledger    // AssemblerConfig.Ledger
 	swept     bool       // the Ledger's channels in flight were added
+	gen       uint64     // tells this Assembler in the Ledger's caches
 }
+
+// generations numbers Assemblers for the Ledger's caches.
+var generations atomic.Uint64
 
 // NewAssembler returns an Assembler for cfg.Snapshot.
 func NewAssembler(cfg AssemblerConfig) (*Assembler, error) {
@@ -249,6 +254,7 @@ func NewAssembler(cfg AssemblerConfig) (*Assembler, error) {
 		chans:     make([]chanAcc, nc, chans),
 		shapes:    make([][]int32, np, procs),
 		ledger:    cfg.Ledger,
+		gen:       generations.Add(1),
 	}
 	for i, id := range num.ids {
 		a.procs[i] = procAcc{id: id, chans: slices.Clip(num.procChans[i])} // appending copies
@@ -741,12 +747,12 @@ func (a *Assembler) capture(e *ledgerChan, sender bool, n uint64) {
 // recordedProc returns the number of the Ledger's process lp here, if
 // it recorded.
 func (a *Assembler) recordedProc(lp *ledgerProc) (int32, bool) {
-	i, ok := lp.idx, lp.asm == a
+	i, ok := lp.idx, lp.gen == a.gen
 	if !ok {
 		if i, ok = a.lookup(lp.id); !ok {
 			return 0, false
 		}
-		lp.asm, lp.idx = a, i
+		lp.gen, lp.idx = a.gen, i
 	}
 	return i, a.procs[i].record != nil
 }
@@ -754,8 +760,8 @@ func (a *Assembler) recordedProc(lp *ledgerProc) (int32, bool) {
 // ledgerChannel returns the number of the Ledger's channel e, from
 // process from to process to, numbering it if new.
 func (a *Assembler) ledgerChannel(e *ledgerChan, from, to int32) int32 {
-	if e.asm != a {
-		e.asm, e.idx = a, a.channel(from, to)
+	if e.gen != a.gen {
+		e.gen, e.idx = a.gen, a.channel(from, to)
 	}
 	return e.idx
 }
@@ -769,8 +775,8 @@ func (a *Assembler) ledgerShape(p int32, r *LocalRecord) []int32 {
 	}
 	sh := make([]int32, 0, len(r.Sent)+len(r.Received))
 	peer := func(q *ledgerProc) int32 {
-		if q.asm != a {
-			q.asm, q.idx = a, a.proc(q.id)
+		if q.gen != a.gen {
+			q.gen, q.idx = a.gen, a.proc(q.id)
 		}
 		return q.idx
 	}

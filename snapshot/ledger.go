@@ -43,15 +43,17 @@ type ledgerChan struct {
 	sent, received uint64
 	open           bool // in Ledger.open
 	dropped        bool // its process was dropped: in no map
-	// The number of the Assembler that last numbered the channel: most
-	// are named twice or more in one snapshot (both ends, a report).
-	asm *Assembler
+	// The number the Assembler of generation gen (Assembler.gen) gave it,
+	// the last to number it: most are named twice or more in one snapshot
+	// (both ends, a report). A generation, not a pointer, so that an
+	// Assembler long done is not kept alive.
+	gen uint64
 	idx int32
 }
 
 type ledgerProc struct {
 	id    ProcessID
-	asm   *Assembler // the last to number it, and its number there
+	gen   uint64 // the last Assembler to number it, and its number there
 	idx   int32
 	last  SnapshotID // the snapshot of its last record applied
 	stale bool       // a record was refused: only a full one is taken
@@ -62,11 +64,12 @@ type ledgerProc struct {
 	// counters change (all of them, on a ring), found then without a
 	// lookup.
 	shapeOut, shapeIn []*ledgerChan
-	// full is its last record if it listed every counter and no record
-	// since listed only changes: the Ledger takes its counts only when one
-	// does (materialize). Until then the process's records give all its
-	// counts to their Assemblers, and the Ledger's are not read.
-	full *LocalRecord
+	// full holds the counters of its last record if that listed them all
+	// and no record since listed only changes: the Ledger takes them only
+	// when one does (materialize). Until then the process's records give
+	// all its counts to their Assemblers, and the Ledger's are not read.
+	full                   bool
+	fullSent, fullReceived []PeerCount
 }
 
 // OutOfStepError refuses a record that follows one the Ledger did not
@@ -127,12 +130,14 @@ func (l *Ledger) Apply(rec *LocalRecord, runs []*Assembler) error {
 		// ring under load) sends them all each time, and costs the
 		// Ledger nothing.
 		lp.stale = false
-		lp.full = rec // records are read-only once handed out
+		// Records are read-only once handed out: their counters are kept,
+		// not copied.
+		lp.full, lp.fullSent, lp.fullReceived = true, rec.Sent, rec.Received
 		return nil
 	}
 	l.materialize(lp, runs)
 	l.resolved, l.resolvedFor = l.resolved[:0], rec
-	l.update(lp, rec, runs)
+	l.update(lp, rec.Sent, rec.Received, runs)
 	return nil
 }
 
@@ -140,20 +145,20 @@ func (l *Ledger) Apply(rec *LocalRecord, runs []*Assembler) error {
 // if it has not yet: every channel of the process is listed there, and
 // those that are not count nothing at its end.
 func (l *Ledger) materialize(lp *ledgerProc, runs []*Assembler) {
-	rec := lp.full
-	if rec == nil {
+	if !lp.full {
 		return
 	}
-	lp.full = nil
-	sameOut := sameShape(lp.shapeOut, rec.Sent, func(e *ledgerChan) ProcessID { return e.ch.To }) && len(lp.out) == len(rec.Sent)
-	sameIn := sameShape(lp.shapeIn, rec.Received, func(e *ledgerChan) ProcessID { return e.ch.From }) && len(lp.in) == len(rec.Received)
+	sentAll, receivedAll := lp.fullSent, lp.fullReceived
+	lp.full, lp.fullSent, lp.fullReceived = false, nil, nil
+	sameOut := sameShape(lp.shapeOut, sentAll, func(e *ledgerChan) ProcessID { return e.ch.To }) && len(lp.out) == len(sentAll)
+	sameIn := sameShape(lp.shapeIn, receivedAll, func(e *ledgerChan) ProcessID { return e.ch.From }) && len(lp.in) == len(receivedAll)
 	if !sameOut || !sameIn { // else every channel it has is listed
-		sent := make(map[ProcessID]bool, len(rec.Sent))
-		for _, pc := range rec.Sent {
+		sent := make(map[ProcessID]bool, len(sentAll))
+		for _, pc := range sentAll {
 			sent[pc.Peer] = true
 		}
-		received := make(map[ProcessID]bool, len(rec.Received))
-		for _, pc := range rec.Received {
+		received := make(map[ProcessID]bool, len(receivedAll))
+		for _, pc := range receivedAll {
 			received[pc.Peer] = true
 		}
 		for _, peer := range sortedKeys(lp.out) {
@@ -168,39 +173,39 @@ func (l *Ledger) materialize(lp *ledgerProc, runs []*Assembler) {
 		}
 	}
 	l.resolved = l.resolved[:0]
-	l.update(lp, rec, runs)
+	l.update(lp, sentAll, receivedAll, runs)
 }
 
-// update sets the counts rec lists, resolving its channels into
-// l.resolved.
-func (l *Ledger) update(lp *ledgerProc, rec *LocalRecord, runs []*Assembler) {
-	sameOut := sameShape(lp.shapeOut, rec.Sent, func(e *ledgerChan) ProcessID { return e.ch.To })
-	for k, pc := range rec.Sent {
+// update sets the counts a record of lp's lists, resolving its channels
+// into l.resolved.
+func (l *Ledger) update(lp *ledgerProc, sent, received []PeerCount, runs []*Assembler) {
+	sameOut := sameShape(lp.shapeOut, sent, func(e *ledgerChan) ProcessID { return e.ch.To })
+	for k, pc := range sent {
 		var e *ledgerChan
 		if sameOut {
 			e = lp.shapeOut[k]
 		} else if e = lp.out[pc.Peer]; e == nil && pc.N > 0 {
-			e = l.channel(Channel{From: rec.Process, To: pc.Peer}, lp, l.proc(pc.Peer))
+			e = l.channel(Channel{From: lp.id, To: pc.Peer}, lp, l.proc(pc.Peer))
 		}
 		if e != nil {
 			l.set(e, true, pc.N, runs)
 		}
 		l.resolved = append(l.resolved, e)
 	}
-	sameIn := sameShape(lp.shapeIn, rec.Received, func(e *ledgerChan) ProcessID { return e.ch.From })
-	for k, pc := range rec.Received {
+	sameIn := sameShape(lp.shapeIn, received, func(e *ledgerChan) ProcessID { return e.ch.From })
+	for k, pc := range received {
 		var e *ledgerChan
 		if sameIn {
 			e = lp.shapeIn[k]
 		} else if e = lp.in[pc.Peer]; e == nil && pc.N > 0 {
-			e = l.channel(Channel{From: pc.Peer, To: rec.Process}, l.proc(pc.Peer), lp)
+			e = l.channel(Channel{From: pc.Peer, To: lp.id}, l.proc(pc.Peer), lp)
 		}
 		if e != nil {
 			l.set(e, false, pc.N, runs)
 		}
 		l.resolved = append(l.resolved, e)
 	}
-	n := len(rec.Sent)
+	n := len(sent)
 	if !sameOut && !slices.Contains(l.resolved[:n], nil) {
 		lp.shapeOut = slices.Clone(l.resolved[:n])
 	}
@@ -294,13 +299,11 @@ func (l *Ledger) chansOf(p ProcessID) []Channel {
 		return nil
 	}
 	out := make([]Channel, 0, len(lp.out)+len(lp.in))
-	if r := lp.full; r != nil {
-		for _, pc := range r.Sent {
-			out = append(out, Channel{From: p, To: pc.Peer})
-		}
-		for _, pc := range r.Received {
-			out = append(out, Channel{From: pc.Peer, To: p})
-		}
+	for _, pc := range lp.fullSent {
+		out = append(out, Channel{From: p, To: pc.Peer})
+	}
+	for _, pc := range lp.fullReceived {
+		out = append(out, Channel{From: pc.Peer, To: p})
 	}
 	for _, e := range lp.out {
 		out = append(out, e.ch)
@@ -336,11 +339,11 @@ func (l *Ledger) Drop(gone ...ProcessID) {
 	// The records kept whole still name them: not their channels any more.
 	named := func(pc PeerCount) bool { return set[pc.Peer] }
 	for _, lp := range l.procs {
-		if r := lp.full; r != nil && (slices.ContainsFunc(r.Sent, named) || slices.ContainsFunc(r.Received, named)) {
-			kept := *r
-			kept.Sent = slices.DeleteFunc(slices.Clone(r.Sent), named)
-			kept.Received = slices.DeleteFunc(slices.Clone(r.Received), named)
-			lp.full = &kept
+		if slices.ContainsFunc(lp.fullSent, named) {
+			lp.fullSent = slices.DeleteFunc(slices.Clone(lp.fullSent), named)
+		}
+		if slices.ContainsFunc(lp.fullReceived, named) {
+			lp.fullReceived = slices.DeleteFunc(slices.Clone(lp.fullReceived), named)
 		}
 	}
 }
