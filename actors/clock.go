@@ -27,3 +27,7 @@ func (realClock) AfterFunc(d time.Duration, f func()) timer { return time.AfterF
 // withClock makes the system's guardian read c instead of the machine's
 // clock: for tests.
 func withClock(c clock) Option { return func(cfg *config) { cfg.clock = c } }
+
+// withDeltaMin sets the participants' snapshot.Config.DeltaMin: tests of
+// records of changes on few channels set -1.
+func withDeltaMin(n int) Option { return func(cfg *config) { cfg.deltaMin = n } }

@@ -561,8 +561,11 @@ func (g *guardian) carry() {
 		if len(rd.Drops) > 0 {
 			g.drop(rd.Drops)
 		}
+		if len(rd.Resync) > 0 {
+			g.s.log.Warn("the coordinator lost track of participants' records: it asks them for all their counters",
+				slog.Int("participants", len(rd.Resync)), slog.String("first", string(rd.Resync[0])))
+		}
 		for _, id := range rd.Resync {
-			g.s.log.Warn("the coordinator lost track of a participant's records: it asks for all its counters", slog.String("participant", string(id)))
 			if p := g.s.reg.lookup(id); p != nil {
 				p.mb.PostFrom(controlKey, &resyncMsg{})
 			} else if e := g.s.reg.lookupRemote(id, ""); g.clustered() && e != nil {

@@ -1128,3 +1128,46 @@ func TestShutdownFinishesAfterItsContext(t *testing.T) {
 	_, err = sys.Snapshot(context.Background())
 	require.ErrorIs(t, err, ErrShutdown)
 }
+
+// A record the coordinator cannot place, because it follows one the
+// coordinator never saw, makes the coordinator ask its participant for
+// all its counters: the participant's next record lists them, and the
+// snapshots after it complete. Without the request its next record would
+// list only what changed, which the coordinator would refuse again.
+func TestCoordinatorAsksParticipantForItsCounters(t *testing.T) {
+	var logs syncBuffer
+	sys, pids, events := probes(t, 2, withDeltaMin(-1), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	defer shutdown(t, sys)
+	deliverNote(t, sys, events, pids[0], pids[1], "a")
+	g, err := sys.Snapshot(context.Background())
+	require.NoError(t, err)
+
+	// As if a record of p0 had been lost on its way.
+	sys.root.Send(sys.guardian, &reportMsg{id: g.ID, hasRec: true, rec: snapshot.LocalRecord{Snapshot: g.ID, Process: "p0", Prev: g.ID + 7}})
+	deliverNote(t, sys, events, pids[0], pids[1], "b")
+	for range 3 {
+		g, err = sys.Snapshot(context.Background())
+		require.NoError(t, err)
+		require.NoError(t, g.Verify())
+	}
+	assert.Contains(t, logs.String(), "asks them for all their counters")
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger writing while a test
+// reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

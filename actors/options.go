@@ -57,6 +57,7 @@ type config struct {
 	logger      *slog.Logger
 	meter       metric.MeterProvider
 	clock       clock
+	deltaMin    int // snapshot.Config.DeltaMin of the participants; tests only
 	actorConfig []actor.ConfigOption
 	kinds       []*kind
 	messages    []messageReg

@@ -206,7 +206,11 @@ func (s *System) newParticipant(kindName string, id snapshot.ProcessID, state []
 		return nil, fmt.Errorf("actors: spawning %s: %w", id, ErrNameStopped)
 	}
 	var err error
-	if p.proc, err = snapshot.NewProcess(config(s.reg.pending)); err != nil {
+	pcfg := config(s.reg.pending)
+	if pcfg.DeltaMin == 0 {
+		pcfg.DeltaMin = s.cfg.deltaMin
+	}
+	if p.proc, err = snapshot.NewProcess(pcfg); err != nil {
 		return nil, err
 	}
 	p.lazy = s.cfg.initiation == Lazy
