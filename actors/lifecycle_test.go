@@ -1135,7 +1135,7 @@ func TestShutdownFinishesAfterItsContext(t *testing.T) {
 // snapshots after it complete. Without the request its next record would
 // list only what changed, which the coordinator would refuse again.
 func TestCoordinatorAsksParticipantForItsCounters(t *testing.T) {
-	var logs syncBuffer
+	var logs syncWriter
 	sys, pids, events := probes(t, 2, withDeltaMin(-1), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	defer shutdown(t, sys)
 	deliverNote(t, sys, events, pids[0], pids[1], "a")
@@ -1151,23 +1151,4 @@ func TestCoordinatorAsksParticipantForItsCounters(t *testing.T) {
 		require.NoError(t, g.Verify())
 	}
 	assert.Contains(t, logs.String(), "asks them for all their counters")
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger writing while a test
-// reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -150,8 +150,8 @@ func (l *Ledger) materialize(lp *ledgerProc, runs []*Assembler) {
 	}
 	sentAll, receivedAll := lp.fullSent, lp.fullReceived
 	lp.full, lp.fullSent, lp.fullReceived = false, nil, nil
-	sameOut := sameShape(lp.shapeOut, sentAll, func(e *ledgerChan) ProcessID { return e.ch.To }) && len(lp.out) == len(sentAll)
-	sameIn := sameShape(lp.shapeIn, receivedAll, func(e *ledgerChan) ProcessID { return e.ch.From }) && len(lp.in) == len(receivedAll)
+	sameOut := sameShape(lp.shapeOut, sentAll, true) && len(lp.out) == len(sentAll)
+	sameIn := sameShape(lp.shapeIn, receivedAll, false) && len(lp.in) == len(receivedAll)
 	if !sameOut || !sameIn { // else every channel it has is listed
 		sent := make(map[ProcessID]bool, len(sentAll))
 		for _, pc := range sentAll {
@@ -179,49 +179,54 @@ func (l *Ledger) materialize(lp *ledgerProc, runs []*Assembler) {
 // update sets the counts a record of lp's lists, resolving its channels
 // into l.resolved.
 func (l *Ledger) update(lp *ledgerProc, sent, received []PeerCount, runs []*Assembler) {
-	sameOut := sameShape(lp.shapeOut, sent, func(e *ledgerChan) ProcessID { return e.ch.To })
-	for k, pc := range sent {
+	l.updateSide(lp, sent, true, runs)
+	l.updateSide(lp, received, false, runs)
+}
+
+// updateSide is update for one direction: the counts at lp of its
+// outgoing channels (sender) or of its incoming ones.
+func (l *Ledger) updateSide(lp *ledgerProc, cs []PeerCount, sender bool, runs []*Assembler) {
+	shape, byPeer := &lp.shapeIn, lp.in
+	if sender {
+		shape, byPeer = &lp.shapeOut, lp.out
+	}
+	first := len(l.resolved)
+	same := sameShape(*shape, cs, sender)
+	for k, pc := range cs {
 		var e *ledgerChan
-		if sameOut {
-			e = lp.shapeOut[k]
-		} else if e = lp.out[pc.Peer]; e == nil && pc.N > 0 {
-			e = l.channel(Channel{From: lp.id, To: pc.Peer}, lp, l.proc(pc.Peer))
+		if same {
+			e = (*shape)[k]
+		} else if e = byPeer[pc.Peer]; e == nil && pc.N > 0 {
+			if sender {
+				e = l.channel(Channel{From: lp.id, To: pc.Peer}, lp, l.proc(pc.Peer))
+			} else {
+				e = l.channel(Channel{From: pc.Peer, To: lp.id}, l.proc(pc.Peer), lp)
+			}
 		}
 		if e != nil {
-			l.set(e, true, pc.N, runs)
+			l.set(e, sender, pc.N, runs)
 		}
 		l.resolved = append(l.resolved, e)
 	}
-	sameIn := sameShape(lp.shapeIn, received, func(e *ledgerChan) ProcessID { return e.ch.From })
-	for k, pc := range received {
-		var e *ledgerChan
-		if sameIn {
-			e = lp.shapeIn[k]
-		} else if e = lp.in[pc.Peer]; e == nil && pc.N > 0 {
-			e = l.channel(Channel{From: pc.Peer, To: lp.id}, l.proc(pc.Peer), lp)
-		}
-		if e != nil {
-			l.set(e, false, pc.N, runs)
-		}
-		l.resolved = append(l.resolved, e)
-	}
-	n := len(sent)
-	if !sameOut && !slices.Contains(l.resolved[:n], nil) {
-		lp.shapeOut = slices.Clone(l.resolved[:n])
-	}
-	if !sameIn && !slices.Contains(l.resolved[n:], nil) {
-		lp.shapeIn = slices.Clone(l.resolved[n:])
+	if got := l.resolved[first:]; !same && !slices.Contains(got, nil) {
+		*shape = slices.Clone(got)
 	}
 }
 
 // sameShape reports whether the channels of shape are those cs names, in
-// order (peer gives a channel's peer), none of them dropped since.
-func sameShape(shape []*ledgerChan, cs []PeerCount, peer func(*ledgerChan) ProcessID) bool {
+// order (as the sender's outgoing channels, or the receiver's incoming
+// ones), none of them dropped since.
+func sameShape(shape []*ledgerChan, cs []PeerCount, sender bool) bool {
 	if len(shape) != len(cs) || len(cs) == 0 {
 		return false
 	}
 	for k, pc := range cs {
-		if e := shape[k]; e.dropped || peer(e) != pc.Peer {
+		e := shape[k]
+		peer := e.ch.From
+		if sender {
+			peer = e.ch.To
+		}
+		if e.dropped || peer != pc.Peer {
 			return false
 		}
 	}
