@@ -17,119 +17,75 @@ import (
 // "Frames without reflection"). The rare fields (a Global, drops,
 // awaited sets, a stamp) still go through reflection.
 
-// EncodeMsgpack writes f in its msgpack form.
+// EncodeMsgpack writes f in its msgpack form: the fields once to count
+// those present, then the map.
 func (f *frame) EncodeMsgpack(enc *msgpack.Encoder) error {
+	count := mpWriter{counting: true}
+	f.fields(&count)
 	w := mpWriter{enc: enc}
-	n := 1 // K has no omitempty: always written
-	fields := [...]bool{
-		f.From != "", f.To != "", f.ID != 0, f.Start, f.Stamp != nil, f.Msg != nil,
-		len(f.IDs) > 0, len(f.Left) > 0, f.Rec != nil, len(f.Chans) > 0, f.Err != "",
-		len(f.Recorded) > 0, f.After != 0, len(f.Drops) > 0, f.Token != 0, len(f.Tokens) > 0,
-		f.Horizon != 0, len(f.Finished) > 0, f.Sources, f.Awaited != nil, f.Probe, f.Global != nil,
+	w.mapLen(count.n)
+	f.fields(&w)
+	return w.err
+}
+
+// fields writes f's fields that are not empty, each key and value, in
+// the order of the struct; or, with w counting, counts them.
+func (f *frame) fields(w *mpWriter) {
+	if w.has("k", true) { // no omitempty: always written
+		w.uint(uint64(f.K))
 	}
-	for _, set := range fields {
-		if set {
-			n++
-		}
-	}
-	w.mapLen(n)
-	w.key("k")
-	w.uint(uint64(f.K))
-	if f.From != "" {
-		w.key("f")
-		w.str(string(f.From))
-	}
-	if f.To != "" {
-		w.key("t")
-		w.str(string(f.To))
-	}
-	if f.ID != 0 {
-		w.key("i")
-		w.uint(uint64(f.ID))
-	}
-	if f.Start {
-		w.key("b")
-		w.bool(true)
-	}
-	if f.Stamp != nil {
-		w.key("s")
+	w.strField("f", string(f.From))
+	w.strField("t", string(f.To))
+	w.uintField("i", uint64(f.ID))
+	w.trueField("b", f.Start)
+	if w.has("s", f.Stamp != nil) {
 		w.value(f.Stamp)
 	}
-	if f.Msg != nil {
-		w.key("m")
+	if w.has("m", f.Msg != nil) {
 		w.recorded(f.Msg)
 	}
-	if len(f.IDs) > 0 {
-		w.key("p")
+	if w.has("p", len(f.IDs) > 0) {
 		w.processIDs(f.IDs)
 	}
-	if len(f.Left) > 0 {
-		w.key("l")
+	if w.has("l", len(f.Left) > 0) {
 		w.processIDs(f.Left)
 	}
-	if f.Rec != nil {
-		w.key("r")
+	if w.has("r", f.Rec != nil) {
 		w.record(f.Rec)
 	}
-	if len(f.Chans) > 0 {
-		w.key("c")
+	if w.has("c", len(f.Chans) > 0) {
 		w.arrayLen(len(f.Chans))
 		for i := range f.Chans {
 			w.channel(&f.Chans[i])
 		}
 	}
-	if f.Err != "" {
-		w.key("e")
-		w.str(f.Err)
-	}
-	if len(f.Recorded) > 0 {
-		w.key("d")
+	w.strField("e", f.Err)
+	if w.has("d", len(f.Recorded) > 0) {
 		w.snapshotIDs(f.Recorded)
 	}
-	if f.After != 0 {
-		w.key("a")
-		w.uint(uint64(f.After))
-	}
-	if len(f.Drops) > 0 {
-		w.key("x")
+	w.uintField("a", uint64(f.After))
+	if w.has("x", len(f.Drops) > 0) {
 		w.value(f.Drops)
 	}
-	if f.Token != 0 {
-		w.key("o")
-		w.uint(f.Token)
-	}
-	if len(f.Tokens) > 0 {
-		w.key("w")
+	w.uintField("o", f.Token)
+	if w.has("w", len(f.Tokens) > 0) {
 		w.arrayLen(len(f.Tokens))
 		for _, t := range f.Tokens {
 			w.uint(t)
 		}
 	}
-	if f.Horizon != 0 {
-		w.key("h")
-		w.uint(uint64(f.Horizon))
-	}
-	if len(f.Finished) > 0 {
-		w.key("n")
+	w.uintField("h", uint64(f.Horizon))
+	if w.has("n", len(f.Finished) > 0) {
 		w.snapshotIDs(f.Finished)
 	}
-	if f.Sources {
-		w.key("u")
-		w.bool(true)
-	}
-	if f.Awaited != nil {
-		w.key("q")
+	w.trueField("u", f.Sources)
+	if w.has("q", f.Awaited != nil) {
 		w.value(f.Awaited)
 	}
-	if f.Probe {
-		w.key("z")
-		w.bool(true)
-	}
-	if f.Global != nil {
-		w.key("g")
+	w.trueField("z", f.Probe)
+	if w.has("g", f.Global != nil) {
 		w.value(f.Global)
 	}
-	return w.err
 }
 
 // DecodeMsgpack reads a frame in its msgpack form. Keys it does not know
@@ -200,10 +156,45 @@ func (f *frame) DecodeMsgpack(dec *msgpack.Decoder) error {
 	return r.err
 }
 
-// mpWriter writes msgpack values, keeping the first error.
+// mpWriter writes msgpack values, keeping the first error; or, counting,
+// only counts the fields of a map (has).
 type mpWriter struct {
-	enc *msgpack.Encoder
-	err error
+	enc      *msgpack.Encoder
+	err      error
+	counting bool
+	n        int
+}
+
+// has reports whether a field present is to be written now, writing its
+// key; counting, it counts the field and reports false.
+func (w *mpWriter) has(key string, present bool) bool {
+	switch {
+	case !present:
+		return false
+	case w.counting:
+		w.n++
+		return false
+	}
+	w.key(key)
+	return true
+}
+
+func (w *mpWriter) strField(key, v string) {
+	if w.has(key, v != "") {
+		w.str(v)
+	}
+}
+
+func (w *mpWriter) uintField(key string, v uint64) {
+	if w.has(key, v != 0) {
+		w.uint(v)
+	}
+}
+
+func (w *mpWriter) trueField(key string, v bool) {
+	if w.has(key, v) {
+		w.bool(true)
+	}
 }
 
 func (w *mpWriter) mapLen(n int) {
@@ -374,70 +365,32 @@ func (r *mpReader) fail(err error, what string) {
 	}
 }
 
-// mapLen returns a map's length, -1 for nil.
-func (r *mpReader) mapLen(what string) int {
-	if r.err != nil {
-		return -1
+// read returns what decode reads, or the zero value after an error.
+func read[T any](r *mpReader, what string, decode func() (T, error)) T {
+	var v T
+	if r.err == nil {
+		var err error
+		v, err = decode()
+		r.fail(err, what)
 	}
-	n, err := r.dec.DecodeMapLen()
-	r.fail(err, what)
-	return n
-}
-
-// arrayLen returns an array's length, -1 for nil.
-func (r *mpReader) arrayLen(what string) int {
-	if r.err != nil {
-		return -1
-	}
-	n, err := r.dec.DecodeArrayLen()
-	r.fail(err, what)
-	return n
-}
-
-func (r *mpReader) key() string {
-	if r.err != nil {
-		return ""
-	}
-	k, err := r.dec.DecodeString()
-	r.fail(err, "key")
-	return k
-}
-
-func (r *mpReader) str() string {
-	if r.err != nil {
-		return ""
-	}
-	s, err := r.dec.DecodeString()
-	r.fail(err, "string")
-	return s
-}
-
-func (r *mpReader) uint(what string) uint64 {
-	if r.err != nil {
-		return 0
-	}
-	n, err := r.dec.DecodeUint64()
-	r.fail(err, what)
-	return n
-}
-
-func (r *mpReader) bool() bool {
-	if r.err != nil {
-		return false
-	}
-	v, err := r.dec.DecodeBool()
-	r.fail(err, "bool")
 	return v
 }
 
-func (r *mpReader) bytes() []byte {
-	if r.err != nil {
-		return nil
-	}
-	b, err := r.dec.DecodeBytes()
-	r.fail(err, "bytes")
-	return b
-}
+// mapLen returns a map's length, -1 for nil.
+func (r *mpReader) mapLen(what string) int { return read(r, what, r.dec.DecodeMapLen) }
+
+// arrayLen returns an array's length, -1 for nil.
+func (r *mpReader) arrayLen(what string) int { return read(r, what, r.dec.DecodeArrayLen) }
+
+func (r *mpReader) key() string { return read(r, "key", r.dec.DecodeString) }
+
+func (r *mpReader) str() string { return read(r, "string", r.dec.DecodeString) }
+
+func (r *mpReader) uint(what string) uint64 { return read(r, what, r.dec.DecodeUint64) }
+
+func (r *mpReader) bool() bool { return read(r, "bool", r.dec.DecodeBool) }
+
+func (r *mpReader) bytes() []byte { return read(r, "bytes", r.dec.DecodeBytes) }
 
 func (r *mpReader) value(v any) {
 	if r.err == nil {
