@@ -7,11 +7,11 @@ import (
 
 // Ledger is the book of every channel's counters in the Epochs mode, as
 // the latest records gave them, kept across snapshots by whoever assembles
-// them (the Coordinator keeps one). A record in that mode lists only the
-// channels whose counters changed since the process's previous record
-// (LocalRecord.Prev); the Ledger holds the rest, so that a snapshot costs
-// what changed and what is in flight, not the number of channels a
-// workload ever used.
+// them (the Coordinator keeps one). A record in that mode may list only
+// the channels whose counters changed since the process's previous record
+// (LocalRecord.Prev; Config.DeltaMin says when); the Ledger holds the
+// rest, so that a snapshot costs what changed and what is in flight, not
+// the number of channels a workload ever used.
 //
 // Every record of the mode must pass through Apply, in the order each
 // process made them, before it is given to its snapshot's Assembler (the
@@ -107,12 +107,12 @@ func (l *Ledger) proc(id ProcessID) *ledgerProc {
 	return lp
 }
 
-// Apply takes rec's counters; it keeps rec, which must not change after.
-// runs are the Assemblers of the snapshots in
-// progress: each in which rec's process recorded takes the value a counter
-// had before rec changes it. A final record (Process.Counters of a process
-// that stopped) is applied as a record listing every channel. It returns
-// an *OutOfStepError for a record that does not follow the last applied.
+// Apply takes rec's counters, keeping its Sent and Received, which must
+// not change after. runs are the Assemblers of the snapshots in progress:
+// each in which rec's process recorded takes the value a counter had
+// before rec changes it. A final record (Process.Counters of a process
+// that stopped) is taken as a record listing every channel. It returns an
+// *OutOfStepError for a record that does not follow the last applied.
 func (l *Ledger) Apply(rec *LocalRecord, runs []*Assembler) error {
 	lp := l.proc(rec.Process)
 	if rec.Prev != 0 && (lp.stale || lp.last != rec.Prev) {
