@@ -133,6 +133,14 @@ func (h *harness) assembler(id snapshot.SnapshotID) *snapshot.Assembler {
 		if err != nil {
 			h.t.Fatal(err)
 		}
+		// As the Coordinator: the stopped stand in from the start. A
+		// record that lists only what changed does not name a peer it
+		// received from long ago, which the cut needs all the same.
+		for i, n := range h.names {
+			if h.stopped[i] {
+				a.Require(n)
+			}
+		}
 		h.asm[id] = a
 	}
 	return a
