@@ -28,6 +28,10 @@ func FuzzProcess(f *testing.F) {
 	f.Add([]byte{6, 1, 1, 1, 0, 4, 1, 2, 5, 3, 3, 1, 6, 2, 2, 0})
 	// b sends to c and stops while a snapshot runs; then another starts.
 	f.Add([]byte{0, 1, 0, 5, 2, 0, 7, 0x81, 1, 7, 1, 5, 1, 1, 2, 9, 0, 2, 1, 2, 1, 0})
+	// Epoch mode: c sends to a and stops; a records 1 to 3 after taking
+	// the message, its later records listing no change: snapshot 2 must
+	// still hold c, departed (the stopped stand in from the start).
+	f.Add([]byte("087\xfb0021211820"))
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		h := newHarness(t, fuzzMode(ops))
 		for i := 0; i+1 < len(ops); i += 2 {
