@@ -31,8 +31,14 @@ type Ledger struct {
 	// resolved are the channels of the last record applied, in the order
 	// of its Sent then Received (nil for a zero count on a channel never
 	// used), for its Assembler.
-	resolved    []*ledgerChan
-	resolvedFor *LocalRecord
+	resolved []*ledgerChan
+	// resolvedFor names that record (its process and snapshot), or
+	// nothing (ok false) after a record kept whole.
+	resolvedFor struct {
+		process  ProcessID
+		snapshot SnapshotID
+		ok       bool
+	}
 }
 
 // ledgerChan is one channel's counters, shared by the entries of its two
@@ -108,7 +114,7 @@ func (l *Ledger) proc(id ProcessID) *ledgerProc {
 }
 
 // Apply takes rec's counters, keeping its Sent and Received, which must
-// not change after. runs are the Assemblers of the snapshots in progress:
+// not change after; it keeps no pointer to rec. runs are the Assemblers of the snapshots in progress:
 // each in which rec's process recorded takes the value a counter had
 // before rec changes it. A final record (Process.Counters of a process
 // that stopped) is taken as a record listing every channel. It returns an
@@ -123,7 +129,7 @@ func (l *Ledger) Apply(rec *LocalRecord, runs []*Assembler) error {
 	if rec.Snapshot != 0 {
 		lp.last = rec.Snapshot
 	}
-	l.resolvedFor = nil
+	l.resolvedFor.ok = false
 	if rec.Prev == 0 {
 		// Kept as it is until a record that lists only changes follows
 		// it: a process whose every counter changes between records (a
@@ -136,7 +142,8 @@ func (l *Ledger) Apply(rec *LocalRecord, runs []*Assembler) error {
 		return nil
 	}
 	l.materialize(lp, runs)
-	l.resolved, l.resolvedFor = l.resolved[:0], rec
+	l.resolved = l.resolved[:0]
+	l.resolvedFor.process, l.resolvedFor.snapshot, l.resolvedFor.ok = rec.Process, rec.Snapshot, true
 	l.update(lp, rec.Sent, rec.Received, runs)
 	return nil
 }
@@ -236,7 +243,7 @@ func sameShape(shape []*ledgerChan, cs []PeerCount, sender bool) bool {
 // resolvedOf returns the channels of rec, if it is the record last
 // applied.
 func (l *Ledger) resolvedOf(rec *LocalRecord) []*ledgerChan {
-	if l.resolvedFor == nil || l.resolvedFor.Process != rec.Process || l.resolvedFor.Snapshot != rec.Snapshot ||
+	if f := &l.resolvedFor; !f.ok || f.process != rec.Process || f.snapshot != rec.Snapshot ||
 		len(l.resolved) != len(rec.Sent)+len(rec.Received) {
 		return nil
 	}
