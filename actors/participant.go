@@ -178,7 +178,7 @@ func (w *shell) receive(ctx actor.Context, key mailbox.SenderKey) {
 		}
 		// As posted: a message with a sender or headers is recorded with
 		// its envelope, so that a restore replays the request itself.
-		p.receive(from, &ref.in, snapshot.Stamp{Seq: p.proc.ReceivedOn(&ref.in, from) + 1, Epoch: snapshot.SnapshotID(p.mb.Tag())}, p.mb.Message())
+		p.receive(from, &ref.in, snapshot.Stamp{Epoch: snapshot.SnapshotID(p.mb.Tag())}, p.mb.Message())
 		w.deliver(ctx, from, nil)
 	}
 }
@@ -338,16 +338,18 @@ type targetRef struct {
 	out snapshot.OutHandle
 }
 
-// receive accounts for a message (payload, as posted) from from, through
-// the handle in on its channel when the caller has one, before the
-// application sees it. It reports false if the message must be held instead (aligned mode: a new
+// receive accounts for a message (payload, as posted) from from, before
+// the application sees it: through the handle in on its channel when the
+// caller has one, as the channel's next message (the sender's mailbox
+// queue is FIFO; st.Seq is not read), and otherwise as st numbers it. It
+// reports false if the message must be held instead (aligned mode: a new
 // channel's first message that stands for its sender's barrier), until
 // the Process unblocks its sender.
 func (p *participant) receive(from snapshot.ProcessID, in *snapshot.InHandle, st snapshot.Stamp, payload interface{}) bool {
 	for {
 		var err error
 		if in != nil {
-			err = p.proc.ReceiveOn(in, from, st, payload)
+			err = p.proc.ReceiveNextOn(in, from, st, payload)
 		} else {
 			err = p.proc.Receive(from, st, payload)
 		}

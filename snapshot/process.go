@@ -355,14 +355,18 @@ func (p *Process) Receive(from ProcessID, st Stamp, payload any) error {
 	return p.receive(p.inChannel(from), from, st, payload)
 }
 
-// ReceiveOn is Receive through h, a handle on the channel from from,
-// which it fills when it is empty or its channel was dropped.
-func (p *Process) ReceiveOn(h *InHandle, from ProcessID, st Stamp, payload any) error {
+// ReceiveNextOn is Receive through h, a handle on the channel from from,
+// which it fills when it is empty or its channel was dropped, for a caller
+// whose channels are FIFO by construction and number nothing (one mailbox
+// queue per sender): the message is the channel's next, and st.Seq is set
+// to its number. The channel is found once, however new it is.
+func (p *Process) ReceiveNextOn(h *InHandle, from ProcessID, st Stamp, payload any) error {
 	c := h.c
 	if c == nil || c.dropped || c.from != from {
 		c = p.inChannel(from)
 		h.c = c
 	}
+	st.Seq = c.received + 1
 	return p.receive(c, from, st, payload)
 }
 
@@ -927,19 +931,6 @@ func (p *Process) Received(from ProcessID) uint64 {
 		return c.received
 	}
 	return 0
-}
-
-// ReceivedOn is Received through h, a handle on the channel from from,
-// which it fills when the channel exists.
-func (p *Process) ReceivedOn(h *InHandle, from ProcessID) uint64 {
-	c := h.c
-	if c == nil || c.dropped || c.from != from {
-		if c = p.in[from]; c == nil {
-			return 0
-		}
-		h.c = c
-	}
-	return c.received
 }
 
 // Counters returns the process's counters as of now, in the form of a
