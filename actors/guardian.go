@@ -386,6 +386,9 @@ func (g *guardian) now() time.Time {
 	if !g.coordinating() {
 		return now
 	}
+	if !g.pastDeadline(now) {
+		return now // the common case, without the copy of Pending
+	}
 	for _, id := range g.coord.Pending() {
 		if r := g.runs[id]; r != nil && !now.Before(r.start.Add(g.s.cfg.timeout)) {
 			if reason := g.blocked(id, now); reason != nil {
@@ -396,6 +399,16 @@ func (g *guardian) now() time.Time {
 		}
 	}
 	return now
+}
+
+// pastDeadline reports whether a run is past its deadline at now.
+func (g *guardian) pastDeadline(now time.Time) bool {
+	for _, r := range g.runs {
+		if !now.Before(r.start.Add(g.s.cfg.timeout)) {
+			return true
+		}
+	}
+	return false
 }
 
 // start begins a new snapshot, or answers why it cannot. direct posts the

@@ -626,7 +626,11 @@ func (p *participant) actOnce() (held bool) {
 			// out; the channel recordings follow in one report when all
 			// have closed.
 			p.report(&reportMsg{id: r.Snapshot, hasRec: true, rec: r, children: children})
-			p.reports[r.Snapshot] = nil
+			// A snapshot over here at once (the epoch mode) holds nothing:
+			// what closes goes with the late reports.
+			if !slices.Contains(rd.Finished, r.Snapshot) {
+				p.reports[r.Snapshot] = nil
+			}
 		}
 	}
 	var marker *markerMsg

@@ -227,6 +227,24 @@ type Assembler struct {
 	ledger    *Ledger    // AssemblerConfig.Ledger
 	swept     bool       // the Ledger's channels in flight were added
 	gen       uint64     // tells this Assembler in the Ledger's caches
+	recs      slab[LocalRecord]
+	chanRecs  slab[ChannelRecord]
+}
+
+// slab holds values an Assembler keeps and points to, in blocks that
+// double up to slabMax values: one allocation per block rather than one
+// per record, of which a snapshot of many participants keeps thousands.
+type slab[T any] struct{ block []T }
+
+const slabMax = 256
+
+// put keeps a copy of v and returns it.
+func (s *slab[T]) put(v T) *T {
+	if len(s.block) == cap(s.block) {
+		s.block = make([]T, 0, min(max(8, 2*cap(s.block)), slabMax))
+	}
+	s.block = append(s.block, v)
+	return &s.block[len(s.block)-1]
 }
 
 // generations numbers Assemblers for the Ledger's caches.
@@ -424,7 +442,7 @@ func (a *Assembler) AddRecord(r LocalRecord) error {
 	if a.procs[p].record != nil {
 		return a.fail(fmt.Errorf("%w: second local record from %s", ErrProtocol, r.Process))
 	}
-	a.procs[p].record = &r
+	a.procs[p].record = a.recs.put(r)
 	a.recorded++
 	if a.procs[p].required {
 		a.unrecord--
@@ -577,7 +595,7 @@ func (a *Assembler) AddChannel(cr ChannelRecord) error {
 		// The receiver's messages are a read-only view: a part added
 		// later copies them rather than append into its array.
 		cr.Messages = slices.Clip(cr.Messages)
-		a.chans[c].record = &cr
+		a.chans[c].record = a.chanRecs.put(cr)
 	}
 	if len(cr.Messages) > 0 {
 		a.require(from)
