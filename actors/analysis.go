@@ -135,7 +135,7 @@ func (s *System) take(ctx context.Context, probe bool) (*snapshot.Global, error)
 		return nil, ErrShutdown
 	}
 	reply := make(chan result, 1)
-	s.root.Send(s.guardian, &startRequest{reply: reply, probe: probe})
+	s.tell(&startRequest{reply: reply, probe: probe})
 	select {
 	case r := <-reply:
 		return r.global, r.err

@@ -103,7 +103,7 @@ func waitMissing(t *testing.T, sys *System, id snapshot.SnapshotID, want ...snap
 	var got []snapshot.ProcessID
 	for {
 		reply := make(chan []snapshot.ProcessID, 1)
-		sys.root.Send(sys.guardian, &missingRequest{id: id, reply: reply})
+		sys.tell(&missingRequest{id: id, reply: reply})
 		got = <-reply
 		if slices.Equal(got, want) {
 			return

@@ -196,10 +196,26 @@ func (g *guardian) later(d time.Duration, msg interface{}) timer {
 }
 
 func (g *guardian) Receive(ctx actor.Context) {
+	if _, ok := ctx.Message().(inboxMsg); !ok {
+		if _, ok := ctx.Message().(*actor.Started); ok {
+			g.self = ctx.Self()
+		}
+		g.handle(ctx.Message())
+		return
+	}
+	batch := g.s.inbox.take()
+	for _, m := range batch {
+		g.handle(m)
+	}
+	g.s.inbox.done(batch)
+}
+
+// handle takes one message, from its mailbox or its inbox, and carries
+// out what the Coordinator then asks.
+func (g *guardian) handle(msg any) {
 	now := g.now
-	switch m := ctx.Message().(type) {
+	switch m := msg.(type) {
 	case *actor.Started:
-		g.self = ctx.Self()
 		g.every(g.s.cfg.interval)
 		if g.clustered() {
 			g.members()

@@ -224,7 +224,7 @@ func departedThenDropped(t *testing.T, sys *System, id snapshot.ProcessID, n int
 // guardian sees it before anything the test does next.
 func startAsync(sys *System) <-chan result {
 	reply := make(chan result, 1)
-	sys.root.Send(sys.guardian, &startRequest{reply: reply})
+	sys.tell(&startRequest{reply: reply})
 	return reply
 }
 
@@ -1143,7 +1143,7 @@ func TestCoordinatorAsksParticipantForItsCounters(t *testing.T) {
 	require.NoError(t, err)
 
 	// As if a record of p0 had been lost on its way.
-	sys.root.Send(sys.guardian, &reportMsg{id: g.ID, hasRec: true, rec: snapshot.LocalRecord{Snapshot: g.ID, Process: "p0", Prev: g.ID + 7}})
+	sys.tell(&reportMsg{id: g.ID, hasRec: true, rec: snapshot.LocalRecord{Snapshot: g.ID, Process: "p0", Prev: g.ID + 7}})
 	deliverNote(t, sys, events, pids[0], pids[1], "b")
 	for range 3 {
 		g, err = sys.Snapshot(context.Background())

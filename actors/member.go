@@ -36,7 +36,7 @@ type announceMsg struct{ id snapshot.ProcessID }
 // coordinator, changed (the Transport calls it): snapshots in progress
 // that a departed member took part in abort, naming it, and a member
 // that became the coordinator takes over.
-func (s *System) MembersChanged() { s.root.Send(s.guardian, &membersMsg{}) }
+func (s *System) MembersChanged() { s.tell(&membersMsg{}) }
 
 // clustered reports whether the system is one member of a cluster.
 func (g *guardian) clustered() bool { return g.s.cfg.transport != nil }

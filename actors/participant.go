@@ -197,7 +197,7 @@ func (w *shell) lifecycle(ctx actor.Context) {
 			p.state = nil
 		}
 	case *actor.Restarting:
-		p.sys.root.Send(p.sys.guardian, &restartedMsg{id: p.id})
+		p.sys.tell(&restartedMsg{id: p.id})
 	case *actor.Terminated:
 		if m.Who != nil {
 			// Unless a new child lives under the name already (a dropped
@@ -398,7 +398,7 @@ func (w *shell) releaseHeld(ctx actor.Context) {
 // fail reports that snapshot id cannot complete because of err.
 func (p *participant) fail(id snapshot.SnapshotID, err error) {
 	if err != nil {
-		p.sys.root.Send(p.sys.guardian, &failMsg{id: id, from: p.id, err: err})
+		p.sys.tell(&failMsg{id: id, from: p.id, err: err})
 	}
 }
 
@@ -725,7 +725,7 @@ func (p *participant) report(rep *reportMsg) {
 			// ledger takes its counters, without state or channels.
 			rec := rep.rec
 			rec.State, rec.Waits = nil, nil
-			p.sys.root.Send(p.sys.guardian, &reportMsg{id: rep.id, hasRec: true, rec: rec})
+			p.sys.tell(&reportMsg{id: rep.id, hasRec: true, rec: rec})
 		}
 		return
 	}
@@ -735,7 +735,7 @@ func (p *participant) report(rep *reportMsg) {
 	if rep.held > 0 {
 		p.sys.recorded.Add(int64(rep.held))
 	}
-	p.sys.root.Send(p.sys.guardian, rep)
+	p.sys.tell(rep)
 }
 
 // reportLate reports channel state that came after the snapshot was
@@ -790,7 +790,7 @@ func (p *participant) depart() {
 			p.post(t, &departedMsg{})
 		}
 	}
-	p.sys.root.Send(p.sys.guardian, &stoppedMsg{id: p.id, final: final, recorded: recorded, after: after})
+	p.sys.tell(&stoppedMsg{id: p.id, final: final, recorded: recorded, after: after})
 	// What it still held (messages its paused senders sent) goes with it.
 	p.sys.recorded.Add(-int64(p.counted))
 	p.counted = 0

@@ -208,7 +208,7 @@ func (s *System) restore(ctx context.Context, g *snapshot.Global, base snapshot.
 	reply := make(chan result, 1)
 	if coordinating {
 		started := make(chan struct{})
-		s.root.Send(s.guardian, &restoreRequest{from: g, base: base, reply: reply, started: started})
+		s.tell(&restoreRequest{from: g, base: base, reply: reply, started: started})
 		select {
 		case <-started:
 		case <-ctx.Done():

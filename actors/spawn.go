@@ -163,12 +163,12 @@ func (s *System) spawn(props *actor.Props, parent actor.SpawnerContext, kindName
 		from.takeDrops() // id may be the name of a child dropped
 		from.proc.DeclareOutgoing(id)
 		from.children[id] = true
-		s.root.Send(s.guardian, &registered{id: id, finished: pcfg.Finished, horizon: pcfg.Horizon})
+		s.tell(&registered{id: id, finished: pcfg.Finished, horizon: pcfg.Horizon})
 	} else if len(joins) > 0 {
-		s.root.Send(s.guardian, &registered{id: id})
+		s.tell(&registered{id: id})
 	}
 	if s.cfg.transport != nil {
-		s.root.Send(s.guardian, &announceMsg{id: id})
+		s.tell(&announceMsg{id: id})
 	}
 	return pid, nil
 }

@@ -99,6 +99,7 @@ type System struct {
 	actors   *actor.ActorSystem
 	root     *actor.RootContext
 	guardian *actor.PID
+	inbox    inbox // to the guardian (tell)
 	metrics  *metrics
 	log      *slog.Logger
 	// lease is the system's hold on its store, from the claim in NewSystem
@@ -293,7 +294,7 @@ func (s *System) SnapshotEvery(d time.Duration) error {
 		return ErrShutdown
 	}
 	reply := make(chan error, 1)
-	s.root.Send(s.guardian, &everyRequest{interval: d, reply: reply})
+	s.tell(&everyRequest{interval: d, reply: reply})
 	select {
 	case err := <-reply:
 		return err
@@ -328,7 +329,7 @@ func (s *System) Shutdown(ctx context.Context) error {
 // then the guardian, releases the store and stops the actor system.
 func (s *System) shutdown() error {
 	reply := make(chan int, 1)
-	s.root.Send(s.guardian, &shutdownRequest{reply: reply})
+	s.tell(&shutdownRequest{reply: reply})
 	aborted := <-reply
 	for _, p := range s.reg.live() {
 		s.root.Stop(p.pid)

@@ -243,7 +243,7 @@ func (s *System) deliverNow(from string, b []byte) {
 		return
 	}
 	if len(b) > 0 && b[0] == fBatch {
-		s.root.Send(s.guardian, &memberBatch{from: from, b: b[1:]})
+		s.tell(&memberBatch{from: from, b: b[1:]})
 		return
 	}
 	if err := msgpackbound.Unmarshal(b, &f); err != nil {
@@ -266,7 +266,7 @@ func (s *System) deliverNow(from string, b []byte) {
 			s.log.Error("malformed frame from a cluster member", slog.String("member", from), slog.Any("error", err))
 			return
 		}
-		s.root.Send(s.guardian, &memberFrame{from: from, f: &f})
+		s.tell(&memberFrame{from: from, f: &f})
 	}
 }
 
