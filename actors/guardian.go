@@ -417,14 +417,16 @@ func (g *guardian) now() time.Time {
 	return now
 }
 
-// pastDeadline reports whether a run is past its deadline at now.
+// pastDeadline reports whether a snapshot in progress may be past its
+// deadline at now: runs start in the Coordinator's order, each with the
+// same timeout, so none is if the oldest, known here, is not.
 func (g *guardian) pastDeadline(now time.Time) bool {
-	for _, r := range g.runs {
-		if !now.Before(r.start.Add(g.s.cfg.timeout)) {
-			return true
-		}
+	id, ok := g.coord.Oldest()
+	if !ok {
+		return false
 	}
-	return false
+	r := g.runs[id]
+	return r == nil || !now.Before(r.start.Add(g.s.cfg.timeout))
 }
 
 // start begins a new snapshot, or answers why it cannot. direct posts the

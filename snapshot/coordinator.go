@@ -508,6 +508,15 @@ func (c *Coordinator) DropsWaiting() bool { return len(c.drops) > 0 }
 // Pending returns the snapshots in progress, in start order.
 func (c *Coordinator) Pending() []SnapshotID { return slices.Clone(c.pending) }
 
+// Oldest returns the snapshot in progress started first, if any: Pending's
+// first, without a copy, for a caller that asks on every input.
+func (c *Coordinator) Oldest() (SnapshotID, bool) {
+	if len(c.pending) == 0 {
+		return 0, false
+	}
+	return c.pending[0], true
+}
+
 // Missing returns what snapshot id, in progress, still waits for.
 func (c *Coordinator) Missing(id SnapshotID) (Missing, bool) {
 	r := c.run(id)

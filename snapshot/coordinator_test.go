@@ -44,6 +44,9 @@ func TestCoordinatorNumbersAfterAndBroadcasts(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ids("a"), c.Ready().Starts[0].To, "an initiator not live makes it a broadcast")
 	assert.Equal(t, []snapshot.SnapshotID{42, 43, 44}, c.Pending())
+	oldest, ok := c.Oldest()
+	assert.True(t, ok)
+	assert.Equal(t, snapshot.SnapshotID(42), oldest)
 }
 
 // Rule: no id past 2^63-1 is given: the numbering never wraps around.
@@ -69,6 +72,8 @@ func TestCoordinatorCompletes(t *testing.T) {
 	require.NoError(t, rd.Over[0].Err)
 	assert.Equal(t, id, rd.Over[0].Global.ID)
 	assert.Empty(t, c.Pending())
+	_, ok := c.Oldest()
+	assert.False(t, ok, "none in progress")
 	require.NoError(t, c.Record(t0, rec(id, "a", nil, nil)), "a record of a snapshot over is ignored")
 }
 

@@ -938,7 +938,8 @@ func (p *Process) Received(from ProcessID) uint64 {
 // received per incoming channel. A process that stops reports them as its
 // final record (Assembler.AddDeparted).
 func (p *Process) Counters() LocalRecord {
-	rec := LocalRecord{Process: p.id, Sent: make([]PeerCount, len(p.outs)), Received: make([]PeerCount, len(p.ins))}
+	counts := make([]PeerCount, len(p.outs)+len(p.ins)) // one allocation for both
+	rec := LocalRecord{Process: p.id, Sent: counts[:len(p.outs):len(p.outs)], Received: counts[len(p.outs):]}
 	for i, c := range p.outs {
 		rec.Sent[i] = PeerCount{Peer: c.to, N: c.sent}
 	}
