@@ -323,13 +323,19 @@ func (c *child) kill() time.Time {
 	return at
 }
 
-// freePort returns a TCP port free on loopback a moment ago.
-func freePort(t *testing.T) int {
+// freePorts returns n distinct TCP ports free on every interface a moment
+// ago (the automanaged provider listens on all of them): held open
+// together while they are chosen, so that none is given twice.
+func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", ":0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports
 }

@@ -59,15 +59,17 @@ func TestAutomanagedMembership(t *testing.T) {
 	t.Parallel()
 	const ttl = time.Second
 	name := uniqueClusterName("membership-test")
+	// Every port is chosen here, remote's too: a remote left to take a
+	// free port of its own may take one chosen for another member's
+	// provider between the choice and that member's start.
+	ports := freePorts(t, 8)
 	var seeds []string
-	var ports [4]int
-	for i := range ports {
-		ports[i] = freePort(t)
-		seeds = append(seeds, fmt.Sprintf("127.0.0.1:%d", ports[i]))
+	for _, p := range ports[:4] {
+		seeds = append(seeds, fmt.Sprintf("127.0.0.1:%d", p))
 	}
 	var cfgs [4]Config
 	for i := range cfgs {
-		cfgs[i] = Config{ClusterName: name, Host: "127.0.0.1", Provider: Automanaged,
+		cfgs[i] = Config{ClusterName: name, Host: "127.0.0.1", Port: ports[4+i], Provider: Automanaged,
 			Seeds: seeds, AutomanagedPort: ports[i], TTL: ttl}
 	}
 	runScenario(t, ttl, cfgs, nil)
@@ -395,7 +397,7 @@ func TestEtcdTTLReachesTheProvider(t *testing.T) {
 }
 
 func TestUnreachableEtcdIsAnError(t *testing.T) {
-	ep := fmt.Sprintf("127.0.0.1:%d", freePort(t)) // nobody listens there
+	ep := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0]) // nobody listens there
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	start := time.Now()
