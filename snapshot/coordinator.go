@@ -71,7 +71,8 @@ type Coordinator struct {
 	learned map[Channel]bool // aligned mode: channels complete snapshots showed
 	changed bool             // learned changed since the awaited sets were handed out
 
-	ledger *Ledger // Epochs mode: the counters records leave out
+	ledger *Ledger      // Epochs mode: the counters records leave out
+	asms   []*Assembler // assemblers' result, reused
 
 	ready CoordinatorReady
 }
@@ -323,11 +324,7 @@ func (c *Coordinator) Record(now time.Time, rec LocalRecord) error {
 			if errors.As(err, &oos) && oos.First {
 				c.ready.Resync = append(c.ready.Resync, rec.Process)
 			}
-			c.now = now
-			if r := c.run(rec.Snapshot); r != nil {
-				r.asm.Abort(err)
-			}
-			c.check()
+			c.add(now, rec.Snapshot, func(a *Assembler) error { a.Abort(err); return nil })
 			return err
 		}
 	}
@@ -336,14 +333,16 @@ func (c *Coordinator) Record(now time.Time, rec LocalRecord) error {
 
 // assemblers returns the Assemblers of the snapshots in progress before
 // snapshot before (all of them for zero): those a record of before may
-// change the counts of.
+// change the counts of. The slice is reused by the next call: a record
+// comes per participant per snapshot.
 func (c *Coordinator) assemblers(before SnapshotID) []*Assembler {
-	var out []*Assembler
+	out := c.asms[:0]
 	for _, id := range c.pending {
 		if before == 0 || id < before {
 			out = append(out, c.runs[id].asm)
 		}
 	}
+	c.asms = out
 	return out
 }
 
