@@ -45,6 +45,7 @@ var benchMessages = []actors.Option{
 	actors.WithMessage[*pipeAck]("bench.pipe.ack"),
 	actors.WithMessage[*slowTick]("bench.pipe.tick"),
 	actors.WithMessage[*bump]("bench.bump"),
+	actors.WithMessage[*denseTransfer]("bench.dense.transfer"),
 	actors.WithMessage[*tellerReport]("bench.teller.report"),
 	actors.WithMessage[*tellerAck]("bench.teller.ack"),
 }
@@ -58,6 +59,10 @@ type variant struct {
 	props        []actor.PropsOption
 	floor        floorKind       // bank only: rounds that bound what any snapshot costs
 	opts         []actors.Option // appended to the System's options: a snapshot mode, say
+	// counts makes a workload's actors (the dense bank's) count their
+	// messages per channel, on bare Proto.Actor: the least a snapshot
+	// whose completion counts messages per channel pays (floorCounts).
+	counts bool
 }
 
 func passReceive(next actor.ReceiverFunc) actor.ReceiverFunc {

@@ -294,8 +294,19 @@ func BenchmarkChain(b *testing.B) {
 
 // --- Dense bank ---
 
+// denseTransfer is the dense bank's transfer. From, the sender's index,
+// is read only by the floorCounts row (the actors of the other rows count
+// nothing): every row sends the same message.
+type denseTransfer struct {
+	Amount int64
+	From   int32
+}
+
 // tellerReport tells the teller of a transfer received.
-type tellerReport struct{ Amount int64 }
+type tellerReport struct {
+	Amount int64
+	From   int32 // the account's index, for floorCounts
+}
 
 // tellerAck is the teller's answer to a report.
 type tellerAck struct{}
@@ -308,20 +319,24 @@ type tellerAck struct{}
 // actor, takes one per transfer).
 type denseAccount struct {
 	Balance int64
-	self    int        `msgpack:"-"`
-	f       *flock     `msgpack:"-"`
-	teller  *actor.PID `msgpack:"-"`
-	rng     *rand.Rand `msgpack:"-"`
+	self    int         `msgpack:"-"`
+	f       *flock      `msgpack:"-"`
+	teller  *actor.PID  `msgpack:"-"`
+	rng     *rand.Rand  `msgpack:"-"`
+	counts  *chanCounts `msgpack:"-"` // floorCounts only
 }
 
 func (a *denseAccount) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
-	case *benchTransfer:
+	case *denseTransfer:
+		a.counts.received(m.From)
 		a.Balance += m.Amount
 		if a.f.load.arrive() {
-			ctx.Request(a.teller, &tellerReport{Amount: m.Amount})
+			a.counts.sent(tellerIndex)
+			ctx.Request(a.teller, &tellerReport{Amount: m.Amount, From: int32(a.self)})
 		}
 	case *tellerAck:
+		a.counts.received(tellerIndex)
 		a.pay(ctx)
 	case *kick:
 		for range m.n {
@@ -340,12 +355,14 @@ func (a *denseAccount) pay(ctx actor.Context) {
 	if to >= a.self {
 		to++ // anyone but itself
 	}
-	ctx.Send(a.f.pids[to], &benchTransfer{Amount: amount})
+	a.counts.sent(int32(to))
+	ctx.Send(a.f.pids[to], &denseTransfer{Amount: amount, From: int32(a.self)})
 }
 
 // teller keeps the books of every transfer and answers each report.
 type teller struct {
 	Reports, Volume int64
+	counts          *chanCounts `msgpack:"-"` // floorCounts only
 }
 
 // theAck is every answer of the teller: it carries nothing.
@@ -353,8 +370,10 @@ var theAck = &tellerAck{}
 
 func (t *teller) Receive(ctx actor.Context) {
 	if m, ok := ctx.Message().(*tellerReport); ok {
+		t.counts.received(m.From)
 		t.Reports++
 		t.Volume += m.Amount
+		t.counts.sent(m.From)
 		ctx.Respond(theAck)
 	}
 }
@@ -364,32 +383,76 @@ func (t *teller) Receive(ctx actor.Context) {
 func newDenseBank(b *testing.B, r *rig, n int, seed uint64) *flock {
 	rng := rand.New(rand.NewPCG(seed, 11))
 	f := &flock{r: r}
-	t := f.spawn(b, "teller", 1, func(int) actor.Actor { return &teller{} })
+	t := f.spawn(b, "teller", 1, func(int) actor.Actor { return &teller{counts: newChanCounts(r.v.counts)} })
 	f.pids = f.spawn(b, "account", n, func(i int) actor.Actor {
-		return &denseAccount{Balance: accountOpening, self: i, f: f, teller: t[0], rng: rand.New(rand.NewPCG(rng.Uint64(), 1))}
+		return &denseAccount{Balance: accountOpening, self: i, f: f, teller: t[0], rng: rand.New(rand.NewPCG(rng.Uint64(), 1)), counts: newChanCounts(r.v.counts)}
 	})
 	f.run(f.pids, chainsPerAccount)
 	return f
 }
 
+// tellerIndex stands for the teller in an account's chanCounts.
+const tellerIndex = -1
+
+// chanCounts is what an actor of the floorCounts row keeps: the messages
+// it sent to and received from each peer, by the peer's index, in maps
+// that hold no pointer (the garbage collector does not scan them). Its
+// methods do nothing on a nil chanCounts, the other rows'.
+type chanCounts struct {
+	out, in map[int32]uint64
+}
+
+func newChanCounts(on bool) *chanCounts {
+	if !on {
+		return nil
+	}
+	return &chanCounts{out: make(map[int32]uint64), in: make(map[int32]uint64)}
+}
+
+func (c *chanCounts) sent(to int32) {
+	if c != nil {
+		c.out[to]++
+	}
+}
+
+func (c *chanCounts) received(from int32) {
+	if c != nil {
+		c.in[from]++
+	}
+}
+
+// floorCounts is bare Proto.Actor with the actors counting their
+// messages per channel at both ends, the sender's index carried in the
+// message: the least that any snapshot whose completion counts messages
+// per channel (every mode here) pays on every message, whatever its
+// plumbing. A new pair of accounts costs a map entry at each end, as the
+// dense bank makes pairs at every transfer for its first seconds.
+var floorCounts = variant{name: "floor-channel-counts", counts: true}
+
 // BenchmarkDenseBank runs denseAccounts accounts paying random others,
 // each transfer reported to one teller. One op is one transfer delivered.
+// Beside the rows of every workload it runs floorCounts.
 func BenchmarkDenseBank(b *testing.B) {
-	benchWorkload(b, "transfers", func(b *testing.B, r *rig) workload { return newDenseBank(b, r, denseAccounts, 1) })
+	benchWorkload(b, "transfers", func(b *testing.B, r *rig) workload { return newDenseBank(b, r, denseAccounts, 1) }, floorCounts)
 }
 
 // --- Running a workload ---
 
 // benchWorkload runs a workload on bare Proto.Actor and on each actorsnap
-// variant in each mode of workloadModes (as sub-benchmarks mode=NAME). It
-// reports unit/s and, while snapshotting, snapshots/s and their p50-ms
-// and p99-ms. The middleware row, a cost of bare Proto.Actor that the
-// bank and ping-pong measure already, is left out.
-func benchWorkload(b *testing.B, unit string, start func(*testing.B, *rig) workload) {
+// variant in each mode of workloadModes (as sub-benchmarks mode=NAME),
+// and after bare each of floors (bare Proto.Actor rows that bound what
+// any snapshot costs). It reports unit/s and, while snapshotting,
+// snapshots/s and their p50-ms and p99-ms. The middleware row, a cost of
+// bare Proto.Actor that the bank and ping-pong measure already, is left
+// out.
+func benchWorkload(b *testing.B, unit string, start func(*testing.B, *rig) workload, floors ...variant) {
 	for _, v := range variants {
 		switch {
 		case v.name == "bare":
 			b.Run(v.name, func(b *testing.B) { runWorkload(b, v, unit, start) })
+			for _, f := range floors {
+				b.Run(f.name, func(b *testing.B) { runWorkload(b, f, unit, start) })
+			}
 		case v.snap:
 			b.Run(v.name, func(b *testing.B) {
 				for _, m := range workloadModes {
@@ -531,12 +594,19 @@ func transferAmount(payload any) (int64, error) {
 	if !ok {
 		return 0, fmt.Errorf("payload %T is not a RecordedMessage", payload)
 	}
-	if rm.Type != "bench.transfer" { // a transfer is never a request: no envelope
-		return 0, nil
+	switch rm.Type { // a transfer is never a request: no envelope
+	case "bench.transfer":
+		t, err := actors.DecodeAs[*benchTransfer](rm)
+		if err != nil {
+			return 0, err
+		}
+		return t.Amount, nil
+	case "bench.dense.transfer":
+		t, err := actors.DecodeAs[*denseTransfer](rm)
+		if err != nil {
+			return 0, err
+		}
+		return t.Amount, nil
 	}
-	t, err := actors.DecodeAs[*benchTransfer](rm)
-	if err != nil {
-		return 0, err
-	}
-	return t.Amount, nil
+	return 0, nil
 }
