@@ -695,15 +695,34 @@ type touch struct {
 	done    chan struct{}
 }
 
-// visit is an account taking part in the round, on its goroutine.
-func (t *touch) visit(a *account) {
+func newTouch(round uint64, capture bool, n int) *touch {
+	t := &touch{round: round, capture: capture, done: make(chan struct{})}
+	t.left.Store(int64(n))
+	return t
+}
+
+// visit is an actor taking part in the round, on its goroutine; state is
+// the actor, encoded when the round captures.
+func (t *touch) visit(state any) {
 	if t.capture {
-		if _, err := msgpack.Marshal(a); err != nil {
+		if _, err := msgpack.Marshal(state); err != nil {
 			panic(err)
 		}
 	}
 	if t.left.Add(-1) == 0 {
 		close(t.done)
+	}
+}
+
+// wait waits for every actor of the round to take part, or for quit.
+func (t *touch) wait(quit <-chan struct{}) error {
+	select {
+	case <-t.done:
+		return nil
+	case <-quit:
+		return errHalted
+	case <-time.After(benchDeadline):
+		return errors.New("floor round timed out")
 	}
 }
 
@@ -722,30 +741,32 @@ func (bk *bank) startFloor() {
 // floorRound runs one floor round of the given kind and waits for it,
 // or for quit.
 func (bk *bank) floorRound(kind floorKind, quit <-chan struct{}) error {
+	if kind != floorEpoch {
+		return floorRoundOn(bk.r, bk.pids, kind, &bk.rounds, quit)
+	}
+	bk.rounds++
+	t := newTouch(bk.rounds, true, len(bk.pids))
+	bk.load.touch.Store(t)
+	return t.wait(quit)
+}
+
+// floorRoundOn runs one round of a floor that a message starts
+// (floorTouch, floorCapture, floorCaptureDrain) over the actors pids,
+// which take part at a *touch, and waits for it, or for quit. rounds
+// counts the rounds run.
+func floorRoundOn(r *rig, pids []*actor.PID, kind floorKind, rounds *uint64, quit <-chan struct{}) error {
 	if kind == floorCaptureDrain {
-		if err := bk.floorRound(floorCapture, quit); err != nil {
+		if err := floorRoundOn(r, pids, floorCapture, rounds, quit); err != nil {
 			return err
 		}
 		kind = floorTouch
 	}
-	bk.rounds++
-	t := &touch{round: bk.rounds, capture: kind != floorTouch, done: make(chan struct{})}
-	t.left.Store(int64(len(bk.pids)))
-	if kind == floorEpoch {
-		bk.load.touch.Store(t)
-	} else {
-		for _, pid := range bk.pids {
-			bk.r.root().Send(pid, t)
-		}
+	*rounds++
+	t := newTouch(*rounds, kind != floorTouch, len(pids))
+	for _, pid := range pids {
+		r.root().Send(pid, t)
 	}
-	select {
-	case <-t.done:
-		return nil
-	case <-quit:
-		return errHalted
-	case <-time.After(benchDeadline):
-		return errors.New("floor round timed out")
-	}
+	return t.wait(quit)
 }
 
 // --- Snapshot latency ---

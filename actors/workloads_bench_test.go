@@ -70,6 +70,10 @@ const (
 type workload interface {
 	traffic() *load // counts one op at each arrive, and drains
 	kick()          // starts the traffic
+	// floorRound runs a round of a floor that a message starts
+	// (floorRoundOn) over every actor of the workload; the actors of
+	// the shapes of BenchmarkSnapshotLatencyByShape take part.
+	floorRound(kind floorKind, quit <-chan struct{}) error
 }
 
 func (bk *bank) traffic() *load { return bk.load }
@@ -81,12 +85,18 @@ func (bk *bank) traffic() *load { return bk.load }
 type flock struct {
 	r       *rig
 	pids    []*actor.PID // the actors that pick whom to send to among them
+	all     []*actor.PID // every actor spawned
 	load    *load
 	starts  []*actor.PID // the actors kicked, each starting perKick chains
 	perKick int
+	rounds  uint64 // floor rounds run
 }
 
 func (f *flock) traffic() *load { return f.load }
+
+func (f *flock) floorRound(kind floorKind, quit <-chan struct{}) error {
+	return floorRoundOn(f.r, f.all, kind, &f.rounds, quit)
+}
 
 func (f *flock) kick() {
 	for _, pid := range f.starts {
@@ -109,6 +119,7 @@ func (f *flock) spawn(b *testing.B, kind string, n int, produce func(i int) acto
 	for i := range n {
 		pids[i] = f.r.spawn(b, kind, fmt.Sprintf("%s-%05d", kind, i))
 	}
+	f.all = append(f.all, pids...)
 	return pids
 }
 
@@ -148,6 +159,8 @@ func (p *peer) Receive(ctx actor.Context) {
 		for range m.n {
 			p.send(ctx)
 		}
+	case *touch:
+		m.visit(p)
 	}
 }
 
@@ -342,6 +355,8 @@ func (a *denseAccount) Receive(ctx actor.Context) {
 		for range m.n {
 			a.pay(ctx)
 		}
+	case *touch:
+		m.visit(a)
 	}
 }
 
@@ -369,12 +384,15 @@ type teller struct {
 var theAck = &tellerAck{}
 
 func (t *teller) Receive(ctx actor.Context) {
-	if m, ok := ctx.Message().(*tellerReport); ok {
+	switch m := ctx.Message().(type) {
+	case *tellerReport:
 		t.counts.received(m.From)
 		t.Reports++
 		t.Volume += m.Amount
 		t.counts.sent(m.From)
 		ctx.Respond(theAck)
+	case *touch:
+		m.visit(t)
 	}
 }
 
@@ -511,7 +529,11 @@ type shape struct {
 // million; shapeWarmup transfers use about 200,000). It reports p50-ms
 // and p99-ms, the channels of the last snapshot, and the workload's rate
 // during the snapshots. Each bank snapshot is checked to conserve the
-// money, outside the time measured.
+// money, outside the time measured. Beside the modes, floor-capture-drain
+// runs floorCaptureDrain's rounds on each shape instead of snapshots: the
+// least a snapshot that records the messages in flight at their
+// receivers waits, on that shape (the dense bank's teller, which every
+// chain passes, drains its queue).
 func BenchmarkSnapshotLatencyByShape(b *testing.B) {
 	const n = denseAccounts // in both banks
 	shapes := []shape{
@@ -529,13 +551,16 @@ func BenchmarkSnapshotLatencyByShape(b *testing.B) {
 	for _, s := range shapes {
 		b.Run(s.name, func(b *testing.B) {
 			for _, m := range workloadModes {
-				b.Run("mode="+m.name, func(b *testing.B) { benchShape(b, inMode(idle, m), s) })
+				b.Run("mode="+m.name, func(b *testing.B) { benchShape(b, inMode(idle, m), s, noFloor) })
 			}
+			b.Run("floor-capture-drain", func(b *testing.B) { benchShape(b, idle, s, floorCaptureDrain) })
 		})
 	}
 }
 
-func benchShape(b *testing.B, v variant, s shape) {
+// benchShape times snapshots of shape s on v's plumbing, or the rounds of
+// floor instead if set.
+func benchShape(b *testing.B, v variant, s shape, floor floorKind) {
 	r := newRig(b, v)
 	defer r.shutdown(b)
 	w := s.start(b, r)
@@ -551,13 +576,21 @@ func benchShape(b *testing.B, v variant, s shape) {
 		}
 		return g
 	}
+	if floor != noFloor {
+		take = func() *snapshot.Global {
+			if err := w.floorRound(floor, nil); err != nil {
+				b.Fatal(err)
+			}
+			return nil
+		}
+	}
 	take() // shows the guardian the channels: the aligned mode waits only on those
 
 	b.ReportAllocs()
 	var times []time.Duration
 	var c0 int64
 	var t0 time.Time
-	var channels int
+	channels := -1
 	for b.Loop() {
 		if times == nil { // the timer starts at the first b.Loop
 			c0, t0 = l.transfers.Load(), time.Now()
@@ -565,6 +598,9 @@ func benchShape(b *testing.B, v variant, s shape) {
 		start := time.Now()
 		g := take()
 		times = append(times, time.Since(start))
+		if g == nil {
+			continue // a floor round
+		}
 		channels = len(g.Channels)
 		if s.total != 0 {
 			b.StopTimer()
@@ -576,7 +612,9 @@ func benchShape(b *testing.B, v variant, s shape) {
 	}
 	b.ReportMetric(float64(l.transfers.Load()-c0)/time.Since(t0).Seconds(), s.unit+"/s")
 	reportLatency(b, times)
-	b.ReportMetric(float64(channels), "channels")
+	if channels >= 0 {
+		b.ReportMetric(float64(channels), "channels")
+	}
 }
 
 // stateBalance is the balance in an account's state (ring or dense); a
