@@ -247,12 +247,15 @@ func runBench(spec childSpec) int {
 	dir := os.Getenv("ACTORSNAP_BENCH_PROFILE")
 	if dir != "" {
 		// A CPU profile of the measuring window, one file per member,
-		// and a block profile: where the members wait.
+		// a block profile (where the members wait) and the allocations
+		// at its start and its end (go tool pprof -base NAME.allocs0
+		// NAME.allocs: what the window allocated).
 		if f, err := os.Create(fmt.Sprintf("%s/%s.pprof", dir, profileName(spec))); err == nil {
 			_ = pprof.StartCPUProfile(f)
 			defer pprof.StopCPUProfile()
 		}
 		runtime.SetBlockProfileRate(int(time.Microsecond))
+		writeProfile(dir, spec, "allocs", "allocs0")
 	}
 	cpu0 := cpuTime()
 	schedule()
@@ -265,10 +268,8 @@ func runBench(spec childSpec) int {
 	rate := float64(got) / window
 	pprof.StopCPUProfile() // before the line after which the parent kills it
 	if dir != "" {
-		if f, err := os.Create(fmt.Sprintf("%s/%s.block", dir, profileName(spec))); err == nil {
-			_ = pprof.Lookup("block").WriteTo(f, 0)
-			f.Close()
-		}
+		writeProfile(dir, spec, "block", "block")
+		writeProfile(dir, spec, "allocs", "allocs")
 	}
 	if failed != nil {
 		if err := failed(); err != nil {
@@ -285,6 +286,15 @@ func runBench(spec childSpec) int {
 	}
 	in.Scan() // killed by the parent
 	return 0
+}
+
+// writeProfile writes the named runtime profile into dir, as the
+// member's profileName with the extension ext.
+func writeProfile(dir string, spec childSpec, name, ext string) {
+	if f, err := os.Create(fmt.Sprintf("%s/%s.%s", dir, profileName(spec), ext)); err == nil {
+		_ = pprof.Lookup(name).WriteTo(f, 0)
+		f.Close()
+	}
 }
 
 // benchWarmUp is the traffic a benchmark's member lets run before its
