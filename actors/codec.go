@@ -245,30 +245,9 @@ func (e *encoder) messages(msgs []snapshot.Message) ([]snapshot.Message, error) 
 	e.reset()
 	e.names = e.names[:0]
 	for _, m := range msgs {
-		payload := m.Payload
-		var sender *actor.PID
-		var header map[string]string
-		var t *tagged
-		if tg, ok := payload.(*tagged); ok {
-			// The books' marks are recorded as headers: a restore
-			// replays a request or an answer with them.
-			t, payload, sender = tg, tg.msg, tg.sender
-		}
-		if env, ok := payload.(*actor.MessageEnvelope); ok {
-			payload, sender, header = env.Message, env.Sender, env.Header
-		}
-		name, err := e.name(payload)
+		name, err := e.append(m.Payload)
 		if err != nil {
 			return nil, err
-		}
-		if sender != nil || len(header) > 0 || (t != nil && (t.request != 0 || t.answer != 0)) {
-			err = e.envelope(payload, sender, header, t)
-			name = withEnvelope + name
-		} else {
-			err = e.encode(payload)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("actors: encoding %s: %w", name, err)
 		}
 		e.names = append(e.names, name)
 		e.ends = append(e.ends, e.buf.Len())
@@ -284,14 +263,46 @@ func (e *encoder) messages(msgs []snapshot.Message) ([]snapshot.Message, error) 
 	return out, nil
 }
 
-// one returns msg (a message or an envelope) as a RecordedMessage: the
-// form in which it crosses to another member.
+// append encodes payload (a message or an envelope) at the end of e's
+// buffer and returns its type name.
+func (e *encoder) append(payload any) (string, error) {
+	var sender *actor.PID
+	var header map[string]string
+	var t *tagged
+	if tg, ok := payload.(*tagged); ok {
+		// The books' marks are recorded as headers: a restore
+		// replays a request or an answer with them.
+		t, payload, sender = tg, tg.msg, tg.sender
+	}
+	if env, ok := payload.(*actor.MessageEnvelope); ok {
+		payload, sender, header = env.Message, env.Sender, env.Header
+	}
+	name, err := e.name(payload)
+	if err != nil {
+		return "", err
+	}
+	if sender != nil || len(header) > 0 || (t != nil && (t.request != 0 || t.answer != 0)) {
+		err = e.envelope(payload, sender, header, t)
+		name = withEnvelope + name
+	} else {
+		err = e.encode(payload)
+	}
+	if err != nil {
+		return "", fmt.Errorf("actors: encoding %s: %w", name, err)
+	}
+	return name, nil
+}
+
+// one returns msg (a message or an envelope) as a RecordedMessage, the
+// form in which it crosses to another member: its Data is e's buffer,
+// valid until e encodes again.
 func (e *encoder) one(msg any) (RecordedMessage, error) {
-	enc, err := e.messages([]snapshot.Message{{Payload: msg}})
+	e.reset()
+	name, err := e.append(msg)
 	if err != nil {
 		return RecordedMessage{}, err
 	}
-	return enc[0].Payload.(RecordedMessage), nil
+	return RecordedMessage{Type: name, Data: e.buf.Bytes()}, nil
 }
 
 // handOff is the size from which an encoded state keeps the encoder's

@@ -135,9 +135,14 @@ type guardian struct {
 	// is on its way.
 	outbox   map[string][]byte
 	flushing bool
-	// frameBuf and frameEnc encode the frames post sends, one at a time.
+	// frameBuf and frameEnc encode the frames post sends, one at a time;
+	// fwd is the frame forward fills for each.
 	frameBuf bytes.Buffer
 	frameEnc *msgpack.Encoder
+	fwd      frame
+	// lastBatch is the size of the last batch sent: a new batch starts
+	// with room for as much, rather than growing to it by doubling.
+	lastBatch int
 }
 
 func newGuardian(s *System) *guardian {

@@ -53,13 +53,14 @@ func (g *guardian) forward(msg interface{}) bool {
 	if !g.clustered() || g.coordinating() {
 		return false
 	}
-	f := &frame{}
+	// post encodes the frame before it returns: one frame serves them all.
+	f := &g.fwd
+	*f = frame{}
 	switch m := msg.(type) {
 	case *reportMsg:
 		f.K, f.ID, f.IDs, f.Chans = fReport, m.id, m.children, toWire(m.channels)
 		if m.hasRec {
-			rec := m.rec
-			f.Rec = &rec
+			f.Rec = &m.rec
 		}
 		// The messages leave this member: they count against the
 		// coordinator's budget, not this one's.
@@ -77,6 +78,7 @@ func (g *guardian) forward(msg interface{}) bool {
 		return false
 	}
 	g.post(g.s.cfg.transport.Coordinator(), f)
+	*f = frame{} // holds nothing of the message until the next
 	return true
 }
 
@@ -245,7 +247,7 @@ func (g *guardian) post(to string, f *frame) {
 		g.outbox = make(map[string][]byte)
 	}
 	if len(g.outbox[to]) == 0 {
-		g.outbox[to] = append(g.outbox[to], fBatch)
+		g.outbox[to] = append(make([]byte, 0, max(g.lastBatch, 1+len(b))), fBatch)
 	}
 	g.outbox[to] = append(g.outbox[to], b...)
 	if !g.flushing {
@@ -266,6 +268,7 @@ func (g *guardian) flush() {
 func (g *guardian) flushTo(to string) {
 	if b := g.outbox[to]; len(b) > 0 {
 		delete(g.outbox, to)
+		g.lastBatch = len(b)
 		g.s.sendBytes(to, b)
 	}
 }

@@ -233,19 +233,15 @@ func (s *System) deliver(from string, b []byte) {
 }
 
 func (s *System) deliverNow(from string, b []byte) {
-	var f frame
 	if len(b) > 0 && (b[0] == fMessage || b[0] == fMarker || b[0] == fDeparted) {
-		if err := decodeChannel(b, &f); err != nil {
-			s.log.Error("undecodable frame from a cluster member", slog.String("member", from), slog.Any("error", err))
-			return
-		}
-		s.deliverChannel(from, &f)
+		s.deliverChannelBytes(from, b)
 		return
 	}
 	if len(b) > 0 && b[0] == fBatch {
 		s.tell(&memberBatch{from: from, b: b[1:]})
 		return
 	}
+	var f frame
 	if err := msgpackbound.Unmarshal(b, &f); err != nil {
 		s.log.Error("undecodable frame from a cluster member", slog.String("member", from), slog.Any("error", err))
 		return
@@ -268,6 +264,18 @@ func (s *System) deliverNow(from string, b []byte) {
 		}
 		s.tell(&memberFrame{from: from, f: &f})
 	}
+}
+
+// deliverChannelBytes delivers a frame of a channel between participants
+// (every message from another member's participant): decoded into a frame
+// on the stack, which nothing keeps.
+func (s *System) deliverChannelBytes(from string, b []byte) {
+	var f frame
+	if err := decodeChannel(b, &f); err != nil {
+		s.log.Error("undecodable frame from a cluster member", slog.String("member", from), slog.Any("error", err))
+		return
+	}
+	s.deliverChannel(from, &f)
 }
 
 // heldFrames holds what other members send while a restore replays the
