@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -73,9 +74,14 @@ type (
 func Encode(m any) (*anypb.Any, error) {
 	var url string
 	var v any
+	size := 64 // the fields but a frame's messages, and their headers
 	switch m := m.(type) {
 	case *Frame:
 		url, v = frameURL, &wireFrame{From: m.From, Session: m.Session, First: m.First, Messages: m.Messages}
+		size += len(m.From)
+		for _, msg := range m.Messages {
+			size += 5 + len(msg)
+		}
 	case *Ack:
 		url, v = ackURL, &wireAck{From: m.From, Session: m.Session, Through: m.Through}
 	case *Hello:
@@ -83,10 +89,18 @@ func Encode(m any) (*anypb.Any, error) {
 	default:
 		return nil, fmt.Errorf("wire: cannot encode %T", m)
 	}
-	b, err := msgpack.Marshal(v)
+	// Into a buffer the size of a frame's messages: a batch of them,
+	// encoded into a buffer that grows by doubling, allocated about twice
+	// its size.
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	enc := msgpack.GetEncoder()
+	enc.Reset(buf)
+	err := enc.Encode(v)
+	msgpack.PutEncoder(enc)
 	if err != nil {
 		return nil, fmt.Errorf("wire: encoding %T: %w", m, err)
 	}
+	b := buf.Bytes()
 	if len(b) > MaxBytes {
 		return nil, fmt.Errorf("wire: %T of %d bytes, more than %d", m, len(b), MaxBytes)
 	}
