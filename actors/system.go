@@ -99,7 +99,8 @@ type System struct {
 	actors   *actor.ActorSystem
 	root     *actor.RootContext
 	guardian *actor.PID
-	inbox    inbox // to the guardian (tell)
+	inbox    inbox    // to the guardian (tell)
+	interned interner // names in the channel frames from other members
 	metrics  *metrics
 	log      *slog.Logger
 	// lease is the system's hold on its store, from the claim in NewSystem

@@ -248,7 +248,8 @@ func (s *System) deliverNow(from string, b []byte) {
 	}
 	switch f.K {
 	case fMessage, fMarker, fDeparted:
-		s.deliverChannel(from, &f)
+		c := channelOf(&f)
+		s.deliverChannel(from, &c)
 	case fOutside:
 		s.deliverOutside(&f)
 	case fJoined:
@@ -267,15 +268,15 @@ func (s *System) deliverNow(from string, b []byte) {
 }
 
 // deliverChannelBytes delivers a frame of a channel between participants
-// (every message from another member's participant): decoded into a frame
-// on the stack, which nothing keeps.
+// (every message from another member's participant): decoded on the
+// stack, its names interned.
 func (s *System) deliverChannelBytes(from string, b []byte) {
-	var f frame
-	if err := decodeChannel(b, &f); err != nil {
+	c, err := readChannel(b, &s.interned)
+	if err != nil {
 		s.log.Error("undecodable frame from a cluster member", slog.String("member", from), slog.Any("error", err))
 		return
 	}
-	s.deliverChannel(from, &f)
+	s.deliverChannel(from, &c)
 }
 
 // heldFrames holds what other members send while a restore replays the
@@ -333,42 +334,42 @@ type memberBatch struct {
 
 // deliverChannel posts a participant's message, marker or departure to
 // its receiver, in the queue of the remote sender's stand-in.
-func (s *System) deliverChannel(from string, f *frame) {
-	sender := s.reg.remote(f.From, from, &s.nextKey)
-	t := s.reg.lookup(f.To)
+func (s *System) deliverChannel(from string, c *channelFrame) {
+	sender := s.reg.remote(c.from, from, &s.nextKey)
+	t := s.reg.lookup(c.to)
 	var msg interface{}
-	switch f.K {
+	switch c.k {
 	case fMarker:
-		msg = &markerMsg{id: f.ID}
+		msg = &markerMsg{id: c.id}
 	case fDeparted:
 		msg = &departedMsg{}
 	default:
-		if f.Msg == nil {
-			s.log.Error("a cluster message without payload", slog.String("from", string(f.From)))
+		if !c.hasMsg {
+			s.log.Error("a cluster message without payload", slog.String("from", string(c.from)))
 			return
 		}
-		v, err := s.types.decode(*f.Msg)
+		v, err := s.types.decode(c.msg)
 		if err != nil {
-			s.log.Error("undecodable message from a cluster member", slog.String("from", string(f.From)), slog.String("to", string(f.To)), slog.Any("error", err))
+			s.log.Error("undecodable message from a cluster member", slog.String("from", string(c.from)), slog.String("to", string(c.to)), slog.Any("error", err))
 			return
 		}
 		msg = v
-		if f.Stamp != nil {
-			msg = &firstMsg{stamp: *f.Stamp, msg: v}
+		if c.stamp != nil {
+			msg = &firstMsg{stamp: *c.stamp, msg: v}
 		}
 	}
-	if t == nil && s.holdEarly(f.To, sender.key, uint64(f.Epoch), msg) {
+	if t == nil && s.holdEarly(c.to, sender.key, uint64(c.epoch), msg) {
 		return
 	}
 	if t == nil || t.stopped.Load() {
-		if f.K == fMessage {
+		if c.k == fMessage {
 			// Lost with its receiver, as locally: counted at its sender,
 			// so a snapshot that needs it aborts rather than miss it.
-			s.actors.DeadLetter.SendUserMessage(actor.NewPID(s.actors.Address(), string(f.To)), msg)
+			s.actors.DeadLetter.SendUserMessage(actor.NewPID(s.actors.Address(), string(c.to)), msg)
 		}
 		return
 	}
-	t.mb.PostTagged(sender.key, uint64(f.Epoch), msg)
+	t.mb.PostTagged(sender.key, uint64(c.epoch), msg)
 }
 
 // holdEarly keeps a message for a participant to be born here, if the
@@ -635,18 +636,33 @@ func appendBytes(b, s []byte) []byte {
 	return append(b, s...)
 }
 
-// decodeChannel reads a channel frame into f (its message in f.Msg).
-func decodeChannel(b []byte, f *frame) error {
+// channelFrame is a decoded channel frame: a participant's message,
+// marker or departure from another member.
+type channelFrame struct {
+	k        uint8
+	from, to snapshot.ProcessID
+	id       snapshot.SnapshotID // a marker's snapshot
+	stamp    *snapshot.Stamp     // a first message's (stampFirst)
+	epoch    snapshot.SnapshotID // a message's sender's epoch (stampEpoch)
+	msg      RecordedMessage     // a message's, if hasMsg
+	hasMsg   bool
+}
+
+// readChannel decodes a channel frame. Its names (the participants', the
+// message type's) are taken from names when it holds them, so that the
+// frames of a busy link allocate no string; names may be nil.
+func readChannel(b []byte, names *interner) (channelFrame, error) {
+	var c channelFrame
 	if len(b) == 0 {
-		return errShortFrame
+		return c, errShortFrame
 	}
 	r := frameReader{b: b[1:]}
-	f.K = b[0]
-	f.From = snapshot.ProcessID(r.bytes())
-	f.To = snapshot.ProcessID(r.bytes())
-	switch f.K {
+	c.k = b[0]
+	c.from = snapshot.ProcessID(names.get(r.bytes()))
+	c.to = snapshot.ProcessID(names.get(r.bytes()))
+	switch c.k {
 	case fMarker:
-		f.ID = snapshot.SnapshotID(r.uvarint())
+		c.id = snapshot.SnapshotID(r.uvarint())
 	case fMessage:
 		switch r.byte1() {
 		case stampNone:
@@ -654,23 +670,79 @@ func decodeChannel(b []byte, f *frame) error {
 			var st snapshot.Stamp
 			if r.err == nil {
 				if err := msgpackbound.Unmarshal(r.bytes(), &st); err != nil {
-					return fmt.Errorf("actors: a stamp from another member: %w", err)
+					return c, fmt.Errorf("actors: a stamp from another member: %w", err)
 				}
 			}
-			f.Stamp = &st
+			c.stamp = &st
 		case stampEpoch:
-			f.Epoch = snapshot.SnapshotID(r.uvarint())
+			c.epoch = snapshot.SnapshotID(r.uvarint())
 		default:
 			if r.err == nil {
-				return errors.New("actors: a message frame from another member with an unknown stamp kind")
+				return c, errors.New("actors: a message frame from another member with an unknown stamp kind")
 			}
 		}
-		name := string(r.bytes())
+		name := names.get(r.bytes())
 		if r.err == nil {
-			f.Msg = &RecordedMessage{Type: name, Data: r.b}
+			c.msg, c.hasMsg = RecordedMessage{Type: name, Data: r.b}, true
 		}
 	}
-	return r.err
+	return c, r.err
+}
+
+// decodeChannel reads a channel frame into f (its message in f.Msg).
+func decodeChannel(b []byte, f *frame) error {
+	c, err := readChannel(b, nil)
+	if err != nil {
+		return err
+	}
+	f.K, f.From, f.To, f.ID, f.Stamp, f.Epoch = c.k, c.from, c.to, c.id, c.stamp, c.epoch
+	if c.hasMsg {
+		f.Msg = &c.msg
+	}
+	return nil
+}
+
+// channelOf is the channel frame f, decoded from msgpack.
+func channelOf(f *frame) channelFrame {
+	c := channelFrame{k: f.K, from: f.From, to: f.To, id: f.ID, stamp: f.Stamp, epoch: f.Epoch}
+	if f.Msg != nil {
+		c.msg, c.hasMsg = *f.Msg, true
+	}
+	return c
+}
+
+// interner holds names as strings, so that decoding one it holds
+// allocates nothing. It holds at most maxNames: the names come from
+// other members.
+type interner struct {
+	mu    sync.RWMutex
+	names map[string]string
+}
+
+const maxNames = 1 << 16
+
+// get returns b as a string, the one held if there is one. A nil
+// interner holds nothing.
+func (n *interner) get(b []byte) string {
+	if n == nil {
+		return string(b)
+	}
+	n.mu.RLock()
+	s, ok := n.names[string(b)] // no allocation: a lookup by the bytes
+	n.mu.RUnlock()
+	if ok {
+		return s
+	}
+	s = string(b)
+	n.mu.Lock()
+	if n.names == nil {
+		n.names = make(map[string]string)
+	}
+	if len(n.names) < maxNames {
+		n.names[s] = s
+	}
+	n.mu.Unlock()
+	return s
 }
 
 // frameReader reads a channel frame, remembering the first error.
