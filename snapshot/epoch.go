@@ -151,10 +151,19 @@ func (p *Process) epochCounters() (prev SnapshotID, sent, received []PeerCount) 
 	// Few channels, or more than a quarter of them changed (every one, on
 	// a ring under load): all the counters cost the coordinator less than
 	// a Ledger kept up for them, whose work per counter is several times
-	// that of a record's (benchmarks.md, "Records of what changed").
-	n := len(p.outs) + len(p.ins)
-	if p.full || (p.deltaMin > 0 && (n < p.deltaMin || 4*(len(p.changedOut)+len(p.changedIn)) > n)) {
-		p.full = false
+	// that of a record's (benchmarks.md, "Records of what changed"). Once
+	// the last record listed what changed, more than half must have
+	// changed: the Ledger takes every counter in again at the first
+	// record of changes after one of all, so a process whose changes
+	// hover about a quarter would otherwise pay that at every other
+	// record.
+	n, changed := len(p.outs)+len(p.ins), len(p.changedOut)+len(p.changedIn)
+	share := 4
+	if p.deltas {
+		share = 2
+	}
+	if p.full || (p.deltaMin > 0 && (n < p.deltaMin || share*changed > n)) {
+		p.full, p.deltas = false, false
 		for _, c := range p.changedOut {
 			c.changed = false
 		}
@@ -188,6 +197,7 @@ func (p *Process) epochCounters() (prev SnapshotID, sent, received []PeerCount) 
 	clear(p.changedOut)
 	clear(p.changedIn)
 	p.changedOut, p.changedIn = p.changedOut[:0], p.changedIn[:0]
+	p.deltas = true
 	return p.lastRecord, sent, received
 }
 

@@ -165,11 +165,13 @@ type Process struct {
 	// Epochs mode: the channels whose counters changed since the last
 	// record, which the next record lists; that record's snapshot;
 	// whether the next record lists every channel instead (the first, and
-	// the first after Resync); Config.DeltaMin.
+	// the first after Resync); whether the last listed only changes;
+	// Config.DeltaMin.
 	changedOut []*outChan
 	changedIn  []*inChan
 	lastRecord SnapshotID
 	full       bool
+	deltas     bool // the last record listed only what changed
 	deltaMin   int
 
 	// gone holds senders that are no more, with no channel here: those
