@@ -39,6 +39,7 @@ type Ledger struct {
 		snapshot SnapshotID
 		ok       bool
 	}
+	marks uint64 // zeroUnlisted's calls
 }
 
 // ledgerChan is one channel's counters, shared by the entries of its two
@@ -47,8 +48,9 @@ type ledgerChan struct {
 	ch             Channel
 	from, to       *ledgerProc
 	sent, received uint64
-	open           bool // in Ledger.open
-	dropped        bool // its process was dropped: in no map
+	open           bool   // in Ledger.open
+	dropped        bool   // its process was dropped: in no map
+	mark           uint64 // Ledger.marks when zeroUnlisted last found it listed
 	// The number the Assembler of generation gen (Assembler.gen) gave it,
 	// the last to number it: most are named twice or more in one snapshot
 	// (both ends, a report). A generation, not a pointer, so that an
@@ -159,28 +161,42 @@ func (l *Ledger) materialize(lp *ledgerProc, runs []*Assembler) {
 	lp.full, lp.fullSent, lp.fullReceived = false, nil, nil
 	sameOut := sameShape(lp.shapeOut, sentAll, true) && len(lp.out) == len(sentAll)
 	sameIn := sameShape(lp.shapeIn, receivedAll, false) && len(lp.in) == len(receivedAll)
-	if !sameOut || !sameIn { // else every channel it has is listed
-		sent := make(map[ProcessID]bool, len(sentAll))
-		for _, pc := range sentAll {
-			sent[pc.Peer] = true
-		}
-		received := make(map[ProcessID]bool, len(receivedAll))
-		for _, pc := range receivedAll {
-			received[pc.Peer] = true
-		}
-		for _, peer := range sortedKeys(lp.out) {
-			if !sent[peer] {
-				l.set(lp.out[peer], true, 0, runs)
-			}
-		}
-		for _, peer := range sortedKeys(lp.in) {
-			if !received[peer] {
-				l.set(lp.in[peer], false, 0, runs)
-			}
-		}
+	if !sameOut {
+		l.zeroUnlisted(lp.out, sentAll, true, runs)
+	}
+	if !sameIn {
+		l.zeroUnlisted(lp.in, receivedAll, false, runs)
 	}
 	l.resolved = l.resolved[:0]
 	l.update(lp, sentAll, receivedAll, runs)
+}
+
+// zeroUnlisted sets to zero the counts, at their end of byPeer's owner
+// (the sender's if sender), of the channels in byPeer that a record of
+// all of them, listed, does not name: they had not been used there when
+// it was made. In the order of their peers.
+func (l *Ledger) zeroUnlisted(byPeer map[ProcessID]*ledgerChan, listed []PeerCount, sender bool, runs []*Assembler) {
+	l.marks++
+	named := 0
+	for _, pc := range listed {
+		if e := byPeer[pc.Peer]; e != nil && e.mark != l.marks {
+			e.mark = l.marks
+			named++
+		}
+	}
+	if named == len(byPeer) {
+		return // every one is listed
+	}
+	unlisted := make([]ProcessID, 0, len(byPeer)-named)
+	for peer, e := range byPeer {
+		if e.mark != l.marks {
+			unlisted = append(unlisted, peer)
+		}
+	}
+	slices.Sort(unlisted)
+	for _, peer := range unlisted {
+		l.set(byPeer[peer], sender, 0, runs)
+	}
 }
 
 // update sets the counts a record of lp's lists, resolving its channels
@@ -292,15 +308,6 @@ func (l *Ledger) set(e *ledgerChan, sender bool, n uint64, runs []*Assembler) {
 		e.open = true
 		l.open = append(l.open, e)
 	}
-}
-
-func sortedKeys(m map[ProcessID]*ledgerChan) []ProcessID {
-	keys := make([]ProcessID, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // chansOf returns the channels with p at either end that the Ledger
