@@ -282,17 +282,20 @@ func (g *guardian) memberBatch(from string, b []byte) {
 }
 
 // decodeBatch decodes the frames of a batch (without its fBatch byte) in
-// order, handing each that is well formed to each. It stops at the first
-// that is not, or is cut short. Each frame is checked by msgpackbound
-// before it is decoded: a batch comes from another member, and what
-// decoding it allocates must stay proportional to its size.
+// order, handing each that is well formed to each, which keeps nothing of
+// the frame itself (its fields are its own): the next is decoded into it.
+// It stops at the first that is not, or is cut short. Each frame is
+// checked by msgpackbound before it is decoded: a batch comes from
+// another member, and what decoding it allocates must stay proportional
+// to its size.
 func decodeBatch(b []byte, each func(*frame)) error {
+	f := &frame{}
 	for len(b) > 0 {
 		n, err := msgpackbound.Len(b)
 		if err != nil {
 			return err
 		}
-		f := &frame{}
+		*f = frame{}
 		if err := msgpack.Unmarshal(b[:n], f); err != nil {
 			return err
 		}
