@@ -53,9 +53,8 @@ type (
 	// System.recorded from when it is sent.
 	reportMsg struct {
 		id       snapshot.SnapshotID
-		hasRec   bool
-		rec      snapshot.LocalRecord
-		children []snapshot.ProcessID // live children: born before the record
+		rec      *snapshot.LocalRecord // nil in a report of channel recordings only
+		children []snapshot.ProcessID  // live children: born before the record
 		channels []snapshot.ChannelRecord
 		held     int // messages in channels
 	}
@@ -93,6 +92,21 @@ type (
 		reply chan<- []snapshot.ProcessID
 	}
 )
+
+// recordReport is a report with its record, in one allocation: a report
+// of channel recordings only, one for almost every message in flight
+// that a snapshot records, is the bare reportMsg.
+type recordReport struct {
+	reportMsg
+	record snapshot.LocalRecord
+}
+
+// newRecordReport returns the report of rec for snapshot id.
+func newRecordReport(id snapshot.SnapshotID, rec snapshot.LocalRecord, children []snapshot.ProcessID) *reportMsg {
+	r := &recordReport{reportMsg: reportMsg{id: id, children: children}, record: rec}
+	r.rec = &r.record
+	return &r.reportMsg
+}
 
 // guardian drives the snapshot.Coordinator, which holds the rules: it
 // feeds it the participants' reports, stops and restarts, and the time

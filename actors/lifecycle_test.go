@@ -1143,7 +1143,7 @@ func TestCoordinatorAsksParticipantForItsCounters(t *testing.T) {
 	require.NoError(t, err)
 
 	// As if a record of p0 had been lost on its way.
-	sys.tell(&reportMsg{id: g.ID, hasRec: true, rec: snapshot.LocalRecord{Snapshot: g.ID, Process: "p0", Prev: g.ID + 7}})
+	sys.tell(newRecordReport(g.ID, snapshot.LocalRecord{Snapshot: g.ID, Process: "p0", Prev: g.ID + 7}, nil))
 	deliverNote(t, sys, events, pids[0], pids[1], "b")
 	for range 3 {
 		g, err = sys.Snapshot(context.Background())

@@ -59,9 +59,7 @@ func (g *guardian) forward(msg interface{}) bool {
 	switch m := msg.(type) {
 	case *reportMsg:
 		f.K, f.ID, f.IDs, f.Chans = fReport, m.id, m.children, toWire(m.channels)
-		if m.hasRec {
-			f.Rec = &m.rec
-		}
+		f.Rec = m.rec
 		// The messages leave this member: they count against the
 		// coordinator's budget, not this one's.
 		g.s.recorded.Add(-int64(m.held))
@@ -371,10 +369,7 @@ func (g *guardian) memberFrame(from string, f *frame) {
 func (g *guardian) coordinatorFrame(f *frame) {
 	switch f.K {
 	case fReport:
-		m := &reportMsg{id: f.ID, children: f.IDs, channels: fromWire(f.Chans)}
-		if f.Rec != nil {
-			m.hasRec, m.rec = true, *f.Rec
-		}
+		m := &reportMsg{id: f.ID, rec: f.Rec, children: f.IDs, channels: fromWire(f.Chans)}
 		for _, c := range m.channels {
 			m.held += len(c.Messages)
 		}

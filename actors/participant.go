@@ -625,7 +625,7 @@ func (p *participant) actOnce() (held bool) {
 			// The record goes at once, so that the guardian's work spreads
 			// out; the channel recordings follow in one report when all
 			// have closed.
-			p.report(&reportMsg{id: r.Snapshot, hasRec: true, rec: r, children: children})
+			p.report(newRecordReport(r.Snapshot, r, children))
 			// A snapshot over here at once (the epoch mode) holds nothing:
 			// what closes goes with the late reports.
 			if !slices.Contains(rd.Finished, r.Snapshot) {
@@ -719,13 +719,13 @@ func (p *participant) dropReports(id snapshot.SnapshotID) {
 func (p *participant) report(rep *reportMsg) {
 	if !p.sys.reg.isPending(rep.id) {
 		p.forget = append(p.forget, rep.id)
-		if rep.hasRec && p.sys.cfg.mode == snapshot.Epochs {
+		if rep.rec != nil && p.sys.cfg.mode == snapshot.Epochs {
 			// The snapshot is over, but the participant's next record
 			// lists what changed since this one: the coordinator's
 			// ledger takes its counters, without state or channels.
-			rec := rep.rec
+			rec := *rep.rec
 			rec.State, rec.Waits = nil, nil
-			p.sys.tell(&reportMsg{id: rep.id, hasRec: true, rec: rec})
+			p.sys.tell(newRecordReport(rep.id, rec, nil))
 		}
 		return
 	}

@@ -27,20 +27,20 @@ func (g *guardian) report(m *reportMsg) {
 	r := g.runs[m.id]
 	if r == nil || r.saving != nil {
 		g.s.recorded.Add(-int64(m.held))
-		if m.hasRec {
+		if m.rec != nil {
 			// In the epoch mode the participant's next record lists what
 			// changed since this one: the Coordinator's ledger takes it
 			// though its snapshot is over.
-			_ = g.coord.Record(g.now(), m.rec)
+			_ = g.coord.Record(g.now(), *m.rec)
 		}
 		return
 	}
 	now := g.now()
-	if m.hasRec {
+	if m.rec != nil {
 		for _, c := range m.children {
 			g.coord.Require(m.id, c)
 		}
-		_ = g.coord.Record(now, m.rec)
+		_ = g.coord.Record(now, *m.rec)
 	}
 	for _, c := range m.channels {
 		_ = g.coord.Channel(now, c)
