@@ -42,7 +42,8 @@ type Config struct {
 	Sent, Received []PeerCount
 	// DeltaMin, in the Epochs mode, is the fewest channels a process has
 	// for a record to list only the counters that changed since its last
-	// (when at most a quarter of them did): below it every record lists
+	// (when at most a quarter of them did, or half if its last record
+	// listed only changes): below it every record lists
 	// them all, which costs the coordinator less per counter than its
 	// Ledger does. Zero means 64. Negative: every record but the first
 	// (and the first after Resync) lists only what changed, whatever the
