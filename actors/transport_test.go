@@ -1,8 +1,10 @@
 package actors
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
+	"unsafe"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -103,4 +105,28 @@ func FuzzGuardianBatch(f *testing.F) {
 			}
 		})
 	})
+}
+
+// The interner gives back the string it holds for the same bytes, so that
+// a busy link's names allocate nothing, and holds at most maxNames: the
+// names come from other members.
+func TestInternerHoldsNamesUpToItsBound(t *testing.T) {
+	var n interner
+	a := n.get([]byte("acct-00001"))
+	b := n.get([]byte("acct-00001"))
+	if a != b || unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Fatalf("the same bytes gave %q and %q, not one string", a, b)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { n.get([]byte("acct-00001")) }); allocs != 0 {
+		t.Fatalf("a name held allocates %v times", allocs)
+	}
+	for i := range maxNames + 10 {
+		n.get(fmt.Appendf(nil, "name-%d", i))
+	}
+	if len(n.names) != maxNames {
+		t.Fatalf("the interner holds %d names, want at most %d", len(n.names), maxNames)
+	}
+	if got := (*interner)(nil).get([]byte("x")); got != "x" {
+		t.Fatalf("a nil interner gave %q", got)
+	}
 }
