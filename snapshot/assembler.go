@@ -252,6 +252,38 @@ var generations atomic.Uint64
 
 // NewAssembler returns an Assembler for cfg.Snapshot.
 func NewAssembler(cfg AssemblerConfig) (*Assembler, error) {
+	return newAssembler(cfg, assemblerSpare{})
+}
+
+// assemblerSpare is the accumulators of an Assembler done with, emptied,
+// for the next (Coordinator): a snapshot of many participants numbers
+// them all, and the next would allocate as much again.
+type assemblerSpare struct {
+	procs []procAcc
+	chans []chanAcc
+}
+
+// release empties a's accumulators for another Assembler; a is not used
+// after. The Numbering a made shares no accumulator: it copies them, and
+// keeps only the slices they point to.
+func (a *Assembler) release() assemblerSpare {
+	clear(a.procs[:cap(a.procs)])
+	clear(a.chans[:cap(a.chans)])
+	sp := assemblerSpare{procs: a.procs[:0], chans: a.chans[:0]}
+	a.procs, a.chans = nil, nil
+	return sp
+}
+
+// reuse returns s with length n if it has room for c elements (zero past
+// its length), else a new slice.
+func reuse[T any](s []T, n, c int) []T {
+	if cap(s) >= c {
+		return s[:n]
+	}
+	return make([]T, n, c)
+}
+
+func newAssembler(cfg AssemblerConfig, spare assemblerSpare) (*Assembler, error) {
 	if cfg.Snapshot == 0 {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, ErrInvalidID)
 	}
@@ -267,9 +299,9 @@ func NewAssembler(cfg AssemblerConfig) (*Assembler, error) {
 		cfg:       cfg,
 		num:       num,
 		index:     make(map[ProcessID]int32, procs-np),
-		procs:     make([]procAcc, np, procs),
+		procs:     reuse(spare.procs, np, procs),
 		chanIndex: make(map[uint64]int32, chans-nc),
-		chans:     make([]chanAcc, nc, chans),
+		chans:     reuse(spare.chans, nc, chans),
 		shapes:    make([][]int32, np, procs),
 		ledger:    cfg.Ledger,
 		gen:       generations.Add(1),

@@ -60,8 +60,9 @@ type Coordinator struct {
 	now       time.Time
 	last      SnapshotID // the last id given
 	runs      map[SnapshotID]*coordRun
-	pending   []SnapshotID // in start order
-	numbering *Numbering   // of the last complete snapshot, for the next
+	pending   []SnapshotID   // in start order
+	numbering *Numbering     // of the last complete snapshot, for the next
+	spare     assemblerSpare // the accumulators of the last snapshot over, for the next
 
 	// Stopped participants not yet dropped: their final counters, the last
 	// snapshot started before they stopped, and who sent to them since.
@@ -247,10 +248,11 @@ func (c *Coordinator) Start(now time.Time, live []ProcessID, initiator ProcessID
 	if c.cfg.Timeout > 0 {
 		cfg.Deadline = now.Add(c.cfg.Timeout)
 	}
-	asm, err := NewAssembler(cfg)
+	asm, err := newAssembler(cfg, c.spare)
 	if err != nil {
 		return 0, err
 	}
+	c.spare = assemblerSpare{}
 	c.last = id
 	// The stopped not yet dropped stand in from the start: a message of
 	// theirs may still be on its way to a participant that records before
@@ -555,6 +557,7 @@ func (c *Coordinator) check() {
 			c.ready.Over = append(c.ready.Over, Outcome{Snapshot: id, Err: st.Err, Unrecorded: unrecorded})
 		}
 		delete(c.runs, id)
+		c.spare = r.asm.release()
 	}
 	clear(c.pending[len(kept):])
 	c.pending = kept
