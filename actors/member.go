@@ -53,9 +53,9 @@ func (g *guardian) forward(msg interface{}) bool {
 	if !g.clustered() || g.coordinating() {
 		return false
 	}
-	// post encodes the frame before it returns: one frame serves them all.
+	// post encodes the frame before it returns: one frame serves them all,
+	// emptied after each.
 	f := &g.fwd
-	*f = frame{}
 	switch m := msg.(type) {
 	case *reportMsg:
 		f.K, f.ID, f.IDs, f.Chans = fReport, m.id, m.children, toWire(m.channels)
@@ -76,7 +76,7 @@ func (g *guardian) forward(msg interface{}) bool {
 		return false
 	}
 	g.post(g.s.cfg.transport.Coordinator(), f)
-	*f = frame{} // holds nothing of the message until the next
+	*f = frame{} // holds nothing of the message, and is empty for the next
 	return true
 }
 
