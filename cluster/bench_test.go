@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -66,6 +67,7 @@ func BenchmarkClusterBank(b *testing.B) {
 		{"floor-touch/accounts=3000", "floor-touch", 3000, 100 * time.Millisecond},
 		{"floor-capture-to-coordinator/accounts=3000", "floor-capture-to-coordinator", 3000, 100 * time.Millisecond},
 		{"floor-capture-local-parts/accounts=3000", "floor-capture-local-parts", 3000, 100 * time.Millisecond},
+		{"floor-capture-in-flight/accounts=3000", "floor-capture-in-flight", 3000, 100 * time.Millisecond},
 		{"actorsnap-epoch-every-100ms/accounts=3000", "actorsnap-epoch", 3000, 100 * time.Millisecond},
 		{"actorsnap-epoch-lazy-every-100ms/accounts=3000", "actorsnap-epoch-lazy", 3000, 100 * time.Millisecond},
 		{"actorsnap-every-100ms/accounts=30000", "actorsnap", 30000, 100 * time.Millisecond},
@@ -88,7 +90,7 @@ func BenchmarkClusterBank(b *testing.B) {
 func benchBank(b *testing.B, mode string, accounts int, interval time.Duration) float64 {
 	measure := 3 * time.Second
 	var rates, paired, cores, perTransfer, paces []float64
-	var p50s, p99s []float64
+	var p50s, p99s, inFlight []float64
 	for range b.N {
 		r := benchRun(b, mode, accounts, interval, measure)
 		rates, cores, paces = append(rates, r.rate), append(cores, r.cores), append(paces, r.pace)
@@ -96,6 +98,7 @@ func benchBank(b *testing.B, mode string, accounts int, interval time.Duration) 
 		perTransfer = append(perTransfer, r.cores/r.rate*1e6)
 		if r.p50 > 0 {
 			p50s, p99s = append(p50s, r.p50), append(p99s, r.p99)
+			inFlight = append(inFlight, r.inFlight)
 		}
 	}
 	b.ReportMetric(testenv.Median(rates), "transfers/s")
@@ -119,6 +122,9 @@ func benchBank(b *testing.B, mode string, accounts int, interval time.Duration) 
 	if len(p50s) > 0 {
 		b.ReportMetric(testenv.Median(p50s), "p50-ms")
 		b.ReportMetric(testenv.Median(p99s), "p99-ms")
+		if floorModes[mode] == noFloor {
+			b.ReportMetric(testenv.Median(inFlight), "in-flight/snapshot")
+		}
 	}
 	b.ReportMetric(0, "ns/op") // a run is a fixed window, not an op
 	return testenv.Median(rates)
@@ -131,6 +137,7 @@ type runResult struct {
 	cores    float64 // CPU seconds the members used per second
 	pace     float64 // snapshots or floor rounds completed per second
 	p50, p99 float64 // their latency in ms, start to durable
+	inFlight float64 // median messages a snapshot recorded in flight
 }
 
 // benchRun starts three members, lets them run for a base window of
@@ -181,7 +188,7 @@ func benchRun(b *testing.B, mode string, accounts int, interval, measure time.Du
 	}()
 	var r runResult
 	for _, k := range kids {
-		// "rate R base B cpu S [latency P50 P99 pace X]"
+		// "rate R base B cpu S [latency P50 P99 pace X inflight F]"
 		f := strings.Fields(k.expect(b, deadline, "rate"))
 		num := func(i int) float64 {
 			x, _ := strconv.ParseFloat(f[i], 64)
@@ -200,6 +207,8 @@ func benchRun(b *testing.B, mode string, accounts int, interval, measure time.Du
 				}
 			case "pace":
 				r.pace = max(r.pace, num(i+1))
+			case "inflight":
+				r.inFlight = max(r.inFlight, num(i+1))
 			}
 		}
 	}
@@ -280,7 +289,7 @@ func runBench(spec childSpec) int {
 	if done != nil {
 		p50, p99 := done.quantiles()
 		pace := float64(done.between(began, ended)) / window
-		out.printf("rate %.0f base %.0f cpu %.3f latency %.1f %.1f pace %.2f", rate, base, cpu.Seconds(), p50, p99, pace)
+		out.printf("rate %.0f base %.0f cpu %.3f latency %.1f %.1f pace %.2f inflight %.0f", rate, base, cpu.Seconds(), p50, p99, pace, done.inFlightMedian())
 	} else {
 		out.printf("rate %.0f base %.0f cpu %.3f", rate, base, cpu.Seconds())
 	}
@@ -318,16 +327,31 @@ func profileName(spec childSpec) string {
 // completions records snapshots or floor rounds as they complete, from
 // any goroutine: when, and how long each took.
 type completions struct {
-	mu sync.Mutex
-	at []time.Time
-	ms []float64
+	mu       sync.Mutex
+	at       []time.Time
+	ms       []float64
+	inFlight []float64 // messages each snapshot recorded in flight
 }
 
-func (c *completions) add(took time.Duration) {
+// add records a completion that took took and recorded inFlight
+// messages in flight.
+func (c *completions) add(took time.Duration, inFlight int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.at = append(c.at, time.Now())
 	c.ms = append(c.ms, float64(took.Microseconds())/1000)
+	c.inFlight = append(c.inFlight, float64(inFlight))
+}
+
+// inFlightMedian returns the median of the messages in flight the
+// completions recorded, 0 if none.
+func (c *completions) inFlightMedian() float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.inFlight) == 0 {
+		return 0
+	}
+	return testenv.Median(c.inFlight)
 }
 
 // between returns how many completed from from to to.
@@ -373,7 +397,7 @@ func snapBank(spec childSpec) (kick, schedule func(), done *completions, failed 
 	done = &completions{}
 	var fm *floorMember
 	if kind := floorModes[spec.Bench]; kind != noFloor {
-		fm = &floorMember{kind: kind, store: store, dir: spec.Parts, timeout: spec.Timeout, total: spec.Accounts, done: done}
+		fm = &floorMember{kind: kind, store: store, dir: spec.Parts, timeout: spec.Timeout, total: spec.Accounts, inFlight: spec.InFlight, done: done}
 		opts = append(opts, fm.options()...)
 		failed = fm.failed
 	} else {
@@ -391,7 +415,7 @@ func snapBank(spec childSpec) (kick, schedule func(), done *completions, failed 
 	if fm == nil {
 		sys.ActorSystem().EventStream.Subscribe(func(evt any) {
 			if e, ok := evt.(*actors.SnapshotCompleted); ok {
-				done.add(e.Duration)
+				done.add(e.Duration, e.Global.TotalInFlight())
 			}
 		})
 	}
@@ -531,6 +555,16 @@ const (
 	// count: the floor of members writing their parts, without the second
 	// commit that would join the parts into one snapshot.
 	floorLocalParts
+	// floorWithInFlight is floorToCoordinator with, besides each
+	// account's state, as many transfers as it started encoded and
+	// shipped with it and saved as a channel into it: the bank holds
+	// childSpec.InFlight transfers in flight per account at all times, and
+	// a consistent cut records every one of them as channel state. The
+	// floor of any design that records the messages in flight and sends
+	// them to the coordinator: the same number of messages of the same
+	// size, without waiting for the ones actually in flight to arrive (on
+	// the bank's random graph some accounts receive rarely).
+	floorWithInFlight
 )
 
 // floorModes are the floor rows' childSpec.Bench values.
@@ -538,6 +572,7 @@ var floorModes = map[string]floorKind{
 	"floor-touch":                  floorTouch,
 	"floor-capture-to-coordinator": floorToCoordinator,
 	"floor-capture-local-parts":    floorLocalParts,
+	"floor-capture-in-flight":      floorWithInFlight,
 }
 
 // floorRetain is the snapshots (floor rounds, parts) kept, as in the
@@ -554,10 +589,11 @@ type floorStart struct{ Round uint64 }
 // accounts' names and states (floorToCoordinator), or only how many took
 // part.
 type floorPart struct {
-	Round  uint64
-	Count  int
-	Names  []string
-	States [][]byte
+	Round    uint64
+	Count    int
+	Names    []string
+	States   [][]byte
+	InFlight [][][]byte // by account, its transfers (floorWithInFlight)
 }
 
 // floorMessages registers the floor messages that cross between members.
@@ -593,10 +629,11 @@ type (
 // memberPart is one member's part of a round, filled in by its accounts
 // on their goroutines: the last one hands it to the member's collector.
 type memberPart struct {
-	round  uint64
-	fm     *floorMember
-	states [][]byte // by account; nil in floorTouch
-	left   atomic.Int64
+	round    uint64
+	fm       *floorMember
+	states   [][]byte   // by account; nil in floorTouch
+	inFlight [][][]byte // by account, its transfers (floorWithInFlight)
+	left     atomic.Int64
 }
 
 // floorAccount is bankdemo's account with a floor round's message more:
@@ -618,6 +655,17 @@ func (a *floorAccount) Receive(ctx actor.Context) {
 			p.fm.fail(err)
 		}
 		p.states[v.i] = state
+	}
+	if p.inFlight != nil {
+		msgs := make([][]byte, p.fm.inFlight)
+		for j := range msgs {
+			data, err := msgpack.Marshal(&bankdemo.Transfer{Amount: a.Balance / int64(j+2)})
+			if err != nil {
+				p.fm.fail(err)
+			}
+			msgs[j] = data
+		}
+		p.inFlight[v.i] = msgs
 	}
 	if p.left.Add(-1) == 0 {
 		p.fm.sys.Root().Send(p.fm.collector, p)
@@ -656,12 +704,13 @@ func (c *floorCollector) Receive(ctx actor.Context) {
 
 // floorMember is one member's side of a floor row.
 type floorMember struct {
-	kind    floorKind
-	store   persistence.Store // where the coordinator saves (floorToCoordinator)
-	dir     string            // where this member writes its parts (floorLocalParts)
-	timeout time.Duration
-	total   int          // accounts on all members
-	done    *completions // rounds complete, on the coordinator
+	kind     floorKind
+	store    persistence.Store // where the coordinator saves (floorToCoordinator)
+	dir      string            // where this member writes its parts (floorLocalParts)
+	timeout  time.Duration
+	total    int          // accounts on all members
+	inFlight int          // transfers each account started (floorWithInFlight)
+	done     *completions // rounds complete, on the coordinator
 
 	sys         *actors.System
 	coord       bool
@@ -690,6 +739,7 @@ type floorRound struct {
 	heard int // members whose part arrived
 	count int // accounts that took part
 	parts []snapshot.Participant
+	chans []snapshot.ChannelState // transfers in flight (floorWithInFlight)
 }
 
 // options are the floor row's kinds and messages: accounts that take
@@ -738,7 +788,7 @@ func (fm *floorMember) start(m *cluster.Member, pids []*actor.PID) error {
 		fm.writes = make(chan *memberPart, 2*actors.DefaultConcurrent)
 		go fm.writer()
 	}
-	if fm.kind == floorToCoordinator && fm.coord {
+	if fm.kind.toCoordinator() && fm.coord {
 		fm.saves = make(chan *snapshot.Global, 2*actors.DefaultConcurrent)
 		go fm.saver()
 	}
@@ -790,6 +840,9 @@ func (fm *floorMember) begin(round uint64) {
 	if fm.kind != floorTouch {
 		p.states = make([][]byte, len(fm.accounts))
 	}
+	if fm.kind == floorWithInFlight {
+		p.inFlight = make([][][]byte, len(fm.accounts))
+	}
 	root := fm.sys.Root()
 	for i, pid := range fm.accounts {
 		root.Send(pid, &floorVisit{part: p, i: i})
@@ -800,8 +853,8 @@ func (fm *floorMember) begin(round uint64) {
 // part: it goes to the coordinator, or to this member's file first.
 func (fm *floorMember) captured(ctx actor.Context, p *memberPart) {
 	switch fm.kind {
-	case floorToCoordinator:
-		fm.report(ctx, &floorPart{Round: p.round, Count: len(p.states), Names: fm.names, States: p.states})
+	case floorToCoordinator, floorWithInFlight:
+		fm.report(ctx, &floorPart{Round: p.round, Count: len(p.states), Names: fm.names, States: p.states, InFlight: p.inFlight})
 	case floorLocalParts:
 		fm.writes <- p
 	default:
@@ -829,9 +882,12 @@ func (fm *floorMember) arrive(part *floorPart) {
 	}
 	r.heard++
 	r.count += part.Count
-	if fm.kind == floorToCoordinator {
+	if fm.kind.toCoordinator() {
 		for i, name := range part.Names {
 			r.parts = append(r.parts, snapshot.Participant{ID: snapshot.ProcessID(name), Kind: "account", State: part.States[i]})
+			if i < len(part.InFlight) && len(part.InFlight[i]) > 0 {
+				r.chans = append(r.chans, inFlightChannel(name, fm.total, part.InFlight[i]))
+			}
 		}
 	}
 	if r.heard < fm.members {
@@ -840,14 +896,36 @@ func (fm *floorMember) arrive(part *floorPart) {
 	if r.count != fm.total {
 		fm.fail(fmt.Errorf("round %d: %d accounts took part, want %d", part.Round, r.count, fm.total))
 	}
-	if fm.kind != floorToCoordinator {
+	if !fm.kind.toCoordinator() {
 		delete(fm.rounds, part.Round)
-		fm.done.add(time.Since(r.start))
+		fm.done.add(time.Since(r.start), 0)
 		return
 	}
 	slices.SortFunc(r.parts, func(a, b snapshot.Participant) int { return strings.Compare(string(a.ID), string(b.ID)) })
 	fm.saving++
-	fm.saves <- &snapshot.Global{ID: snapshot.SnapshotID(part.Round), Start: r.start, End: time.Now(), Participants: r.parts}
+	slices.SortFunc(r.chans, func(a, b snapshot.ChannelState) int {
+		return cmp.Or(strings.Compare(string(a.Channel.From), string(b.Channel.From)), strings.Compare(string(a.Channel.To), string(b.Channel.To)))
+	})
+	fm.saves <- &snapshot.Global{ID: snapshot.SnapshotID(part.Round), Start: r.start, End: time.Now(), Participants: r.parts, Channels: r.chans}
+}
+
+// toCoordinator reports whether k's rounds send the states to the
+// coordinator, which saves them.
+func (k floorKind) toCoordinator() bool { return k == floorToCoordinator || k == floorWithInFlight }
+
+// inFlightChannel is the channel state a floor round saves for the
+// transfers account name (of accounts) took after its state, in the
+// order taken: one channel into it, from its predecessor on the bank's
+// ring (the floor does not track senders).
+func inFlightChannel(name string, accounts int, transfers [][]byte) snapshot.ChannelState {
+	i, _ := strconv.Atoi(strings.TrimPrefix(name, "acct-"))
+	from := snapshot.ProcessID(bankdemo.Name((i + accounts - 1) % accounts))
+	c := snapshot.ChannelState{Channel: snapshot.Channel{From: from, To: snapshot.ProcessID(name)}, Sent: uint64(len(transfers))}
+	c.Messages = make([]snapshot.Message, len(transfers))
+	for j, data := range transfers {
+		c.Messages[j] = snapshot.Message{Seq: uint64(j + 1), Payload: actors.RecordedMessage{Type: "bank.transfer", Data: data}}
+	}
+	return c
 }
 
 // saved ends a round whose save is over.
@@ -859,7 +937,7 @@ func (fm *floorMember) saved(m *roundSaved) {
 		fm.fail(m.err)
 		return
 	}
-	fm.done.add(time.Since(r.start))
+	fm.done.add(time.Since(r.start), 0)
 }
 
 // saver saves the coordinator's rounds in the store, in order, with
