@@ -1,569 +1,511 @@
 package actors
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/actorsnap/actorsnap/internal/msgpackbound"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
 
-// A frame's msgpack form is what msgpack's reflection makes of the struct
-// (a map of the fields that are not empty, keyed by their tags, in their
-// order; a LocalRecord, a wireChannel and what they hold as maps keyed by
-// field name), written and read field by field: reports cross to the
-// coordinator thousands of times a snapshot, and reflection cost more
-// CPU there than the coordinator's own work on them (docs/benchmarks.md,
-// "Frames without reflection"). The rare fields (a Global, drops,
-// awaited sets, a stamp) still go through reflection.
+// Every frame between members has a binary form. A channel frame (a
+// participant's message, marker or departure: the traffic) has its own
+// layout (transport.go, encodeMessage and readChannel). Every other frame
+// is its kind byte; a uvarint whose bits (fieldBit) say which of its
+// fields follow; then those fields in the order of the struct: names and
+// strings uvarint-prefixed, numbers uvarints, lists a uvarint count and
+// their items, a LocalRecord and a wireChannel their fields in order, and
+// the rare values (a Global, drops, awaited sets, a stamp, waits) as
+// uvarint-prefixed msgpack. A slice that may be nil and may be empty (a
+// record's state and counters, a channel's messages and their data) has
+// its length plus one, 0 for nil. Guardians' batches are such frames one
+// after another: reports cross to the coordinator thousands of times a
+// snapshot, and this form costs a fraction of msgpack's maps of keys
+// (docs/benchmarks.md, "Frames in binary").
 
-// EncodeMsgpack writes f in its msgpack form: the fields once to count
-// those present, then the map.
-func (f *frame) EncodeMsgpack(enc *msgpack.Encoder) error {
-	count := mpWriter{counting: true}
-	f.fields(&count)
-	w := mpWriter{enc: enc}
-	w.mapLen(count.n)
-	f.fields(&w)
-	return w.err
+// The bits of a frame's fields, in the order of the struct: a frame's
+// mask has the bit of each field it carries.
+const (
+	bitFrom uint64 = 1 << iota
+	bitTo
+	bitID
+	bitStart
+	bitStamp
+	bitMsg
+	bitIDs
+	bitLeft
+	bitRec
+	bitChans
+	bitErr
+	bitRecorded
+	bitAfter
+	bitDrops
+	bitToken
+	bitTokens
+	bitHorizon
+	bitFinished
+	bitSources
+	bitAwaited
+	bitProbe
+	bitGlobal
+	bitsAll = bitGlobal<<1 - 1
+)
+
+// isChannelKind reports whether k is the kind of a channel frame, whose
+// form is its own.
+func isChannelKind(k uint8) bool { return k == fMessage || k == fMarker || k == fDeparted }
+
+// mask returns the bits of the fields f carries: those that are not
+// empty.
+func (f *frame) mask() uint64 {
+	var m uint64
+	set := func(bit uint64, present bool) {
+		if present {
+			m |= bit
+		}
+	}
+	set(bitFrom, f.From != "")
+	set(bitTo, f.To != "")
+	set(bitID, f.ID != 0)
+	set(bitStart, f.Start)
+	set(bitStamp, f.Stamp != nil)
+	set(bitMsg, f.Msg != nil)
+	set(bitIDs, len(f.IDs) > 0)
+	set(bitLeft, len(f.Left) > 0)
+	set(bitRec, f.Rec != nil)
+	set(bitChans, len(f.Chans) > 0)
+	set(bitErr, f.Err != "")
+	set(bitRecorded, len(f.Recorded) > 0)
+	set(bitAfter, f.After != 0)
+	set(bitDrops, len(f.Drops) > 0)
+	set(bitToken, f.Token != 0)
+	set(bitTokens, len(f.Tokens) > 0)
+	set(bitHorizon, f.Horizon != 0)
+	set(bitFinished, len(f.Finished) > 0)
+	set(bitSources, f.Sources)
+	set(bitAwaited, f.Awaited != nil)
+	set(bitProbe, f.Probe)
+	set(bitGlobal, f.Global != nil)
+	return m
 }
 
-// fields writes f's fields that are not empty, each key and value, in
-// the order of the struct; or, with w counting, counts them.
-func (f *frame) fields(w *mpWriter) {
-	if w.has("k", true) { // no omitempty: always written
-		w.uint(uint64(f.K))
+// appendFrame appends f's binary form to b. Channel frames have their
+// own form, and fBatch is no frame's kind: both are refused.
+func appendFrame(b []byte, f *frame) ([]byte, error) {
+	if isChannelKind(f.K) || f.K == fBatch {
+		return b, fmt.Errorf("actors: frame of kind %d has no frame form", f.K)
 	}
-	w.strField("f", string(f.From))
-	w.strField("t", string(f.To))
-	w.uintField("i", uint64(f.ID))
-	w.trueField("b", f.Start)
-	if w.has("s", f.Stamp != nil) {
-		w.value(f.Stamp)
+	m := f.mask()
+	w := frameWriter{b: append(b, f.K)}
+	w.uvarint(m)
+	if m&bitFrom != 0 {
+		w.str(string(f.From))
 	}
-	if w.has("m", f.Msg != nil) {
+	if m&bitTo != 0 {
+		w.str(string(f.To))
+	}
+	if m&bitID != 0 {
+		w.uvarint(uint64(f.ID))
+	}
+	if m&bitStamp != 0 {
+		w.blob(f.Stamp)
+	}
+	if m&bitMsg != 0 {
 		w.recorded(f.Msg)
 	}
-	if w.has("p", len(f.IDs) > 0) {
+	if m&bitIDs != 0 {
 		w.processIDs(f.IDs)
 	}
-	if w.has("l", len(f.Left) > 0) {
+	if m&bitLeft != 0 {
 		w.processIDs(f.Left)
 	}
-	if w.has("r", f.Rec != nil) {
+	if m&bitRec != 0 {
 		w.record(f.Rec)
 	}
-	if w.has("c", len(f.Chans) > 0) {
-		w.arrayLen(len(f.Chans))
+	if m&bitChans != 0 {
+		w.uvarint(uint64(len(f.Chans)))
 		for i := range f.Chans {
 			w.channel(&f.Chans[i])
 		}
 	}
-	w.strField("e", f.Err)
-	if w.has("d", len(f.Recorded) > 0) {
+	if m&bitErr != 0 {
+		w.str(f.Err)
+	}
+	if m&bitRecorded != 0 {
 		w.snapshotIDs(f.Recorded)
 	}
-	w.uintField("a", uint64(f.After))
-	if w.has("x", len(f.Drops) > 0) {
-		w.value(f.Drops)
+	if m&bitAfter != 0 {
+		w.uvarint(uint64(f.After))
 	}
-	w.uintField("o", f.Token)
-	if w.has("w", len(f.Tokens) > 0) {
-		w.arrayLen(len(f.Tokens))
+	if m&bitDrops != 0 {
+		w.blob(f.Drops)
+	}
+	if m&bitToken != 0 {
+		w.uvarint(f.Token)
+	}
+	if m&bitTokens != 0 {
+		w.uvarint(uint64(len(f.Tokens)))
 		for _, t := range f.Tokens {
-			w.uint(t)
+			w.uvarint(t)
 		}
 	}
-	w.uintField("h", uint64(f.Horizon))
-	if w.has("n", len(f.Finished) > 0) {
+	if m&bitHorizon != 0 {
+		w.uvarint(uint64(f.Horizon))
+	}
+	if m&bitFinished != 0 {
 		w.snapshotIDs(f.Finished)
 	}
-	w.trueField("u", f.Sources)
-	if w.has("q", f.Awaited != nil) {
-		w.value(f.Awaited)
+	if m&bitAwaited != 0 {
+		w.blob(f.Awaited)
 	}
-	w.trueField("z", f.Probe)
-	if w.has("g", f.Global != nil) {
-		w.value(f.Global)
+	if m&bitGlobal != 0 {
+		w.blob(f.Global)
 	}
+	return w.b, w.err
 }
 
-// DecodeMsgpack reads a frame in its msgpack form. Keys it does not know
-// are skipped, as reflection skips them.
-func (f *frame) DecodeMsgpack(dec *msgpack.Decoder) error {
-	r := mpReader{dec: dec}
-	n := r.mapLen("frame")
-	for range max(n, 0) {
-		switch k := r.key(); k {
-		case "k":
-			f.K = uint8(r.uint("kind"))
-		case "f":
-			f.From = snapshot.ProcessID(r.str())
-		case "t":
-			f.To = snapshot.ProcessID(r.str())
-		case "i":
-			f.ID = snapshot.SnapshotID(r.uint("snapshot id"))
-		case "b":
-			f.Start = r.bool()
-		case "s":
-			r.value(&f.Stamp)
-		case "m":
-			f.Msg = r.recordedPtr()
-		case "p":
-			f.IDs = r.processIDs()
-		case "l":
-			f.Left = r.processIDs()
-		case "r":
-			f.Rec = r.record()
-		case "c":
-			f.Chans = r.channels()
-		case "e":
-			f.Err = r.str()
-		case "d":
-			f.Recorded = r.snapshotIDs()
-		case "a":
-			f.After = snapshot.SnapshotID(r.uint("after"))
-		case "x":
-			r.value(&f.Drops)
-		case "o":
-			f.Token = r.uint("token")
-		case "w":
-			if m := r.arrayLen("tokens"); m >= 0 {
-				f.Tokens = make([]uint64, m)
-				for i := range f.Tokens {
-					f.Tokens[i] = r.uint("token")
-				}
-			}
-		case "h":
-			f.Horizon = snapshot.SnapshotID(r.uint("horizon"))
-		case "n":
-			f.Finished = r.snapshotIDs()
-		case "u":
-			f.Sources = r.bool()
-		case "q":
-			r.value(&f.Awaited)
-		case "z":
-			f.Probe = r.bool()
-		case "g":
-			r.value(&f.Global)
-		default:
-			r.skip()
-		}
-		if r.err != nil {
-			return r.err
-		}
-	}
-	return r.err
+// frameWriter appends a frame's fields, keeping the first error (of a
+// rare value that msgpack cannot encode).
+type frameWriter struct {
+	b   []byte
+	err error
 }
 
-// mpWriter writes msgpack values, keeping the first error; or, counting,
-// only counts the fields of a map (has).
-type mpWriter struct {
-	enc      *msgpack.Encoder
-	err      error
-	counting bool
-	n        int
+func (w *frameWriter) uvarint(v uint64) { w.b = binary.AppendUvarint(w.b, v) }
+
+func (w *frameWriter) str(s string) {
+	w.uvarint(uint64(len(s)))
+	w.b = append(w.b, s...)
 }
 
-// has reports whether a field present is to be written now, writing its
-// key; counting, it counts the field and reports false.
-func (w *mpWriter) has(key string, present bool) bool {
-	switch {
-	case !present:
-		return false
-	case w.counting:
-		w.n++
-		return false
-	}
-	w.key(key)
-	return true
-}
-
-func (w *mpWriter) strField(key, v string) {
-	if w.has(key, v != "") {
-		w.str(v)
-	}
-}
-
-func (w *mpWriter) uintField(key string, v uint64) {
-	if w.has(key, v != 0) {
-		w.uint(v)
-	}
-}
-
-func (w *mpWriter) trueField(key string, v bool) {
-	if w.has(key, v) {
-		w.bool(true)
-	}
-}
-
-func (w *mpWriter) mapLen(n int) {
-	if w.err == nil {
-		w.err = w.enc.EncodeMapLen(n)
-	}
-}
-
-func (w *mpWriter) arrayLen(n int) {
-	if w.err == nil {
-		w.err = w.enc.EncodeArrayLen(n)
-	}
-}
-
-func (w *mpWriter) key(k string) { w.str(k) }
-
-func (w *mpWriter) str(s string) {
-	if w.err == nil {
-		w.err = w.enc.EncodeString(s)
-	}
-}
-
-func (w *mpWriter) uint(n uint64) {
-	if w.err == nil {
-		w.err = w.enc.EncodeUint(n)
-	}
-}
-
-func (w *mpWriter) bool(v bool) {
-	if w.err == nil {
-		w.err = w.enc.EncodeBool(v)
-	}
-}
-
-// bytes writes b as binary, or nil as nil.
-func (w *mpWriter) bytes(b []byte) {
-	if w.err == nil {
-		w.err = w.enc.EncodeBytes(b)
-	}
-}
-
-func (w *mpWriter) nil() {
-	if w.err == nil {
-		w.err = w.enc.EncodeNil()
-	}
-}
-
-func (w *mpWriter) value(v any) {
-	if w.err == nil {
-		w.err = w.enc.Encode(v)
-	}
-}
-
-func (w *mpWriter) processIDs(ids []snapshot.ProcessID) {
-	if ids == nil {
-		w.nil()
+// nilable writes a slice's length plus one, or 0 for nil.
+func (w *frameWriter) nilable(isNil bool, n int) {
+	if isNil {
+		w.uvarint(0)
 		return
 	}
-	w.arrayLen(len(ids))
+	w.uvarint(uint64(n) + 1)
+}
+
+// bytes writes b, nil and empty apart.
+func (w *frameWriter) bytes(b []byte) {
+	w.nilable(b == nil, len(b))
+	w.b = append(w.b, b...)
+}
+
+// blob writes v in msgpack, uvarint-prefixed.
+func (w *frameWriter) blob(v any) {
+	if w.err != nil {
+		return
+	}
+	e, err := msgpack.Marshal(v)
+	if err != nil {
+		w.err = fmt.Errorf("actors: encoding a frame: %w", err)
+		return
+	}
+	w.str(string(e))
+}
+
+func (w *frameWriter) processIDs(ids []snapshot.ProcessID) {
+	w.uvarint(uint64(len(ids)))
 	for _, id := range ids {
 		w.str(string(id))
 	}
 }
 
-func (w *mpWriter) snapshotIDs(ids []snapshot.SnapshotID) {
-	if ids == nil {
-		w.nil()
-		return
-	}
-	w.arrayLen(len(ids))
+func (w *frameWriter) snapshotIDs(ids []snapshot.SnapshotID) {
+	w.uvarint(uint64(len(ids)))
 	for _, id := range ids {
-		w.uint(uint64(id))
+		w.uvarint(uint64(id))
 	}
 }
 
-// recorded writes a RecordedMessage as a map of Type and Data.
-func (w *mpWriter) recorded(m *RecordedMessage) {
-	w.mapLen(2)
-	w.key("Type")
+func (w *frameWriter) recorded(m *RecordedMessage) {
 	w.str(m.Type)
-	w.key("Data")
 	w.bytes(m.Data)
 }
 
-// counts writes a record's counters: an array of maps of Peer and N.
-func (w *mpWriter) counts(cs []snapshot.PeerCount) {
-	if cs == nil {
-		w.nil()
+func (w *frameWriter) counts(cs []snapshot.PeerCount) {
+	w.nilable(cs == nil, len(cs))
+	for _, c := range cs {
+		w.str(string(c.Peer))
+		w.uvarint(c.N)
+	}
+}
+
+// record writes a LocalRecord's fields in order; its waits, when it has
+// them, in msgpack (0 for none).
+func (w *frameWriter) record(r *snapshot.LocalRecord) {
+	w.uvarint(uint64(r.Snapshot))
+	w.str(string(r.Process))
+	w.str(r.Kind)
+	w.bytes(r.State)
+	w.counts(r.Sent)
+	w.counts(r.Received)
+	if r.Waits == nil {
+		w.uvarint(0)
+	} else {
+		w.blob(r.Waits)
+	}
+	w.uvarint(uint64(r.Prev))
+}
+
+func (w *frameWriter) channel(c *wireChannel) {
+	w.uvarint(uint64(c.Snapshot))
+	w.str(string(c.Channel.From))
+	w.str(string(c.Channel.To))
+	w.nilable(c.Seqs == nil, len(c.Seqs))
+	for _, s := range c.Seqs {
+		w.uvarint(s)
+	}
+	w.nilable(c.Msgs == nil, len(c.Msgs))
+	for i := range c.Msgs {
+		w.recorded(&c.Msgs[i])
+	}
+}
+
+// readFrame decodes one frame from the front of r into f (zeroed first),
+// its names taken from names (which may be nil). The frame comes from
+// another member: every count is checked against the bytes left, so what
+// decoding allocates stays proportional to the frame's size, and the
+// bytes it keeps (states, message data) are copied out of r's.
+func (r *frameReader) frame(f *frame, names *interner) {
+	*f = frame{K: r.byte1()}
+	if r.err == nil && (isChannelKind(f.K) || f.K == fBatch) {
+		r.err = fmt.Errorf("actors: frame of kind %d in a frame's form", f.K)
+	}
+	m := r.uvarint()
+	if m&^bitsAll != 0 && r.err == nil {
+		r.err = fmt.Errorf("actors: frame with unknown fields %#x", m&^bitsAll)
+	}
+	if r.err != nil {
 		return
 	}
-	w.arrayLen(len(cs))
-	for _, c := range cs {
-		w.mapLen(2)
-		w.key("Peer")
-		w.str(string(c.Peer))
-		w.key("N")
-		w.uint(c.N)
+	if m&bitFrom != 0 {
+		f.From = snapshot.ProcessID(r.name(names))
 	}
-}
-
-// record writes a LocalRecord: a map of its eight fields.
-func (w *mpWriter) record(r *snapshot.LocalRecord) {
-	w.mapLen(8)
-	w.key("Snapshot")
-	w.uint(uint64(r.Snapshot))
-	w.key("Process")
-	w.str(string(r.Process))
-	w.key("Kind")
-	w.str(r.Kind)
-	w.key("State")
-	w.bytes(r.State)
-	w.key("Sent")
-	w.counts(r.Sent)
-	w.key("Received")
-	w.counts(r.Received)
-	w.key("Waits")
-	if r.Waits == nil {
-		w.nil()
-	} else {
-		w.value(r.Waits)
+	if m&bitTo != 0 {
+		f.To = snapshot.ProcessID(r.name(names))
 	}
-	w.key("Prev")
-	w.uint(uint64(r.Prev))
-}
-
-// channel writes a wireChannel: a map of its four fields, Channel a map
-// of From and To.
-func (w *mpWriter) channel(c *wireChannel) {
-	w.mapLen(4)
-	w.key("Snapshot")
-	w.uint(uint64(c.Snapshot))
-	w.key("Channel")
-	w.mapLen(2)
-	w.key("From")
-	w.str(string(c.Channel.From))
-	w.key("To")
-	w.str(string(c.Channel.To))
-	w.key("Seqs")
-	if c.Seqs == nil {
-		w.nil()
-	} else {
-		w.arrayLen(len(c.Seqs))
-		for _, s := range c.Seqs {
-			w.uint(s)
+	if m&bitID != 0 {
+		f.ID = snapshot.SnapshotID(r.uvarint())
+	}
+	f.Start = m&bitStart != 0
+	if m&bitStamp != 0 {
+		f.Stamp = &snapshot.Stamp{}
+		r.blob(f.Stamp)
+	}
+	if m&bitMsg != 0 {
+		f.Msg = &RecordedMessage{}
+		r.recorded(f.Msg, names)
+	}
+	if m&bitIDs != 0 {
+		f.IDs = r.processIDs(names)
+	}
+	if m&bitLeft != 0 {
+		f.Left = r.processIDs(names)
+	}
+	if m&bitRec != 0 {
+		f.Rec = r.record(names)
+	}
+	if m&bitChans != 0 {
+		f.Chans = r.channels(names)
+	}
+	if m&bitErr != 0 {
+		f.Err = string(r.bytes())
+	}
+	if m&bitRecorded != 0 {
+		f.Recorded = r.snapshotIDs()
+	}
+	if m&bitAfter != 0 {
+		f.After = snapshot.SnapshotID(r.uvarint())
+	}
+	if m&bitDrops != 0 {
+		r.blob(&f.Drops)
+	}
+	if m&bitToken != 0 {
+		f.Token = r.uvarint()
+	}
+	if m&bitTokens != 0 {
+		if n := r.count(1); n > 0 {
+			f.Tokens = make([]uint64, n)
+			for i := range f.Tokens {
+				f.Tokens[i] = r.uvarint()
+			}
 		}
 	}
-	w.key("Msgs")
-	if c.Msgs == nil {
-		w.nil()
-	} else {
-		w.arrayLen(len(c.Msgs))
-		for i := range c.Msgs {
-			w.recorded(&c.Msgs[i])
-		}
+	if m&bitHorizon != 0 {
+		f.Horizon = snapshot.SnapshotID(r.uvarint())
+	}
+	if m&bitFinished != 0 {
+		f.Finished = r.snapshotIDs()
+	}
+	f.Sources = m&bitSources != 0
+	if m&bitAwaited != 0 {
+		f.Awaited = &awaitedSets{}
+		r.blob(f.Awaited)
+	}
+	f.Probe = m&bitProbe != 0
+	if m&bitGlobal != 0 {
+		f.Global = &snapshot.Global{}
+		r.blob(f.Global)
 	}
 }
 
-// mpReader reads msgpack values, keeping the first error: after it every
-// read returns a zero value.
-type mpReader struct {
-	dec *msgpack.Decoder
-	err error
+// decodeFrame decodes b, one whole frame in its binary form, into f.
+func decodeFrame(b []byte, f *frame, names *interner) error {
+	r := frameReader{b: b}
+	r.frame(f, names)
+	if r.err == nil && len(r.b) > 0 {
+		r.err = fmt.Errorf("actors: %d bytes after a frame", len(r.b))
+	}
+	return r.err
 }
 
-func (r *mpReader) fail(err error, what string) {
-	if err != nil && r.err == nil {
-		r.err = fmt.Errorf("frame: %s: %w", what, err)
+var errFrameCount = errors.New("actors: a frame from another member counts more items than its bytes hold")
+
+// count reads a list's length, which must fit in the bytes left at least
+// min bytes an item; 0 after an error.
+func (r *frameReader) count(min int) int {
+	n := r.uvarint()
+	if r.err != nil {
+		return 0
+	}
+	if n > uint64(len(r.b)/min) {
+		r.err = errFrameCount
+		return 0
+	}
+	return int(n)
+}
+
+// nilable reads what frameWriter.nilable wrote: the length, or -1 for
+// nil.
+func (r *frameReader) nilable(min int) int {
+	n := r.uvarint()
+	if r.err != nil || n == 0 {
+		return -1
+	}
+	if n-1 > uint64(len(r.b)/min) {
+		r.err = errFrameCount
+		return -1
+	}
+	return int(n - 1)
+}
+
+// name reads a name, interned.
+func (r *frameReader) name(names *interner) string {
+	b := r.bytes()
+	if r.err != nil {
+		return ""
+	}
+	return names.get(b)
+}
+
+// ownBytes reads what frameWriter.bytes wrote, copied.
+func (r *frameReader) ownBytes() []byte {
+	n := r.nilable(1)
+	if n < 0 || r.err != nil {
+		return nil
+	}
+	b := make([]byte, n)
+	copy(b, r.b)
+	r.b = r.b[n:]
+	return b
+}
+
+// blob decodes a msgpack value into v, bounded.
+func (r *frameReader) blob(v any) {
+	b := r.bytes()
+	if r.err != nil {
+		return
+	}
+	if err := msgpackbound.Unmarshal(b, v); err != nil {
+		r.err = fmt.Errorf("actors: a frame from another member: %w", err)
 	}
 }
 
-// read returns what decode reads, or the zero value after an error.
-func read[T any](r *mpReader, what string, decode func() (T, error)) T {
-	var v T
-	if r.err == nil {
-		var err error
-		v, err = decode()
-		r.fail(err, what)
-	}
-	return v
-}
-
-// mapLen returns a map's length, -1 for nil.
-func (r *mpReader) mapLen(what string) int { return read(r, what, r.dec.DecodeMapLen) }
-
-// arrayLen returns an array's length, -1 for nil.
-func (r *mpReader) arrayLen(what string) int { return read(r, what, r.dec.DecodeArrayLen) }
-
-func (r *mpReader) key() string { return read(r, "key", r.dec.DecodeString) }
-
-func (r *mpReader) str() string { return read(r, "string", r.dec.DecodeString) }
-
-func (r *mpReader) uint(what string) uint64 { return read(r, what, r.dec.DecodeUint64) }
-
-func (r *mpReader) bool() bool { return read(r, "bool", r.dec.DecodeBool) }
-
-func (r *mpReader) bytes() []byte { return read(r, "bytes", r.dec.DecodeBytes) }
-
-func (r *mpReader) value(v any) {
-	if r.err == nil {
-		r.fail(r.dec.Decode(v), "value")
-	}
-}
-
-func (r *mpReader) skip() {
-	if r.err == nil {
-		r.fail(r.dec.Skip(), "unknown field")
-	}
-}
-
-func (r *mpReader) processIDs() []snapshot.ProcessID {
-	n := r.arrayLen("process ids")
-	if n < 0 {
+func (r *frameReader) processIDs(names *interner) []snapshot.ProcessID {
+	n := r.count(1)
+	if n == 0 {
 		return nil
 	}
 	ids := make([]snapshot.ProcessID, n)
 	for i := range ids {
-		ids[i] = snapshot.ProcessID(r.str())
+		ids[i] = snapshot.ProcessID(r.name(names))
 	}
 	return ids
 }
 
-func (r *mpReader) snapshotIDs() []snapshot.SnapshotID {
-	n := r.arrayLen("snapshot ids")
-	if n < 0 {
+func (r *frameReader) snapshotIDs() []snapshot.SnapshotID {
+	n := r.count(1)
+	if n == 0 {
 		return nil
 	}
 	ids := make([]snapshot.SnapshotID, n)
 	for i := range ids {
-		ids[i] = snapshot.SnapshotID(r.uint("snapshot id"))
+		ids[i] = snapshot.SnapshotID(r.uvarint())
 	}
 	return ids
 }
 
-// recordedInto reads a RecordedMessage's map into m.
-func (r *mpReader) recordedInto(m *RecordedMessage) {
-	for range max(r.mapLen("recorded message"), 0) {
-		switch r.key() {
-		case "Type":
-			m.Type = r.str()
-		case "Data":
-			m.Data = r.bytes()
-		default:
-			r.skip()
-		}
-	}
+func (r *frameReader) recorded(m *RecordedMessage, names *interner) {
+	m.Type = r.name(names)
+	m.Data = r.ownBytes()
 }
 
-// recordedPtr reads a RecordedMessage, or nil.
-func (r *mpReader) recordedPtr() *RecordedMessage {
-	if r.isNil() {
-		return nil
-	}
-	m := &RecordedMessage{}
-	r.recordedInto(m)
-	return m
-}
-
-// isNil reads a nil if one comes next, and reports whether it did.
-func (r *mpReader) isNil() bool {
-	if r.err != nil {
-		return true
-	}
-	c, err := r.dec.PeekCode()
-	if err != nil {
-		r.fail(err, "value")
-		return true
-	}
-	if c != msgpackNil {
-		return false
-	}
-	r.fail(r.dec.DecodeNil(), "nil")
-	return true
-}
-
-// msgpackNil is msgpack's code for nil.
-const msgpackNil = 0xc0
-
-func (r *mpReader) counts() []snapshot.PeerCount {
-	n := r.arrayLen("counters")
+func (r *frameReader) counts(names *interner) []snapshot.PeerCount {
+	n := r.nilable(2)
 	if n < 0 {
 		return nil
 	}
 	cs := make([]snapshot.PeerCount, n)
 	for i := range cs {
-		for range max(r.mapLen("counter"), 0) {
-			switch r.key() {
-			case "Peer":
-				cs[i].Peer = snapshot.ProcessID(r.str())
-			case "N":
-				cs[i].N = r.uint("count")
-			default:
-				r.skip()
-			}
-		}
+		cs[i] = snapshot.PeerCount{Peer: snapshot.ProcessID(r.name(names)), N: r.uvarint()}
 	}
 	return cs
 }
 
-// record reads a LocalRecord, or nil.
-func (r *mpReader) record() *snapshot.LocalRecord {
-	if r.isNil() {
-		return nil
-	}
-	rec := &snapshot.LocalRecord{}
-	for range max(r.mapLen("record"), 0) {
-		switch r.key() {
-		case "Snapshot":
-			rec.Snapshot = snapshot.SnapshotID(r.uint("snapshot id"))
-		case "Process":
-			rec.Process = snapshot.ProcessID(r.str())
-		case "Kind":
-			rec.Kind = r.str()
-		case "State":
-			rec.State = r.bytes()
-		case "Sent":
-			rec.Sent = r.counts()
-		case "Received":
-			rec.Received = r.counts()
-		case "Waits":
-			r.value(&rec.Waits)
-		case "Prev":
-			rec.Prev = snapshot.SnapshotID(r.uint("previous record"))
-		default:
-			r.skip()
+func (r *frameReader) record(names *interner) *snapshot.LocalRecord {
+	rec := &snapshot.LocalRecord{Snapshot: snapshot.SnapshotID(r.uvarint())}
+	rec.Process = snapshot.ProcessID(r.name(names))
+	rec.Kind = r.name(names)
+	rec.State = r.ownBytes()
+	rec.Sent = r.counts(names)
+	rec.Received = r.counts(names)
+	if b := r.bytes(); len(b) > 0 && r.err == nil {
+		rec.Waits = &snapshot.Waits{}
+		if err := msgpackbound.Unmarshal(b, rec.Waits); err != nil {
+			r.err = fmt.Errorf("actors: a record's waits from another member: %w", err)
 		}
 	}
+	rec.Prev = snapshot.SnapshotID(r.uvarint())
 	return rec
 }
 
-// channels reads the wireChannels of a report.
-func (r *mpReader) channels() []wireChannel {
-	n := r.arrayLen("channels")
-	if n < 0 {
+func (r *frameReader) channels(names *interner) []wireChannel {
+	n := r.count(5)
+	if n == 0 {
 		return nil
 	}
 	cs := make([]wireChannel, n)
 	for i := range cs {
 		c := &cs[i]
-		for range max(r.mapLen("channel"), 0) {
-			switch r.key() {
-			case "Snapshot":
-				c.Snapshot = snapshot.SnapshotID(r.uint("snapshot id"))
-			case "Channel":
-				for range max(r.mapLen("channel name"), 0) {
-					switch r.key() {
-					case "From":
-						c.Channel.From = snapshot.ProcessID(r.str())
-					case "To":
-						c.Channel.To = snapshot.ProcessID(r.str())
-					default:
-						r.skip()
-					}
-				}
-			case "Seqs":
-				if m := r.arrayLen("sequence numbers"); m >= 0 {
-					c.Seqs = make([]uint64, m)
-					for j := range c.Seqs {
-						c.Seqs[j] = r.uint("sequence number")
-					}
-				}
-			case "Msgs":
-				if m := r.arrayLen("messages"); m >= 0 {
-					c.Msgs = make([]RecordedMessage, m)
-					for j := range c.Msgs {
-						r.recordedInto(&c.Msgs[j])
-					}
-				}
-			default:
-				r.skip()
+		c.Snapshot = snapshot.SnapshotID(r.uvarint())
+		c.Channel.From = snapshot.ProcessID(r.name(names))
+		c.Channel.To = snapshot.ProcessID(r.name(names))
+		if m := r.nilable(1); m >= 0 {
+			c.Seqs = make([]uint64, m)
+			for j := range c.Seqs {
+				c.Seqs[j] = r.uvarint()
+			}
+		}
+		if m := r.nilable(2); m >= 0 {
+			c.Msgs = make([]RecordedMessage, m)
+			for j := range c.Msgs {
+				r.recorded(&c.Msgs[j], names)
 			}
 		}
 	}

@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/actorsnap/actorsnap/snapshot"
 )
@@ -149,10 +147,9 @@ type guardian struct {
 	// is on its way.
 	outbox   map[string][]byte
 	flushing bool
-	// frameBuf and frameEnc encode the frames post sends, one at a time;
-	// fwd is the frame forward fills for each.
-	frameBuf bytes.Buffer
-	frameEnc *msgpack.Encoder
+	// frameBuf holds the frame post encodes, one at a time; fwd is the
+	// frame forward fills for each.
+	frameBuf []byte
 	fwd      frame
 	// lastBatch is the size of the last batch sent: a new batch starts
 	// with room for as much, rather than growing to it by doubling.

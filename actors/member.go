@@ -9,9 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/vmihailenco/msgpack/v5"
-
-	"github.com/actorsnap/actorsnap/internal/msgpackbound"
 	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
@@ -224,15 +221,12 @@ type flushMsg struct{}
 // first: the member gets this guardian's frames in the order they were
 // posted.
 func (g *guardian) post(to string, f *frame) {
-	g.frameBuf.Reset()
-	if g.frameEnc == nil {
-		g.frameEnc = msgpack.NewEncoder(&g.frameBuf)
-	}
-	if err := g.frameEnc.Encode(f); err != nil {
+	b, err := appendFrame(g.frameBuf[:0], f)
+	if err != nil {
 		g.s.log.Error("encoding a frame for a cluster member", slog.String("member", to), slog.Any("error", err))
 		return
 	}
-	b := g.frameBuf.Bytes() // until the next post: copied or sent as a copy
+	g.frameBuf = b // until the next post: copied or sent as a copy
 	if !forGuardian(f.K) {
 		g.flushTo(to)
 		g.s.sendBytes(to, bytes.Clone(b))
@@ -273,35 +267,30 @@ func (g *guardian) flushTo(to string) {
 
 // memberBatch takes a batch of frames from another member's guardian.
 func (g *guardian) memberBatch(from string, b []byte) {
-	err := decodeBatch(b, func(f *frame) { g.memberFrame(from, f) })
+	err := decodeBatch(b, &g.s.interned, func(f *frame) { g.memberFrame(from, f) })
 	if err != nil {
 		g.s.log.Error("undecodable frame from a cluster member", slog.String("member", from), slog.Any("error", err))
 	}
 }
 
 // decodeBatch decodes the frames of a batch (without its fBatch byte) in
-// order, handing each that is well formed to each, which keeps nothing of
-// the frame itself (its fields are its own): the next is decoded into it.
-// It stops at the first that is not, or is cut short. Each frame is
-// checked by msgpackbound before it is decoded: a batch comes from
-// another member, and what decoding it allocates must stay proportional
-// to its size.
-func decodeBatch(b []byte, each func(*frame)) error {
+// order, their names taken from names, handing each that is well formed
+// to each, which keeps nothing of the frame itself (its fields are its
+// own): the next is decoded into it. It stops at the first that is not,
+// or is cut short. A batch comes from another member: what decoding it
+// allocates stays proportional to its size (frameReader.frame).
+func decodeBatch(b []byte, names *interner, each func(*frame)) error {
 	f := &frame{}
-	for len(b) > 0 {
-		n, err := msgpackbound.Len(b)
-		if err != nil {
-			return err
-		}
-		*f = frame{}
-		if err := msgpack.Unmarshal(b[:n], f); err != nil {
-			return err
+	r := frameReader{b: b}
+	for len(r.b) > 0 {
+		r.frame(f, names)
+		if r.err != nil {
+			return r.err
 		}
 		if err := f.check(); err != nil {
 			return err
 		}
 		each(f)
-		b = b[n:]
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/actorsnap/actorsnap/internal/msgpackbound"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
 
@@ -160,13 +159,7 @@ func (s *System) startedHere(g *startGate) snapshot.SnapshotID {
 
 // isStart reports whether b is a start frame.
 func isStart(b []byte) bool {
-	if len(b) == 0 || b[0] == fMessage || b[0] == fMarker || b[0] == fDeparted {
-		return false
-	}
-	var k struct {
-		K uint8 `msgpack:"k"`
-	}
-	return msgpackbound.Unmarshal(b, &k) == nil && k.K == fStart
+	return len(b) > 0 && b[0] == fStart
 }
 
 // names returns the newest snapshot a channel frame names (a marker's, or

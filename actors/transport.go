@@ -198,7 +198,7 @@ func fromWire(ws []wireChannel) []snapshot.ChannelRecord {
 // sendFrame encodes f and sends it to member to. A member that left takes
 // nothing more: the coordinator aborts what needed it.
 func (s *System) sendFrame(to string, f *frame) {
-	b, err := msgpack.Marshal(f)
+	b, err := appendFrame(nil, f)
 	if err != nil {
 		s.log.Error("encoding a frame for a cluster member", slog.String("member", to), slog.Any("error", err))
 		return
@@ -242,14 +242,11 @@ func (s *System) deliverNow(from string, b []byte) {
 		return
 	}
 	var f frame
-	if err := msgpackbound.Unmarshal(b, &f); err != nil {
+	if err := decodeFrame(b, &f, &s.interned); err != nil {
 		s.log.Error("undecodable frame from a cluster member", slog.String("member", from), slog.Any("error", err))
 		return
 	}
 	switch f.K {
-	case fMessage, fMarker, fDeparted:
-		c := channelOf(&f)
-		s.deliverChannel(from, &c)
 	case fOutside:
 		s.deliverOutside(&f)
 	case fJoined:
@@ -700,15 +697,6 @@ func decodeChannel(b []byte, f *frame) error {
 		f.Msg = &c.msg
 	}
 	return nil
-}
-
-// channelOf is the channel frame f, decoded from msgpack.
-func channelOf(f *frame) channelFrame {
-	c := channelFrame{k: f.K, from: f.From, to: f.To, id: f.ID, stamp: f.Stamp, epoch: f.Epoch}
-	if f.Msg != nil {
-		c.msg, c.hasMsg = *f.Msg, true
-	}
-	return c
 }
 
 // interner holds names as strings, so that decoding one it holds

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"github.com/actorsnap/actorsnap/snapshot"
 )
 
@@ -82,7 +80,7 @@ func FuzzGuardianBatch(f *testing.F) {
 	seed := func(fs ...*frame) []byte {
 		var b []byte
 		for _, fr := range fs {
-			e, err := msgpack.Marshal(fr)
+			e, err := appendFrame(nil, fr)
 			if err != nil {
 				f.Fatal(err)
 			}
@@ -95,7 +93,7 @@ func FuzzGuardianBatch(f *testing.F) {
 	f.Add(seed(&frame{K: fStart, ID: 3}))
 	f.Add(seed(&frame{K: fReport, Chans: []wireChannel{{Seqs: []uint64{1}}}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_ = decodeBatch(b, func(fr *frame) {
+		_ = decodeBatch(b, &interner{}, func(fr *frame) {
 			if !forGuardian(fr.K) {
 				t.Fatalf("frame of kind %d handed on", fr.K)
 			}

@@ -16,7 +16,7 @@ import (
 
 // Version is the version of what members say to each other: members of
 // different versions refuse each other.
-const Version = 1
+const Version = 2
 
 // MaxBytes bounds what Decode accepts, under gRPC's default limit of
 // 4 MiB a message, with room for remote's own envelope.
