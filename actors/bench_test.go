@@ -679,6 +679,12 @@ const (
 	// which must wait, after the last state, for the messages sent before
 	// it to arrive: one more turn of every account that has any.
 	floorCaptureDrain
+	// floorCaptureInFlight is floorCapture with each account also
+	// encoding chainsPerAccount transfers: the bank holds that many in
+	// flight per account at all times, and a consistent cut records every
+	// one of them as channel state. The least a snapshot of the bank
+	// encodes, without waiting for the messages actually in flight.
+	floorCaptureInFlight
 )
 
 var floors = []variant{
@@ -689,10 +695,11 @@ var floors = []variant{
 
 // touch is one floor round.
 type touch struct {
-	round   uint64
-	capture bool
-	left    atomic.Int64 // accounts yet to take part
-	done    chan struct{}
+	round    uint64
+	capture  bool
+	inFlight int          // transfers each actor encodes besides its state
+	left     atomic.Int64 // accounts yet to take part
+	done     chan struct{}
 }
 
 func newTouch(round uint64, capture bool, n int) *touch {
@@ -706,6 +713,11 @@ func newTouch(round uint64, capture bool, n int) *touch {
 func (t *touch) visit(state any) {
 	if t.capture {
 		if _, err := msgpack.Marshal(state); err != nil {
+			panic(err)
+		}
+	}
+	for i := range t.inFlight {
+		if _, err := msgpack.Marshal(&benchTransfer{Amount: int64(i)}); err != nil {
 			panic(err)
 		}
 	}
@@ -751,7 +763,8 @@ func (bk *bank) floorRound(kind floorKind, quit <-chan struct{}) error {
 }
 
 // floorRoundOn runs one round of a floor that a message starts
-// (floorTouch, floorCapture, floorCaptureDrain) over the actors pids,
+// (floorTouch, floorCapture, floorCaptureDrain, floorCaptureInFlight)
+// over the actors pids,
 // which take part at a *touch, and waits for it, or for quit. rounds
 // counts the rounds run.
 func floorRoundOn(r *rig, pids []*actor.PID, kind floorKind, rounds *uint64, quit <-chan struct{}) error {
@@ -763,6 +776,9 @@ func floorRoundOn(r *rig, pids []*actor.PID, kind floorKind, rounds *uint64, qui
 	}
 	*rounds++
 	t := newTouch(*rounds, kind != floorTouch, len(pids))
+	if kind == floorCaptureInFlight {
+		t.inFlight = chainsPerAccount
+	}
 	for _, pid := range pids {
 		r.root().Send(pid, t)
 	}
@@ -783,7 +799,9 @@ func floorRoundOn(r *rig, pids []*actor.PID, kind floorKind, rounds *uint64, qui
 // state encoded, on the actorsnap plumbing with no snapshot;
 // floor-capture-drain adds the wait for the transfers in flight at the
 // last capture (floorCaptureDrain), the least a snapshot that records
-// them at their receivers waits.
+// them at their receivers waits; floor-capture-in-flight encodes them
+// besides the states (floorCaptureInFlight), the least a snapshot of the
+// bank encodes.
 //
 // Besides ns/op (mean time from initiation to completion) it reports the
 // median and the worst snapshot, the bank's transfers/s during the
@@ -819,7 +837,7 @@ func BenchmarkSnapshotLatency(b *testing.B) {
 			for _, f := range []struct {
 				name string
 				kind floorKind
-			}{{"floor-capture", floorCapture}, {"floor-capture-drain", floorCaptureDrain}} {
+			}{{"floor-capture", floorCapture}, {"floor-capture-drain", floorCaptureDrain}, {"floor-capture-in-flight", floorCaptureInFlight}} {
 				b.Run(f.name, func(b *testing.B) {
 					benchLatency(b, n, variants[2], func(b *testing.B, bk *bank) {
 						if err := bk.floorRound(f.kind, nil); err != nil {
