@@ -14,3 +14,7 @@ func GateHeld(s *System) int {
 	}
 	return n
 }
+
+// WithDeltaMin sets the channels from which participants send records of
+// what changed (snapshot.Config.DeltaMin; -1: always).
+func WithDeltaMin(n int) Option { return withDeltaMin(n) }

@@ -497,9 +497,32 @@ func (g *guardian) takeOver() {
 	g.s.reg.mu.RLock()
 	seen := g.s.reg.started
 	g.s.reg.mu.RUnlock()
-	g.coord = g.newCoordinator(max(g.s.lease.High(), seen), nil)
+	after := max(g.s.lease.High(), seen)
+	g.coord = g.newCoordinator(after, nil)
 	g.s.log.Info("coordinating the cluster's snapshots", slog.String("member", g.s.cfg.transport.Self()),
 		slog.Uint64("after", uint64(g.coord.Last())))
+	if g.s.cfg.mode == snapshot.Epochs && after > 0 {
+		// A participant's record of what changed follows its last record,
+		// whose counters the coordinator before held and this one does
+		// not: every participant lists all its counters in its next
+		// record (fResyncAll asks each member's own), so that the first
+		// snapshot here does not abort for each of them. The frames go
+		// before any start of this coordinator's on each member's link,
+		// and take effect on delivery, as starts do. With no snapshot
+		// before, there is no record to follow.
+		g.s.resyncLocal()
+		for _, m := range g.s.others() {
+			g.post(m, &frame{K: fResyncAll})
+		}
+	}
+}
+
+// resyncLocal asks every participant of this member to list all its
+// counters in its next record.
+func (s *System) resyncLocal() {
+	for _, p := range s.reg.live() {
+		p.mb.PostFrom(controlKey, &resyncMsg{})
+	}
 }
 
 // releaseLease gives the store up for the member that coordinates now.

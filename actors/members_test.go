@@ -5,8 +5,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -35,6 +37,7 @@ import (
 type memNet struct {
 	mu      sync.Mutex
 	members []*memMember // sorted by address
+	placed  []string     // the members names are placed on, if pinned
 }
 
 // memMember is one member's Transport.
@@ -59,9 +62,20 @@ type memLink struct {
 }
 
 func (n *memNet) add(addr string) *memMember {
+	m := n.newMember(addr)
+	n.insert(m)
+	return m
+}
+
+// newMember returns a member at addr, not yet among n's members.
+func (n *memNet) newMember(addr string) *memMember {
+	return &memMember{net: n, addr: addr, links: make(map[string]*memLink)}
+}
+
+// insert makes m one of n's members.
+func (n *memNet) insert(m *memMember) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	m := &memMember{net: n, addr: addr, links: make(map[string]*memLink)}
 	n.members = append(n.members, m)
 	slices.SortFunc(n.members, func(a, b *memMember) int {
 		switch {
@@ -72,7 +86,6 @@ func (n *memNet) add(addr string) *memMember {
 		}
 		return 0
 	})
-	return m
 }
 
 func (n *memNet) member(addr string) *memMember {
@@ -109,7 +122,25 @@ func (m *memMember) Members() []string {
 func (m *memMember) Coordinator() string { return m.Members()[0] }
 
 // Owner places name as package cluster does.
-func (m *memMember) Owner(name string) string { return placement.Owner(name, m.Members()) }
+func (m *memMember) Owner(name string) string {
+	m.net.mu.Lock()
+	placed := m.net.placed
+	m.net.mu.Unlock()
+	if placed != nil {
+		return placement.Owner(name, placed)
+	}
+	return placement.Owner(name, m.Members())
+}
+
+// pin keeps names placed on the members there are now, as package
+// cluster does until a restore: a member that joins hosts nothing.
+func (n *memNet) pin() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, m := range n.members {
+		n.placed = append(n.placed, m.addr)
+	}
+}
 
 func (m *memMember) Send(to string, b []byte) error {
 	l, err := m.link(to)
@@ -212,21 +243,18 @@ type memCluster struct {
 	members []*memMember
 	systems []*actors.System
 	total   int64
+	store   persistence.Store
+	opts    []actors.Option // every member's
 }
 
 func startMemCluster(t *testing.T, n, accounts, chords int, opts ...actors.Option) *memCluster {
 	t.Helper()
-	c := &memCluster{net: &memNet{}, total: int64(accounts) * 1000}
-	store := persistence.NewMemory()
+	c := &memCluster{net: &memNet{}, total: int64(accounts) * 1000, store: persistence.NewMemory(), opts: opts}
 	for i := range n {
 		c.members = append(c.members, c.net.add(fmt.Sprintf("m%d", i)))
 	}
 	for _, m := range c.members {
-		o := append([]actors.Option{bankdemo.Kind(1000), bankdemo.Messages, actors.WithStore(store), actors.WithTransport(m),
-			actors.WithTimeout(5 * time.Second)}, opts...)
-		sys, err := actors.NewSystem(o...)
-		require.NoError(t, err)
-		c.systems = append(c.systems, sys)
+		c.systems = append(c.systems, c.newSystem(t, m))
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -264,6 +292,32 @@ func startMemCluster(t *testing.T, n, accounts, chords int, opts ...actors.Optio
 		}
 	}
 	return c
+}
+
+// newSystem starts the actor system of member m.
+func (c *memCluster) newSystem(t *testing.T, m *memMember) *actors.System {
+	t.Helper()
+	o := append([]actors.Option{bankdemo.Kind(1000), bankdemo.Messages, actors.WithStore(c.store), actors.WithTransport(m),
+		actors.WithTimeout(5 * time.Second)}, c.opts...)
+	sys, err := actors.NewSystem(o...)
+	require.NoError(t, err)
+	return sys
+}
+
+// join adds a member at addr, with no participants (names stay placed on
+// the members there were), first in the slices: an address that sorts
+// first coordinates, and is shut down last.
+func (c *memCluster) join(t *testing.T, addr string) {
+	t.Helper()
+	c.net.pin()
+	m := c.net.newMember(addr)
+	sys := c.newSystem(t, m) // attached before the others can send to it
+	c.net.insert(m)
+	c.members = append([]*memMember{m}, c.members...)
+	c.systems = append([]*actors.System{sys}, c.systems...)
+	for _, s := range c.systems {
+		s.MembersChanged()
+	}
 }
 
 // eventually polls cond until it holds, failing the test after 30 s: the
@@ -325,6 +379,47 @@ func awaitSnapshot(t *testing.T, done <-chan outcome, mode snapshot.Mode) *snaps
 		t.Fatal("a snapshot did not end")
 	}
 	return nil
+}
+
+// A member that joins with the lowest address takes over coordination
+// while every participant runs on and sends records of what changed
+// since its last (deltas from the first channel on): the coordinator
+// before it held their counters, the new one does not. It asks every
+// participant for all its counters as it takes over, so that the first
+// snapshot it coordinates completes rather than aborting for each of
+// them.
+func TestTakeOverAsksForAllCounters(t *testing.T) {
+	var logs lockedBuffer
+	c := startMemCluster(t, 2, 30, 2, actors.WithMode(snapshot.Epochs), actors.WithDeltaMin(-1),
+		actors.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	for range 3 {
+		_, err := c.snapshot(1)
+		require.NoError(t, err)
+	}
+	c.join(t, "a0")
+	for i := range 3 {
+		_, err := c.snapshot(i % 3)
+		require.NoError(t, err, "snapshot %d after the takeover: %s", i+1, logs.String())
+	}
+	require.NotContains(t, logs.String(), "lost track of participants' records")
+}
+
+// lockedBuffer is a log that the members' goroutines write at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 var memSeed = flag.Uint64("members-seed", 0, "seed of TestMembersInProcess (0: from the clock)")

@@ -106,6 +106,7 @@ const (
 	fAsk                         // member: start a snapshot for waiter Token
 	fOutside                     // a message to To from outside the snapshots
 	fResync                      // coordinator: To is to list all its counters in its next record
+	fResyncAll                   // a new coordinator: every participant here is to list all its counters in its next record
 )
 
 // fBatch begins a run of msgpack frames for the receiving member's
@@ -247,6 +248,10 @@ func (s *System) deliverNow(from string, b []byte) {
 		return
 	}
 	switch f.K {
+	case fResyncAll:
+		// On delivery, as a start is: the starts that follow it on the
+		// link find every participant asked.
+		s.resyncLocal()
 	case fOutside:
 		s.deliverOutside(&f)
 	case fJoined:
