@@ -1135,7 +1135,7 @@ func TestShutdownFinishesAfterItsContext(t *testing.T) {
 // snapshots after it complete. Without the request its next record would
 // list only what changed, which the coordinator would refuse again.
 func TestCoordinatorAsksParticipantForItsCounters(t *testing.T) {
-	var logs syncWriter
+	var logs testenv.SyncBuffer
 	sys, pids, events := probes(t, 2, withDeltaMin(-1), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	defer shutdown(t, sys)
 	deliverNote(t, sys, events, pids[0], pids[1], "a")

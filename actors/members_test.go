@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,6 +19,7 @@ import (
 	"github.com/actorsnap/actorsnap/actors"
 	"github.com/actorsnap/actorsnap/cluster/placement"
 	"github.com/actorsnap/actorsnap/internal/bankdemo"
+	"github.com/actorsnap/actorsnap/internal/testenv"
 	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
@@ -389,7 +389,7 @@ func awaitSnapshot(t *testing.T, done <-chan outcome, mode snapshot.Mode) *snaps
 // snapshot it coordinates completes rather than aborting for each of
 // them.
 func TestTakeOverAsksForAllCounters(t *testing.T) {
-	var logs lockedBuffer
+	var logs testenv.SyncBuffer
 	c := startMemCluster(t, 2, 30, 2, actors.WithMode(snapshot.Epochs), actors.WithDeltaMin(-1),
 		actors.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	for range 3 {
@@ -402,24 +402,6 @@ func TestTakeOverAsksForAllCounters(t *testing.T) {
 		require.NoError(t, err, "snapshot %d after the takeover: %s", i+1, logs.String())
 	}
 	require.NotContains(t, logs.String(), "lost track of participants' records")
-}
-
-// lockedBuffer is a log that the members' goroutines write at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 var memSeed = flag.Uint64("members-seed", 0, "seed of TestMembersInProcess (0: from the clock)")

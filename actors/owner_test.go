@@ -1,20 +1,19 @@
 package actors
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/actorsnap/actorsnap/internal/testenv"
 	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
@@ -172,31 +171,13 @@ func TestFailedStartReleasesTheStore(t *testing.T) {
 	assert.False(t, ownership(t, store).Live)
 }
 
-// syncWriter is an io.Writer safe for concurrent use.
-type syncWriter struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
-}
-
 // A save that fails aborts its snapshot with ErrSave and the store's
 // error, says so on the event stream and in the log, and the next
 // snapshot is saved.
 func TestFailedSave(t *testing.T) {
 	efs := persistence.NewErrorFS(persistence.OS(), persistence.Fault{})
 	store := openStore(t, t.TempDir(), persistence.WithFS(efs))
-	var logs syncWriter
+	var logs testenv.SyncBuffer
 	sys, _, _ := probes(t, 2, WithStore(store), WithTimeout(testTimeout), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	defer shutdown(t, sys)
 	aborted := make(chan *SnapshotAborted, 10)

@@ -2,7 +2,6 @@ package membership
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,7 +13,6 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/actorsnap/actorsnap/internal/racereport"
+	"github.com/actorsnap/actorsnap/internal/testenv"
 )
 
 // childEnv, when set, makes the test binary a cluster member rather than a
@@ -105,7 +104,7 @@ type child struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	lines  chan line // closed at the end of its standard output
-	stderr *syncBuffer
+	stderr *testenv.SyncBuffer
 	exited chan struct{}
 	err    error // of Wait, once exited is closed
 
@@ -118,23 +117,6 @@ type child struct {
 type line struct {
 	text string
 	at   time.Time
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // startChild starts a member process with spec. Cleanup kills it if it is
@@ -152,7 +134,7 @@ func startChild(t *testing.T, name string, spec childSpec) *child {
 	c := &child{
 		t: t, name: name, cmd: cmd,
 		lines:  make(chan line, 64),
-		stderr: &syncBuffer{},
+		stderr: &testenv.SyncBuffer{},
 		exited: make(chan struct{}),
 	}
 	cmd.Stderr = c.stderr

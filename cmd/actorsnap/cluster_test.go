@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actorsnap/actorsnap/internal/devca"
+	"github.com/actorsnap/actorsnap/internal/testenv"
 )
 
 var (
@@ -123,8 +124,8 @@ func TestMembersRunThenRestore(t *testing.T) {
 type membersRun struct {
 	cmd     *exec.Cmd
 	lines   chan string
-	out     *syncBuffer // all of stdout, for the failure messages
-	stderr  *syncBuffer
+	out     *testenv.SyncBuffer // all of stdout, for the failure messages
+	stderr  *testenv.SyncBuffer
 	exited  chan struct{}
 	err     error
 	members []member // as listed, every generation
@@ -132,8 +133,8 @@ type membersRun struct {
 
 func startMembersRun(t *testing.T, args ...string) *membersRun {
 	t.Helper()
-	r := &membersRun{cmd: exec.Command(bin, args...), lines: make(chan string, 4096), out: &syncBuffer{},
-		stderr: &syncBuffer{}, exited: make(chan struct{})}
+	r := &membersRun{cmd: exec.Command(bin, args...), lines: make(chan string, 4096), out: &testenv.SyncBuffer{},
+		stderr: &testenv.SyncBuffer{}, exited: make(chan struct{})}
 	stdout, err := r.cmd.StdoutPipe()
 	require.NoError(t, err)
 	r.cmd.Stderr = r.stderr

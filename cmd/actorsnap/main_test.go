@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -155,25 +154,6 @@ func TestCommandErrors(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(strings.TrimSpace(stderr), "\n")+1, "one line: %q", stderr)
 }
 
-// syncBuffer is a bytes.Buffer that a running command writes while the
-// test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func storedIDs(t *testing.T, dir string) []uint64 {
 	t.Helper()
 	s, err := persistence.Open(context.Background(), dir)
@@ -259,7 +239,7 @@ func crashTrials(t *testing.T, store string, seed uint64, trials int, runArgs ..
 		cmd := exec.Command(bin, args...)
 		stdout, err := cmd.StdoutPipe()
 		require.NoError(t, err)
-		var stderr syncBuffer
+		var stderr testenv.SyncBuffer
 		cmd.Stderr = &stderr
 		require.NoError(t, cmd.Start())
 

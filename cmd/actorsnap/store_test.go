@@ -45,7 +45,7 @@ func fails(t *testing.T, want []string, args ...string) string {
 type running struct {
 	cmd    *exec.Cmd
 	lines  chan string
-	stderr *syncBuffer
+	stderr *testenv.SyncBuffer
 }
 
 // startDemo starts the binary with args and waits until it has taken n
@@ -55,7 +55,7 @@ func startDemo(t *testing.T, n int, args ...string) *running {
 	cmd := exec.Command(bin, args...)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	r := &running{cmd: cmd, lines: make(chan string, 1024), stderr: &syncBuffer{}}
+	r := &running{cmd: cmd, lines: make(chan string, 1024), stderr: &testenv.SyncBuffer{}}
 	cmd.Stderr = r.stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {

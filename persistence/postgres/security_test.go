@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 
 	"github.com/actorsnap/actorsnap/actors"
 	"github.com/actorsnap/actorsnap/internal/devca"
+	"github.com/actorsnap/actorsnap/internal/testenv"
 	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/persistence/postgres"
 	"github.com/actorsnap/actorsnap/persistence/storetest"
@@ -285,7 +285,7 @@ func TestNoPasswordInLogs(t *testing.T) {
 	require.NoError(t, err)
 	defer store.(*postgres.Store).Close()
 
-	var logs syncWriter
+	var logs testenv.SyncBuffer
 	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	sys, err := actors.NewSystem(actors.WithStore(store), actors.WithLogger(logger), actors.WithTimeout(10*time.Second),
 		actors.WithKind("k", func() actor.Actor { return nopActor{} }))
@@ -307,24 +307,6 @@ func TestNoPasswordInLogs(t *testing.T) {
 	for _, e := range errs {
 		assert.NotContains(t, e, pw)
 	}
-}
-
-// syncWriter is a buffer that goroutines write to at once.
-type syncWriter struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }
 
 type nopActor struct{ actors.Stateless }
