@@ -368,27 +368,27 @@ func decodeFrame(b []byte, f *frame, names *interner) error {
 var errFrameCount = errors.New("actors: a frame from another member counts more items than its bytes hold")
 
 // count reads a list's length, which must fit in the bytes left at least
-// min bytes an item; 0 after an error.
-func (r *frameReader) count(min int) int {
+// least bytes an item; 0 after an error.
+func (r *frameReader) count(least int) int {
 	n := r.uvarint()
 	if r.err != nil {
 		return 0
 	}
-	if n > uint64(len(r.b)/min) {
+	if n > uint64(len(r.b)/least) {
 		r.err = errFrameCount
 		return 0
 	}
 	return int(n)
 }
 
-// nilable reads what frameWriter.nilable wrote: the length, or -1 for
-// nil.
-func (r *frameReader) nilable(min int) int {
+// nilable reads what frameWriter.nilable wrote: the length (at least
+// least bytes an item left), or -1 for nil.
+func (r *frameReader) nilable(least int) int {
 	n := r.uvarint()
 	if r.err != nil || n == 0 {
 		return -1
 	}
-	if n-1 > uint64(len(r.b)/min) {
+	if n-1 > uint64(len(r.b)/least) {
 		r.err = errFrameCount
 		return -1
 	}

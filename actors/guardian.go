@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -34,8 +35,9 @@ type SnapshotAborted struct {
 // Messages to the guardian.
 type (
 	startRequest struct {
-		reply chan<- result
-		probe bool // a cut for an analysis (run.probe)
+		reply  chan<- result
+		probe  bool           // a cut for an analysis (run.probe)
+		remote []remoteWaiter // Snapshot calls of other members (a start postponed)
 	}
 	shutdownRequest struct{ reply chan<- int }
 	result          struct {
@@ -77,10 +79,13 @@ type (
 		id    snapshot.SnapshotID
 		sweep bool // a sweep is due; otherwise the deadline
 	}
-	postponedMsg struct{}                  // start the snapshots postponed for a drop
-	savedMsg     struct{}                  // a save is over: take its outcome (saver.done)
-	tickMsg      struct{ schedule uint64 } // a tick of that schedule
-	everyRequest struct {
+	postponedMsg struct{} // start the snapshots postponed for a drop or a takeover
+	// resyncOverMsg ends, for the Coordinator coord, the wait for members
+	// to confirm a takeover's resync: they took longer than the timeout.
+	resyncOverMsg struct{ coord *snapshot.Coordinator }
+	savedMsg      struct{}                  // a save is over: take its outcome (saver.done)
+	tickMsg       struct{ schedule uint64 } // a tick of that schedule
+	everyRequest  struct {
 		interval time.Duration
 		reply    chan<- error
 	}
@@ -119,7 +124,11 @@ type guardian struct {
 	saving    int    // runs complete and being saved
 	self      *actor.PID
 	runs      map[snapshot.SnapshotID]*run // in progress or being saved
-	postponed []startRequest               // starts asked for while drops wait (start)
+	postponed []startRequest               // starts asked for while drops wait, or resyncing (start)
+	// resyncing holds the members whose participants a coordinator that
+	// took over asked for all their counters and that have not said so
+	// yet (takeOver): its first start waits for them.
+	resyncing map[string]bool
 	ticker    timer
 	interval  time.Duration // between periodic starts; zero: none
 	schedule  uint64        // numbers the schedules: a tick of an older one is ignored
@@ -314,7 +323,14 @@ func (g *guardian) handle(msg any) {
 		postponed := g.postponed
 		g.postponed = nil
 		for _, p := range postponed {
-			g.start(p.reply, false, p.probe)
+			g.start(p.reply, false, p.probe, p.remote...)
+		}
+	case *resyncOverMsg:
+		if m.coord == g.coord && len(g.resyncing) > 0 {
+			g.s.log.Warn("taking over: members did not confirm that their participants were asked for all their counters; starting without",
+				slog.Any("members", slices.Sorted(maps.Keys(g.resyncing))))
+			clear(g.resyncing)
+			g.s.root.Send(g.self, &postponedMsg{})
 		}
 	case *shutdownRequest:
 		m.reply <- g.shutdown()
@@ -356,10 +372,11 @@ func (g *guardian) shutdown() int {
 	if g.ticker != nil {
 		g.ticker.Stop()
 	}
-	for _, p := range g.postponed {
-		p.reply <- result{err: ErrShutdown}
-	}
+	postponed := g.postponed
 	g.postponed = nil
+	for _, p := range postponed {
+		g.start(p.reply, false, p.probe, p.remote...) // refused: down
+	}
 	for t, reply := range g.asked {
 		reply <- result{err: ErrShutdown}
 		delete(g.asked, t)
@@ -472,6 +489,14 @@ func (g *guardian) start(reply chan<- result, direct, probe bool, remote ...remo
 		// The store is slow: as many complete snapshots wait for it as
 		// may run at once. Refusing here bounds what they hold in memory.
 		fail(fmt.Errorf("%w: %d snapshots wait for the store", ErrBusy, g.saving))
+		return
+	case len(g.resyncing) > 0:
+		// A coordinator that took over waits until every member has asked
+		// its participants for all their counters (takeOver). A periodic
+		// start is skipped.
+		if reply != nil || len(remote) > 0 {
+			g.postponed = append(g.postponed, startRequest{reply: reply, probe: probe, remote: remote})
+		}
 		return
 	case g.coord.DropsWaiting() && !direct:
 		// Stopped participants wait to be dropped until no snapshot runs:

@@ -324,6 +324,13 @@ func (g *guardian) memberFrame(from string, f *frame) {
 		if p := reg.lookup(f.To); p != nil {
 			p.mb.PostFrom(controlKey, &resyncMsg{})
 		}
+	case fResyncAll:
+		// Its participants were asked as it was delivered.
+		g.post(from, &frame{K: fResynced})
+	case fResynced:
+		if g.coordinating() {
+			g.resynced(from)
+		}
 	case fOver:
 		reg.mu.Lock()
 		reg.pending = slices.DeleteFunc(reg.pending, func(id snapshot.SnapshotID) bool { return id == f.ID })
@@ -426,6 +433,9 @@ func (g *guardian) members() {
 		}
 	}
 	for _, m := range gone {
+		if g.coordinating() {
+			g.resynced(m)
+		}
 		left := g.s.reg.memberLeft(m)
 		if g.coordinating() && len(left) > 0 {
 			reason := &MemberLeftError{Member: m, Participants: left}
@@ -446,6 +456,17 @@ func (g *guardian) members() {
 		g.carry()
 		g.coord = nil
 		g.releaseLease()
+		// The starts postponed here go to the coordinator now.
+		postponed := g.postponed
+		g.postponed, g.resyncing = nil, nil
+		for _, p := range postponed {
+			if p.reply != nil {
+				g.ask(p.reply, p.probe)
+			}
+			for _, w := range p.remote {
+				g.post(w.member, &frame{K: fOver, Err: "no coordinator: it is changing", Tokens: []uint64{w.token}})
+			}
+		}
 	}
 	if c := t.Coordinator(); c != g.coordinator {
 		if g.coordinator != "" && !g.coordinating() {
@@ -506,14 +527,35 @@ func (g *guardian) takeOver() {
 		// whose counters the coordinator before held and this one does
 		// not: every participant lists all its counters in its next
 		// record (fResyncAll asks each member's own), so that the first
-		// snapshot here does not abort for each of them. The frames go
-		// before any start of this coordinator's on each member's link,
-		// and take effect on delivery, as starts do. With no snapshot
-		// before, there is no record to follow.
+		// snapshot here does not abort for each of them. A member asks
+		// its participants as the frame is delivered, then confirms
+		// (fResynced); this coordinator's first start waits for every
+		// confirmation (at most the timeout): a participant could
+		// otherwise record for it, at a message from another member's
+		// participant that recorded, before the frame reached its own
+		// member. With no snapshot before, there is no record to follow.
 		g.s.resyncLocal()
+		g.resyncing = make(map[string]bool)
 		for _, m := range g.s.others() {
+			g.resyncing[m] = true
 			g.post(m, &frame{K: fResyncAll})
 		}
+		if len(g.resyncing) > 0 {
+			g.later(g.s.cfg.timeout, &resyncOverMsg{coord: g.coord})
+		}
+	}
+}
+
+// resynced takes member's confirmation that its participants were asked
+// for all their counters (takeOver), or its leaving: once every member
+// confirmed, the starts postponed meanwhile go.
+func (g *guardian) resynced(member string) {
+	if !g.resyncing[member] {
+		return
+	}
+	delete(g.resyncing, member)
+	if len(g.resyncing) == 0 {
+		g.s.root.Send(g.self, &postponedMsg{})
 	}
 }
 

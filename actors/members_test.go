@@ -304,9 +304,9 @@ func (c *memCluster) newSystem(t *testing.T, m *memMember) *actors.System {
 	return sys
 }
 
-// join adds a member at addr, with no participants (names stay placed on
-// the members there were), first in the slices: an address that sorts
-// first coordinates, and is shut down last.
+// join adds a member at addr, which must sort first: it coordinates,
+// first in the slices (and so shut down last). It hosts no participants:
+// names stay placed on the members there were.
 func (c *memCluster) join(t *testing.T, addr string) {
 	t.Helper()
 	c.net.pin()

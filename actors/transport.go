@@ -107,14 +107,14 @@ const (
 	fOutside                     // a message to To from outside the snapshots
 	fResync                      // coordinator: To is to list all its counters in its next record
 	fResyncAll                   // a new coordinator: every participant here is to list all its counters in its next record
+	fResynced                    // member: its participants were asked (fResyncAll)
 )
 
-// fBatch begins a run of msgpack frames for the receiving member's
-// guardian, sent together (guardian.post). It is 0xc1, the one byte
-// msgpack never uses, so that delivery tells a batch from a msgpack frame
-// and from a channel frame by its first byte and hands it on undecoded:
-// the guardian decodes it on its own goroutine, not on the one that
-// delivers all of a member's traffic.
+// fBatch begins a run of frames for the receiving member's guardian, sent
+// together (guardian.post). It is no frame's kind, so that delivery tells
+// a batch from a frame by its first byte and hands it on undecoded: the
+// guardian decodes it on its own goroutine, not on the one that delivers
+// all of a member's traffic.
 const fBatch uint8 = 0xc1
 
 // maxBatch bounds a batch's bytes, well inside the link's window and
@@ -125,14 +125,16 @@ const maxBatch = 1 << 20
 // member's guardian, rather than being acted on as they are delivered.
 func forGuardian(k uint8) bool {
 	switch k {
-	case fInitiate, fOver, fReport, fFail, fStopped, fRestarted, fRegistered, fAsk, fResync:
+	case fInitiate, fOver, fReport, fFail, fStopped, fRestarted, fRegistered, fAsk, fResync, fResynced:
 		return true
 	}
 	return false
 }
 
-// frame is what crosses between members, msgpack-encoded: one shape for
-// every kind, its fields set as the kind needs.
+// frame is what crosses between members: one shape for every kind, its
+// fields set as the kind needs, in a binary form (framecodec.go). Its
+// msgpack tags name its map form, what msgpack's reflection would make
+// of it: BenchmarkGuardianBatch's baseline.
 type frame struct {
 	K        uint8                 `msgpack:"k"`
 	From     snapshot.ProcessID    `msgpack:"f,omitempty"`
@@ -158,7 +160,7 @@ type frame struct {
 	Probe    bool                  `msgpack:"z,omitempty"` // fStart, fAsk: a cut for an analysis, without state
 	Global   *snapshot.Global      `msgpack:"g,omitempty"` // fOver: the analysis's cut, to whoever asked
 	// Epoch is a channel message's sender's epoch (epoch mode): in the
-	// channel frame's own encoding, never in msgpack.
+	// channel frame's own form only.
 	Epoch snapshot.SnapshotID `msgpack:"-"`
 }
 
@@ -249,9 +251,9 @@ func (s *System) deliverNow(from string, b []byte) {
 	}
 	switch f.K {
 	case fResyncAll:
-		// On delivery, as a start is: the starts that follow it on the
-		// link find every participant asked.
+		// On delivery, as a start is; the guardian then confirms.
 		s.resyncLocal()
+		s.tell(&memberFrame{from: from, f: &f})
 	case fOutside:
 		s.deliverOutside(&f)
 	case fJoined:
