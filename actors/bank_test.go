@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/vmihailenco/msgpack/v5"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/actorsnap/actorsnap/snapshot"
 	"github.com/actorsnap/actorsnap/snapshot/snapshottest"
@@ -88,6 +90,13 @@ const testTimeout = 2 * time.Minute
 // cycles (a ring plus random chords), and kicks traffic off.
 func newBank(t testing.TB, n int, initial int64, seed uint64, opts ...Option) *bank {
 	t.Helper()
+	return newBankWith(t, n, 2, initial, seed, opts...)
+}
+
+// newBankWith is newBank with chords random peers an account besides the
+// next on the ring.
+func newBankWith(t testing.TB, n, chords int, initial int64, seed uint64, opts ...Option) *bank {
+	t.Helper()
 	sys, err := NewSystem(append([]Option{testMessages, WithTimeout(testTimeout)}, opts...)...)
 	require.NoError(t, err)
 	b := &bank{sys: sys, total: int64(n) * initial, trace: snapshottest.NewTrace()}
@@ -103,7 +112,7 @@ func newBank(t testing.TB, n int, initial int64, seed uint64, opts ...Option) *b
 	}
 	for i, pid := range b.pids {
 		ps := []*actor.PID{b.pids[(i+1)%n]}
-		for range 2 {
+		for range chords {
 			ps = append(ps, b.pids[r.IntN(n)])
 		}
 		sys.Root().Send(pid, &peers{pids: ps})
@@ -179,6 +188,40 @@ func forModes(t *testing.T, test func(t *testing.T, mode Option)) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) { test(t, m.opt) })
 	}
+}
+
+// Accounts that pay 150 others each (some 300 channels an account, above
+// the default DeltaMin) in the epoch mode, with the default rule for
+// records: an account few of whose channels changed since its last
+// record lists only those, the coordinator's ledger fills in the rest,
+// and every snapshot still checks out (its cut, its channels, the
+// money).
+func TestRecordsOfChangesAtTheDefaultRule(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	b := newBankWith(t, 200, 150, 1000, 3, WithMode(snapshot.Epochs),
+		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	defer shutdown(t, b.sys)
+	for range 40 {
+		g, err := b.sys.Snapshot(context.Background())
+		require.NoError(t, err)
+		b.check(t, g)
+	}
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(context.Background(), &rm))
+	lists := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if s, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "actorsnap.records" {
+				for _, dp := range s.DataPoints {
+					v, _ := dp.Attributes.Value("lists")
+					lists[v.AsString()] += dp.Value
+				}
+			}
+		}
+	}
+	t.Logf("records: %v", lists)
+	assert.Equal(t, int64(40*200), lists["all"]+lists["changes"], "a record per account per snapshot")
+	assert.Positive(t, lists["changes"], "records of what changed")
 }
 
 func TestBankSnapshotsUnderLoad(t *testing.T) {

@@ -152,5 +152,6 @@
 // *slog.Logger of WithLogger (which Proto.Actor logs through too), and counted through the OpenTelemetry MeterProvider of
 // WithMeterProvider: actorsnap.snapshots.started, .completed, .aborted (by
 // reason), actorsnap.snapshot.duration, .state_bytes and
-// .recorded_messages.
+// .recorded_messages, and actorsnap.records (by what their counters
+// list: all, or changes since the last).
 package actors

@@ -5,6 +5,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/actorsnap/actorsnap/snapshot"
 )
 
 // metrics are the OpenTelemetry instruments of the guardian.
@@ -13,6 +15,10 @@ type metrics struct {
 	duration                    metric.Float64Histogram
 	stateBytes, recorded        metric.Int64Histogram
 	violations, deadlocks       metric.Int64Counter
+	records                     metric.Int64Counter
+	// listsAll and listsChanges are records' attributes, made once: a
+	// record comes per participant per snapshot.
+	listsAll, listsChanges metric.AddOption
 }
 
 func newMetrics(mp metric.MeterProvider) (*metrics, error) {
@@ -43,7 +49,22 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 	if ms.deadlocks, err = m.Int64Counter("actorsnap.deadlocks.found", metric.WithDescription("Deadlocks the periodic check found, each once.")); err != nil {
 		return nil, err
 	}
+	if ms.records, err = m.Int64Counter("actorsnap.records",
+		metric.WithDescription("Participants' records the coordinator took in, by what their counters list: all, or changes since the last (epoch mode, participants with many channels).")); err != nil {
+		return nil, err
+	}
+	ms.listsAll = metric.WithAttributes(attribute.String("lists", "all"))
+	ms.listsChanges = metric.WithAttributes(attribute.String("lists", "changes"))
 	return &ms, nil
+}
+
+// record counts a record the coordinator took in.
+func (m *metrics) record(rec *snapshot.LocalRecord) {
+	if rec.Prev == 0 {
+		m.records.Add(context.Background(), 1, m.listsAll)
+	} else {
+		m.records.Add(context.Background(), 1, m.listsChanges)
+	}
 }
 
 func (m *metrics) abort(reason string) {

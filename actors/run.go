@@ -24,6 +24,9 @@ type run struct {
 // it holds are this snapshot's until it ends (docs/design.md, decision
 // 8); a report for a snapshot already over lets them go at once.
 func (g *guardian) report(m *reportMsg) {
+	if m.rec != nil {
+		g.s.metrics.record(m.rec)
+	}
 	r := g.runs[m.id]
 	if r == nil || r.saving != nil {
 		g.s.recorded.Add(-int64(m.held))
