@@ -522,7 +522,7 @@ func (g *guardian) takeOver() {
 	g.coord = g.newCoordinator(after, nil)
 	g.s.log.Info("coordinating the cluster's snapshots", slog.String("member", g.s.cfg.transport.Self()),
 		slog.Uint64("after", uint64(g.coord.Last())))
-	if g.s.cfg.mode == snapshot.Epochs && after > 0 {
+	if g.s.cfg.mode == snapshot.Epochs && after > 0 && !g.s.held.holding() {
 		// A participant's record of what changed follows its last record,
 		// whose counters the coordinator before held and this one does
 		// not: every participant lists all its counters in its next
@@ -533,7 +533,10 @@ func (g *guardian) takeOver() {
 		// confirmation (at most the timeout): a participant could
 		// otherwise record for it, at a message from another member's
 		// participant that recorded, before the frame reached its own
-		// member. With no snapshot before, there is no record to follow.
+		// member. With no snapshot before, there is no record to follow;
+		// in a restore (this member holds what others send until its
+		// participants are back) every participant is new, and its
+		// first record lists all its counters.
 		g.s.resyncLocal()
 		g.resyncing = make(map[string]bool)
 		for _, m := range g.s.others() {

@@ -297,6 +297,13 @@ type heldFrame struct {
 	b    []byte
 }
 
+// holding reports whether h holds what comes: a restore is under way.
+func (h *heldFrames) holding() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.on
+}
+
 func (h *heldFrames) hold(from string, b []byte) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
