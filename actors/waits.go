@@ -217,7 +217,8 @@ func (p *participant) waiting() *snapshot.Waits {
 	if w.Empty() {
 		return nil
 	}
-	return &w
+	out := w // on the heap only when there is something: most records wait for nothing
+	return &out
 }
 
 // request sends msg from p to pid as a request whose answer goes to
