@@ -267,7 +267,7 @@ func (w *frameWriter) channel(c *wireChannel) {
 	}
 }
 
-// readFrame decodes one frame from the front of r into f (zeroed first),
+// frame decodes one frame from the front of r into f (zeroed first),
 // its names taken from names (which may be nil). The frame comes from
 // another member: every count is checked against the bytes left, so what
 // decoding allocates stays proportional to the frame's size, and the
