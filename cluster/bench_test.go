@@ -85,10 +85,20 @@ func BenchmarkClusterBank(b *testing.B) {
 	}
 }
 
+// bigBank is the accounts above which a row's window is 15 s and its
+// snapshots' timeout 30 s: with 4 transfers in flight an account, a
+// snapshot of 3 × 10,000 accounts records 120,000 of them, and with
+// snapshots started every 100 ms, 4 at a time, each takes 8–10 s, more
+// than a 3 s window and about the default timeout.
+const bigBank = 10000
+
 // benchBank measures b.N runs and reports their medians; it returns the
 // median transfers/s.
 func benchBank(b *testing.B, mode string, accounts int, interval time.Duration) float64 {
 	measure := 3 * time.Second
+	if accounts > bigBank {
+		measure = 15 * time.Second
+	}
 	var rates, paired, cores, perTransfer, paces []float64
 	var p50s, p99s, inFlight []float64
 	for range b.N {
@@ -147,8 +157,12 @@ type runResult struct {
 func benchRun(b *testing.B, mode string, accounts int, interval, measure time.Duration) runResult {
 	const n = 3
 	ports := freePorts(b, 2*n)
+	timeout := 10 * time.Second
+	if accounts > bigBank {
+		timeout = 30 * time.Second
+	}
 	spec := childSpec{Cluster: fmt.Sprintf("bench-%d", time.Now().UnixNano()), Store: b.TempDir(), Accounts: accounts,
-		InFlight: 4, Members: n, Interval: interval, Timeout: 10 * time.Second, Bench: mode, Measure: measure}
+		InFlight: 4, Members: n, Interval: interval, Timeout: timeout, Bench: mode, Measure: measure}
 	switch mode { // the actorsnap rows in the epoch mode, or with TLS
 	case "actorsnap-epoch":
 		spec.Bench, spec.Epochs = "actorsnap", true
