@@ -168,15 +168,15 @@ func (s *System) names(b []byte) snapshot.SnapshotID {
 	if len(b) == 0 || (b[0] != fMarker && b[0] != fMessage) {
 		return 0
 	}
-	var f frame
-	if err := decodeChannel(b, &f); err != nil {
+	c, err := readChannel(b, &s.interned)
+	if err != nil {
 		return 0 // deliverNow logs it
 	}
-	if f.K == fMarker {
-		return f.ID
+	if c.k == fMarker {
+		return c.id
 	}
-	if f.Stamp != nil && len(f.Stamp.Recorded) > 0 {
-		return slices.Max(f.Stamp.Recorded)
+	if c.stamp != nil && len(c.stamp.Recorded) > 0 {
+		return slices.Max(c.stamp.Recorded)
 	}
 	return 0
 }

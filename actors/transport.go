@@ -159,9 +159,6 @@ type frame struct {
 	Awaited  *awaitedSets          `msgpack:"q,omitempty"` // fStart, aligned: this member's awaited sets from ID on
 	Probe    bool                  `msgpack:"z,omitempty"` // fStart, fAsk: a cut for an analysis, without state
 	Global   *snapshot.Global      `msgpack:"g,omitempty"` // fOver: the analysis's cut, to whoever asked
-	// Epoch is a channel message's sender's epoch (epoch mode): in the
-	// channel frame's own form only.
-	Epoch snapshot.SnapshotID `msgpack:"-"`
 }
 
 // wireChannel is a channel recording on its way to the coordinator: its
@@ -236,7 +233,7 @@ func (s *System) deliver(from string, b []byte) {
 }
 
 func (s *System) deliverNow(from string, b []byte) {
-	if len(b) > 0 && (b[0] == fMessage || b[0] == fMarker || b[0] == fDeparted) {
+	if len(b) > 0 && isChannelKind(b[0]) {
 		s.deliverChannelBytes(from, b)
 		return
 	}
@@ -698,19 +695,6 @@ func readChannel(b []byte, names *interner) (channelFrame, error) {
 		}
 	}
 	return c, r.err
-}
-
-// decodeChannel reads a channel frame into f (its message in f.Msg).
-func decodeChannel(b []byte, f *frame) error {
-	c, err := readChannel(b, nil)
-	if err != nil {
-		return err
-	}
-	f.K, f.From, f.To, f.ID, f.Stamp, f.Epoch = c.k, c.from, c.to, c.id, c.stamp, c.epoch
-	if c.hasMsg {
-		f.Msg = &c.msg
-	}
-	return nil
 }
 
 // interner holds names as strings, so that decoding one it holds

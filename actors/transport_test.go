@@ -30,13 +30,13 @@ func FuzzChannelFrame(f *testing.F) {
 		if len(b) == 0 {
 			return
 		}
-		var fr frame
-		if err := decodeChannel(b, &fr); err != nil {
+		c, err := readChannel(b, nil)
+		if err != nil {
 			return
 		}
-		if fr.K == fMessage && fr.Msg != nil {
+		if c.k == fMessage && c.hasMsg {
 			// Decoding the payload may fail; it must not panic.
-			_, _ = p.enc.types.decode(*fr.Msg)
+			_, _ = p.enc.types.decode(c.msg)
 		}
 	})
 }
@@ -54,19 +54,19 @@ func TestChannelFrameRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fr frame
-	if err := decodeChannel(b, &fr); err != nil {
+	c, err := readChannel(b, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if fr.From != "acct-1" || fr.To != "acct-2" || fr.Stamp == nil || fr.Stamp.Horizon != 2 || len(fr.Stamp.Recorded) != 2 {
-		t.Fatalf("decoded %+v", fr)
+	if c.from != "acct-1" || c.to != "acct-2" || c.stamp == nil || c.stamp.Horizon != 2 || len(c.stamp.Recorded) != 2 || !c.hasMsg {
+		t.Fatalf("decoded %+v", c)
 	}
-	v, err := p.enc.types.decode(*fr.Msg)
+	v, err := p.enc.types.decode(c.msg)
 	if err != nil || v.(*fuzzMsg).N != 7 {
 		t.Fatalf("payload %v, %v", v, err)
 	}
 	for i := range b {
-		if err := decodeChannel(b[:i], &frame{}); err == nil && i < len(b)-len(fr.Msg.Data) {
+		if _, err := readChannel(b[:i], nil); err == nil && i < len(b)-len(c.msg.Data) {
 			t.Fatalf("a frame cut at %d bytes decodes", i)
 		}
 	}
