@@ -11,6 +11,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
 
+	"github.com/actorsnap/actorsnap/internal/boxed"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
 
@@ -418,10 +419,9 @@ func (d *decoder) instant(secWhat, nsecWhat string) (time.Time, error) {
 // box returns rm as a message payload. Boxing a RecordedMessage in an
 // interface the ordinary way allocates a copy of it, one per message; box
 // copies it into a block of payloads instead (in version 2 one block, made
-// for the message count) and makes the interface point there. The interface is built as the compiler builds one (a type
-// word and a pointer to an immutable value), and nothing writes to a slot
-// after its interface is made, so the payload behaves as any other:
-// m.Payload.(RecordedMessage) copies the value out.
+// for the message count) and makes the interface point there (package
+// boxed): m.Payload.(RecordedMessage) copies the value out as from any
+// other payload.
 func (d *decoder) box(rm RecordedMessage) any {
 	if len(d.boxes) == cap(d.boxes) {
 		// No block holds more payloads than what is left to read could.
@@ -430,23 +430,11 @@ func (d *decoder) box(rm RecordedMessage) any {
 		d.alloc += n * boxMem
 	}
 	d.boxes = append(d.boxes, rm)
-	var payload any
-	e := (*eface)(unsafe.Pointer(&payload))
-	e.typ, e.data = recordedMessageType, unsafe.Pointer(&d.boxes[len(d.boxes)-1])
-	return payload
+	return recordedBoxer.Box(&d.boxes[len(d.boxes)-1])
 }
 
-// eface is the layout of an empty interface.
-type eface struct {
-	typ, data unsafe.Pointer
-}
-
-// recordedMessageType is the type word of an interface holding a
-// RecordedMessage.
-var recordedMessageType = func() unsafe.Pointer {
-	var payload any = RecordedMessage{}
-	return (*eface)(unsafe.Pointer(&payload)).typ
-}()
+// recordedBoxer boxes recorded messages where they lie.
+var recordedBoxer = boxed.New[RecordedMessage]()
 
 // global decodes a snapshot's body. It also checks, as it goes, what
 // Verify would check, and reports whether that check vouches for the
