@@ -14,6 +14,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/actorsnap/actorsnap/internal/boxed"
 	"github.com/actorsnap/actorsnap/internal/msgpackbound"
 	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/snapshot"
@@ -254,14 +255,21 @@ func (e *encoder) messages(msgs []snapshot.Message) ([]snapshot.Message, error) 
 	}
 	data := bytes.Clone(e.buf.Bytes())
 	out := make([]snapshot.Message, len(msgs))
+	// The payloads in one block, each boxed where it lies: boxing them
+	// one by one would allocate a copy of each.
+	recs := make([]RecordedMessage, len(msgs))
 	start := 0
 	for i, m := range msgs {
 		end := e.ends[i]
-		out[i] = snapshot.Message{Seq: m.Seq, Payload: RecordedMessage{Type: e.names[i], Data: data[start:end:end]}}
+		recs[i] = RecordedMessage{Type: e.names[i], Data: data[start:end:end]}
+		out[i] = snapshot.Message{Seq: m.Seq, Payload: recordedBoxer.Box(&recs[i])}
 		start = end
 	}
 	return out, nil
 }
+
+// recordedBoxer boxes recorded messages where they lie.
+var recordedBoxer = boxed.New[RecordedMessage]()
 
 // append encodes payload (a message or an envelope) at the end of e's
 // buffer and returns its type name.

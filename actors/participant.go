@@ -60,7 +60,7 @@ type participant struct {
 	children map[snapshot.ProcessID]bool
 	reports  map[snapshot.SnapshotID][]snapshot.ChannelRecord // recorded, not yet finished: closed recordings held for one report
 	forget   []snapshot.SnapshotID                            // to Forget after the actions in hand
-	late     []*reportMsg                                     // channel state reported during this mailbox turn, sent at its end
+	late     lateChannels                                     // channel state recorded during this mailbox turn, reported at its end
 	held     map[snapshot.ProcessID]heldMsg                   // aligned: first messages held behind barriers
 	release  []snapshot.ProcessID                             // senders whose held message can go
 	enc      encoder
@@ -646,17 +646,18 @@ func (p *participant) actOnce() (held bool) {
 		if len(c.Messages) == 0 {
 			continue
 		}
-		msgs, err := p.enc.messages(c.Messages)
+		held, ok := p.reports[c.Snapshot]
+		var err error
+		if ok {
+			if c.Messages, err = p.enc.messages(c.Messages); err == nil {
+				p.reports[c.Snapshot] = append(held, c)
+				p.nReports += len(c.Messages)
+			}
+		} else {
+			err = p.late.add(c)
+		}
 		if err != nil {
 			p.fail(c.Snapshot, fmt.Errorf("%w: channel %s: %w", ErrCapture, c.Channel, err))
-			continue
-		}
-		c.Messages = msgs
-		if held, ok := p.reports[c.Snapshot]; ok {
-			p.reports[c.Snapshot] = append(held, c)
-			p.nReports += len(c.Messages)
-		} else {
-			p.reportLate(c)
 		}
 	}
 	for _, id := range rd.Finished {
@@ -738,35 +739,11 @@ func (p *participant) report(rep *reportMsg) {
 	p.sys.tell(rep)
 }
 
-// reportLate reports channel state that came after the snapshot was
-// over here (recorded and finished): in the epoch mode, every message
-// from an older epoch received after the record. One report per
-// snapshot goes at the end of the mailbox turn (turnEnd) with all that
-// came in the turn, rather than one per message: a receiver many
-// senders hurry toward would otherwise send the guardian a message for
-// each of their messages in flight.
-func (p *participant) reportLate(c snapshot.ChannelRecord) {
-	for _, rep := range p.late {
-		if rep.id == c.Snapshot {
-			rep.channels = append(rep.channels, c)
-			return
-		}
-	}
-	p.late = append(p.late, &reportMsg{id: c.Snapshot, channels: []snapshot.ChannelRecord{c}})
-}
-
 // turnEnd runs on the actor's goroutine when a mailbox turn ends
-// (mailbox.WithTurnEnd): the channel state reported during the turn goes
-// to the guardian.
+// (mailbox.WithTurnEnd): the channel state recorded during the turn after
+// its snapshot was over here goes to the guardian (lateChannels).
 func (p *participant) turnEnd() {
-	if len(p.late) == 0 {
-		return
-	}
-	for i, rep := range p.late {
-		p.report(rep)
-		p.late[i] = nil
-	}
-	p.late = p.late[:0]
+	p.late.flush(p.report)
 }
 
 // depart runs when the actor has stopped: receivers of its channels are

@@ -196,7 +196,7 @@ func (s *System) newParticipant(kindName string, id snapshot.ProcessID, state []
 		mopts = append(mopts, mailbox.WithArrivalOrder())
 	}
 	p.mb = mailbox.New(mopts...)
-	p.enc.types = s.types
+	p.enc.types, p.late.enc.types = s.types, s.types
 	s.reg.mu.Lock()
 	defer s.reg.mu.Unlock()
 	if _, dup := s.reg.byID[id]; dup {

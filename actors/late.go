@@ -1,0 +1,103 @@
+package actors
+
+import (
+	"bytes"
+
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+// lateChannels is the channel state a participant records during one
+// mailbox turn after the snapshot is over here (recorded and finished):
+// in the epoch mode every message from an older epoch that comes after
+// the record, most often one message a channel and a few channels a
+// turn. Each message is encoded as it comes, into a buffer of its own
+// (a record in the same turn uses the participant's encoder), and the
+// turn's channels go to the guardian at its end (turnEnd) in one report
+// per snapshot, their messages sharing one allocation of bytes, one of
+// messages and one of payloads: encoded one channel at a time they
+// would take three allocations a channel, and a receiver many senders
+// hurry toward a report for each of their messages in flight.
+type lateChannels struct {
+	enc   encoder
+	chans []lateChan
+	seqs  []uint64 // the messages' sequence numbers, in the order encoded
+}
+
+// lateChan is a channel's share of the turn's messages: the next n.
+type lateChan struct {
+	snap snapshot.SnapshotID
+	ch   snapshot.Channel
+	n    int
+}
+
+// add encodes c's messages at the end of the turn's. On an error it
+// adds none of them.
+func (l *lateChannels) add(c snapshot.ChannelRecord) error {
+	e := &l.enc
+	if e.enc == nil {
+		e.reset()
+	}
+	size, names := e.buf.Len(), len(e.names)
+	for _, m := range c.Messages {
+		name, err := e.append(m.Payload)
+		if err != nil {
+			e.buf.Truncate(size)
+			e.names, e.ends = e.names[:names], e.ends[:names]
+			l.seqs = l.seqs[:names]
+			return err
+		}
+		e.names = append(e.names, name)
+		e.ends = append(e.ends, e.buf.Len())
+		l.seqs = append(l.seqs, m.Seq)
+	}
+	l.chans = append(l.chans, lateChan{snap: c.Snapshot, ch: c.Channel, n: len(c.Messages)})
+	return nil
+}
+
+// flush hands report the turn's channels, one report per snapshot in
+// the order each first came, and empties l.
+func (l *lateChannels) flush(report func(*reportMsg)) {
+	if len(l.chans) == 0 {
+		return
+	}
+	e := &l.enc
+	data := bytes.Clone(e.buf.Bytes())
+	msgs := make([]snapshot.Message, len(l.seqs))
+	recs := make([]RecordedMessage, len(l.seqs))
+	start := 0
+	for i, seq := range l.seqs {
+		end := e.ends[i]
+		recs[i] = RecordedMessage{Type: e.names[i], Data: data[start:end:end]}
+		msgs[i] = snapshot.Message{Seq: seq, Payload: recordedBoxer.Box(&recs[i])}
+		start = end
+	}
+	chans := make([]snapshot.ChannelRecord, len(l.chans))
+	off := 0
+	one := true // most turns report to one snapshot
+	for i, lc := range l.chans {
+		chans[i] = snapshot.ChannelRecord{Snapshot: lc.snap, Channel: lc.ch, Messages: msgs[off : off+lc.n : off+lc.n]}
+		off += lc.n
+		one = one && lc.snap == l.chans[0].snap
+	}
+	e.reset()
+	e.names = e.names[:0]
+	l.chans, l.seqs = l.chans[:0], l.seqs[:0]
+	if one {
+		report(&reportMsg{id: chans[0].Snapshot, channels: chans})
+		return
+	}
+	var reps []*reportMsg
+next:
+	for _, c := range chans {
+		for _, rep := range reps {
+			if rep.id == c.Snapshot {
+				rep.channels = append(rep.channels, c)
+				continue next
+			}
+		}
+		reps = append(reps, &reportMsg{id: c.Snapshot, channels: []snapshot.ChannelRecord{c}})
+	}
+	for _, rep := range reps {
+		report(rep)
+	}
+}
