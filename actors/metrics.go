@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -15,10 +16,11 @@ type metrics struct {
 	duration                    metric.Float64Histogram
 	stateBytes, recorded        metric.Int64Histogram
 	violations, deadlocks       metric.Int64Counter
-	records                     metric.Int64Counter
-	// listsAll and listsChanges are records' attributes, made once: a
-	// record comes per participant per snapshot.
-	listsAll, listsChanges metric.AddOption
+	// recordsAll and recordsChanges count the records taken in, by what
+	// they list; an observable counter reads them. A record comes per
+	// participant per snapshot: a synchronous counter's Add allocates its
+	// options each call.
+	recordsAll, recordsChanges atomic.Int64
 }
 
 func newMetrics(mp metric.MeterProvider) (*metrics, error) {
@@ -49,21 +51,26 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 	if ms.deadlocks, err = m.Int64Counter("actorsnap.deadlocks.found", metric.WithDescription("Deadlocks the periodic check found, each once.")); err != nil {
 		return nil, err
 	}
-	if ms.records, err = m.Int64Counter("actorsnap.records",
-		metric.WithDescription("Participants' records the coordinator took in, by what their counters list: all, or changes since the last (epoch mode, participants with many channels).")); err != nil {
+	all := metric.WithAttributes(attribute.String("lists", "all"))
+	changes := metric.WithAttributes(attribute.String("lists", "changes"))
+	if _, err = m.Int64ObservableCounter("actorsnap.records",
+		metric.WithDescription("Participants' records the coordinator took in, by what their counters list: all, or changes since the last (epoch mode, participants with many channels)."),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(ms.recordsAll.Load(), all)
+			o.Observe(ms.recordsChanges.Load(), changes)
+			return nil
+		})); err != nil {
 		return nil, err
 	}
-	ms.listsAll = metric.WithAttributes(attribute.String("lists", "all"))
-	ms.listsChanges = metric.WithAttributes(attribute.String("lists", "changes"))
 	return &ms, nil
 }
 
 // record counts a record the coordinator took in.
 func (m *metrics) record(rec *snapshot.LocalRecord) {
 	if rec.Prev == 0 {
-		m.records.Add(context.Background(), 1, m.listsAll)
+		m.recordsAll.Add(1)
 	} else {
-		m.records.Add(context.Background(), 1, m.listsChanges)
+		m.recordsChanges.Add(1)
 	}
 }
 
