@@ -11,7 +11,7 @@ import (
 
 // Pool is a Proto.Actor dispatcher for many busy actors: a few worker
 // goroutines take mailbox turns from one FIFO queue, in the order they
-// were scheduled.
+// were scheduled, and before them short urgent work (ScheduleUrgent).
 //
 // Proto.Actor's default dispatcher starts a goroutine per turn. With
 // thousands of busy actors that means thousands of runnable goroutines, and
@@ -37,7 +37,8 @@ type Pool struct {
 	wake    *sync.Cond
 	queue   []func()
 	head    int
-	idle    int // workers waiting for a turn
+	urgent  fifo // taken before queue (ScheduleUrgent)
+	idle    int  // workers waiting for a turn
 	workers int
 	tick    time.Duration
 	stuck   int                        // workers stuck in a turn at the last check
@@ -107,6 +108,42 @@ func (d *Pool) Schedule(fn func()) {
 	}
 }
 
+// ScheduleUrgent schedules fn ahead of every turn queued by Schedule,
+// after the urgent work scheduled before it. It is for short work that
+// many actors must do soon (a snapshot's records), which a turn queued
+// by Schedule would do only after a pass over every busy actor.
+func (d *Pool) ScheduleUrgent(fn func()) {
+	d.mu.Lock()
+	d.urgent.push(fn)
+	wake := d.idle > 0
+	if !wake && d.workers < d.base {
+		d.spawnLocked()
+	}
+	d.mu.Unlock()
+	if wake {
+		d.wake.Signal()
+	}
+}
+
+// fifo is a queue of work that reuses its buffer once emptied.
+type fifo struct {
+	items []func()
+	head  int
+}
+
+func (q *fifo) len() int { return len(q.items) - q.head }
+
+func (q *fifo) push(fn func()) { q.items = append(q.items, fn) }
+
+func (q *fifo) pop() func() {
+	fn := q.items[q.head]
+	q.items[q.head] = nil
+	if q.head++; q.head == len(q.items) {
+		q.items, q.head = q.items[:0], 0
+	}
+	return fn
+}
+
 // Throughput implements actor.Dispatcher.
 func (d *Pool) Throughput() int { return d.throughput }
 
@@ -124,7 +161,7 @@ func (d *Pool) spawnLocked() {
 func (d *Pool) exitLocked(w *workerTurns) {
 	d.workers--
 	delete(d.turns, w)
-	if d.head < len(d.queue) && d.idle > 0 {
+	if (d.head < len(d.queue) || d.urgent.len() > 0) && d.idle > 0 {
 		d.wake.Signal()
 	}
 	d.mu.Unlock()
@@ -134,7 +171,7 @@ func (d *Pool) worker(w *workerTurns) {
 	defer d.done.Done()
 	d.mu.Lock()
 	for {
-		for d.head == len(d.queue) {
+		for d.head == len(d.queue) && d.urgent.len() == 0 {
 			if d.stopped || (d.workers > d.base && d.idle > 0) {
 				d.exitLocked(w)
 				return
@@ -147,11 +184,16 @@ func (d *Pool) worker(w *workerTurns) {
 			d.exitLocked(w) // added for a stuck turn that is over
 			return
 		}
-		fn := d.queue[d.head]
-		d.queue[d.head] = nil
-		d.head++
-		if d.head == len(d.queue) {
-			d.queue, d.head = d.queue[:0], 0
+		var fn func()
+		if d.urgent.len() > 0 {
+			fn = d.urgent.pop()
+		} else {
+			fn = d.queue[d.head]
+			d.queue[d.head] = nil
+			d.head++
+			if d.head == len(d.queue) {
+				d.queue, d.head = d.queue[:0], 0
+			}
 		}
 		d.mu.Unlock()
 		w.n.Add(1)
@@ -196,7 +238,7 @@ func (d *Pool) check() {
 			d.stuck++
 		}
 	}
-	if d.head < len(d.queue) && d.idle == 0 && d.workers-d.stuck < d.base {
+	if (d.head < len(d.queue) || d.urgent.len() > 0) && d.idle == 0 && d.workers-d.stuck < d.base {
 		d.spawnLocked()
 	}
 }

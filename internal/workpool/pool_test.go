@@ -1,6 +1,7 @@
 package workpool
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -102,4 +103,45 @@ func TestPoolAddsWorkersOnlyForStuckTurns(t *testing.T) {
 		<-done
 		return workers() == d.base
 	}, time.Minute, time.Millisecond)
+}
+
+// Urgent work runs before every turn queued, in the order it came.
+func TestPoolRunsUrgentWorkFirst(t *testing.T) {
+	d := New(10, time.Minute)
+	defer d.Stop()
+	var mu sync.Mutex
+	var order []string
+	note := func(s string) func() {
+		return func() {
+			mu.Lock()
+			order = append(order, s)
+			mu.Unlock()
+		}
+	}
+	// Hold both workers so that what follows queues up; then let one go,
+	// which takes the rest alone, in the pool's order.
+	release, hold := make(chan struct{}), make(chan struct{})
+	var started sync.WaitGroup
+	started.Add(2)
+	d.Schedule(func() { started.Done(); <-release })
+	d.Schedule(func() { started.Done(); <-hold })
+	defer close(hold)
+	started.Wait()
+	for i := range 3 {
+		d.Schedule(note(fmt.Sprint("turn", i)))
+	}
+	for i := range 3 {
+		d.ScheduleUrgent(note(fmt.Sprint("urgent", i)))
+	}
+	done := make(chan struct{})
+	d.Schedule(func() { close(done) })
+	close(release)
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("work did not finish")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"urgent0", "urgent1", "urgent2", "turn0", "turn1", "turn2"}, order)
 }
