@@ -66,6 +66,16 @@
 // memory they take. WithTurnEnd calls back at the end of each run, for an
 // owner that hands work on once a turn rather than once a message.
 //
+// # Work ahead of the queue
+//
+// WithHurry names work the owner may need done soon, with the actor's
+// exclusive use but not in its turn (a snapshot's record); Hurry asks for
+// it from any goroutine. A dispatcher with a ScheduleUrgent method runs it
+// at once on an urgent lane when the mailbox is not being run; a run
+// under way runs it before its next message. Queued lists, on the actor's
+// goroutine, the messages not yet delivered in the order they will be,
+// for a mailbox that delivers as posted.
+//
 // # Memory
 //
 // Posting appends to one shared buffer under a short lock, as in

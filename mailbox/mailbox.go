@@ -1,6 +1,7 @@
 package mailbox
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -26,6 +27,7 @@ type Mailbox struct {
 	invoker     actor.MessageInvoker
 	dispatcher  actor.Dispatcher
 	process     func() // processMessages, bound once: a method value allocates
+	urgent      func() // runHurried, bound once
 
 	// Shared with posting goroutines.
 	status       atomic.Int32 // idle or running: who may run the mailbox
@@ -35,6 +37,10 @@ type Mailbox struct {
 	userMessages atomic.Int32 // posted and not yet delivered, held ones included
 	outside      atomic.Int32 // of those, posted without a key and bound for the external queue
 	pending      atomic.Bool  // in is not empty; written under inMu
+	// busy is held by whatever runs the actor's code: a run of the
+	// mailbox, or hurried work (Hurry) outside one.
+	busy  atomic.Bool
+	hurry atomic.Bool // Hurry was called and its work has not run yet
 
 	inMu sync.Mutex
 	in   []posted // user messages posted since the last demux, in order
@@ -70,6 +76,7 @@ type Mailbox struct {
 	heldLimit int
 	overHeld  func(held int) // nil: no limit
 	turnEnd   func()         // WithTurnEnd; nil: none
+	hurried   func()         // WithHurry; nil: none
 }
 
 // posted is a user message and, when posted with PostFrom, its sender.
@@ -267,6 +274,7 @@ func (m *Mailbox) schedule() {
 // behind.
 func (m *Mailbox) processMessages() {
 	budget := m.dispatcher.Throughput()
+	m.acquire()
 process:
 	m.run(&budget)
 	if m.turnEnd != nil {
@@ -276,15 +284,18 @@ process:
 		// The turn is used up: go to the back of the dispatcher's queue,
 		// still running, so that one busy mailbox cannot keep a worker
 		// (or a goroutine) from the others for long.
+		m.busy.Store(false)
 		m.dispatcher.Schedule(m.process)
 		return
 	}
 	// Read the goroutine-owned state before going idle: afterwards another
 	// run may own it.
 	local := m.ready.len() > 0 || m.pos < len(m.batch)
+	m.busy.Store(false)
 	m.status.Store(idle)
-	if m.sysMessages.Load() > 0 || (!m.suspended.Load() && (local || m.pending.Load())) {
+	if m.sysMessages.Load() > 0 || (!m.suspended.Load() && (local || m.pending.Load() || m.hurry.Load())) {
 		if m.status.CompareAndSwap(idle, running) {
+			m.acquire()
 			goto process
 		}
 	}
@@ -344,6 +355,13 @@ func (m *Mailbox) run(budget *int) {
 		if m.suspended.Load() {
 			return
 		}
+		if m.hurry.Load() {
+			// Hurried work goes before the next user message, whatever
+			// the budget left.
+			msg = nil
+			m.runHurry()
+			continue
+		}
 		if *budget <= 0 {
 			return
 		}
@@ -362,6 +380,96 @@ func (m *Mailbox) run(budget *int) {
 			mw.MessageReceived(msg)
 		}
 	}
+}
+
+// acquire takes busy for a run. Hurried work holds it for microseconds
+// (Hurry), on another worker: the run waits its end rather than lose its
+// place in the dispatcher's queue.
+func (m *Mailbox) acquire() {
+	for !m.busy.CompareAndSwap(false, true) {
+		runtime.Gosched()
+	}
+}
+
+// Hurry has the work named by WithHurry run with the actor's exclusive
+// use, as a message's handler would be, ahead of the messages queued: at
+// once on a worker of a dispatcher that takes urgent work (one with a
+// ScheduleUrgent method, as the snapshot library's pool has) when no run
+// of the mailbox is under way, otherwise by that run before its next
+// message. Calls before the work runs run it once. It is not run while
+// the mailbox is suspended (the actor restarting after a failure, or
+// stopped), nor before the mailbox starts, and a run that ends just as
+// Hurry is called leaves it to the next run: a caller that must have the
+// work done posts it as a message too, which the work makes harmless
+// when it came first. Hurry may be called from any goroutine; a panic in
+// the work escalates as one in a message's handler does.
+func (m *Mailbox) Hurry() {
+	if m.hurried == nil || m.hurry.Swap(true) {
+		return
+	}
+	if !m.registered.Load() {
+		return // its first run takes it, after Started
+	}
+	if u, ok := m.dispatcher.(interface{ ScheduleUrgent(func()) }); ok {
+		u.ScheduleUrgent(m.urgent)
+	}
+}
+
+// runHurried runs the hurried work on a dispatcher's worker, unless a run
+// of the mailbox holds it: that run takes it before its next message.
+func (m *Mailbox) runHurried() {
+	if !m.hurry.Load() || !m.busy.CompareAndSwap(false, true) {
+		return
+	}
+	defer m.busy.Store(false)
+	defer func() {
+		if r := recover(); r != nil {
+			m.invoker.EscalateFailure(r, nil)
+		}
+	}()
+	m.runHurry()
+	if m.turnEnd != nil {
+		m.turnEnd()
+	}
+}
+
+// runHurry runs the hurried work unless the mailbox is suspended. The
+// caller holds busy.
+func (m *Mailbox) runHurry() {
+	if m.hurry.Swap(false) && !m.suspended.Load() {
+		m.hurried()
+	}
+}
+
+// Queued calls f with the user messages posted and not yet delivered, in
+// the order they will be delivered, each with its sender's key (keyed is
+// false for one posted without) and its tag, until f returns false. It
+// reports whether it could: only a mailbox that delivers as posted
+// (WithArrivalOrder, no sender paused) knows that order without sorting.
+// Messages posted while it runs may be left out; those it gives are the
+// next delivered. Call it on the actor's own goroutine (in Receive, a
+// lifecycle handler or hurried work), as Pause; f must not post to this
+// mailbox.
+func (m *Mailbox) Queued(f func(key SenderKey, keyed bool, tag uint64, msg interface{}) bool) bool {
+	if !m.arrival || m.paused > 0 || m.ready.len() > 0 {
+		return false
+	}
+	for _, p := range m.batch[m.pos:] {
+		if !f(p.key, p.keyed, p.tag, p.msg) {
+			return true
+		}
+	}
+	if !m.pending.Load() {
+		return true
+	}
+	m.inMu.Lock()
+	defer m.inMu.Unlock()
+	for _, p := range m.in {
+		if !f(p.key, p.keyed, p.tag, p.msg) {
+			break
+		}
+	}
+	return true
 }
 
 // next returns the next user message in round-robin order, or nil if no

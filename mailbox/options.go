@@ -67,6 +67,13 @@ func WithTurnEnd(f func()) Option {
 	return func(m *Mailbox) { m.turnEnd = f }
 }
 
+// WithHurry names the work Hurry runs: f is run with the actor's
+// exclusive use, as a message's handler would be, ahead of the messages
+// queued. Like WithTurnEnd's, f must not use the actor's context.
+func WithHurry(f func()) Option {
+	return func(m *Mailbox) { m.hurried = f }
+}
+
 // WithMiddleware attaches Proto.Actor mailbox middlewares (statistics). They
 // are called as by Proto.Actor's default mailbox: MessagePosted on the
 // posting goroutine, MessageReceived after each message is processed,
@@ -83,7 +90,7 @@ func New(opts ...Option) *Mailbox {
 		queues:  make(map[SenderKey]*senderQueue),
 		sweepAt: minSweep,
 	}
-	m.process = m.processMessages
+	m.process, m.urgent = m.processMessages, m.runHurried
 	for _, opt := range opts {
 		opt(m)
 	}
