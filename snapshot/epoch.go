@@ -83,6 +83,10 @@ func (p *Process) receiveEpoch(c *inChan, st *Stamp, payload any) error {
 	}
 	c.epoch = st.Epoch
 	c.received = st.Seq
+	var from, through SnapshotID // what a capture reported it for
+	if c.captured {
+		from, through = p.reported(c, st.Seq)
+	}
 	if !c.changed {
 		c.changed = true
 		p.changedIn = append(p.changedIn, c)
@@ -91,10 +95,11 @@ func (p *Process) receiveEpoch(c *inChan, st *Stamp, payload any) error {
 		return nil
 	}
 	// Older than this process's epoch: in flight for every snapshot in
-	// progress here above the sender's epoch.
+	// progress here above the sender's epoch, but those a capture
+	// reported it for already.
 	var msgs []Message
 	for _, s := range p.snaps {
-		if s.id <= st.Epoch || s.discarded {
+		if s.id <= st.Epoch || s.discarded || (s.id > from && s.id <= through) {
 			continue
 		}
 		if msgs == nil {

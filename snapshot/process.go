@@ -91,6 +91,7 @@ type inChan struct {
 	departed bool       // the sender stopped: nothing more will come
 	epoch    SnapshotID // Epochs mode: the last message's
 	changed  bool       // Epochs mode: received on since the last record (in Process.changedIn)
+	captured bool       // Epochs mode: in Process.capt
 	slot     int32      // its index in Process.ins
 
 	// Aligned mode.
@@ -163,6 +164,9 @@ type Process struct {
 
 	// epoch is the newest snapshot recorded here (Epochs mode; epoch.go).
 	epoch SnapshotID
+	// capt holds what captures reported of the channels' messages not
+	// received yet (Epochs mode; capture.go).
+	capt map[*inChan]*captured
 	// Epochs mode: the channels whose counters changed since the last
 	// record, which the next record lists; that record's snapshot;
 	// whether the next record lists every channel instead (the first, and
@@ -577,6 +581,9 @@ func (p *Process) DropPeer(peer ProcessID) {
 		p.Departed(peer)
 		for _, s := range p.snaps {
 			delete(s.chans, peer)
+		}
+		if c.captured {
+			p.uncapture(c)
 		}
 		p.setBlocked(c, false)
 		p.logged -= len(c.log)

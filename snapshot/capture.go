@@ -1,0 +1,188 @@
+package snapshot
+
+import "fmt"
+
+// Capturing the messages queued for a process (Epochs mode).
+//
+// A message from an older epoch that a process receives after its record
+// is channel state; the process would report it when it receives it,
+// after every message queued before it, which under load is a pass over
+// every busy mailbox after the records. The messages queued for a process
+// when it records are already known to be received after the record: a
+// caller that can read its queue hands them over right after the record
+// (Capture), and the process reports those from older epochs at once, as
+// Flink's unaligned checkpoints persist the buffers a barrier overtakes.
+// When such a message is received later it is not reported again for the
+// snapshots it was reported for; it is for those recorded since.
+//
+// What captures reported is kept per channel as segments of consecutive
+// sequence numbers, each reported for the snapshots in (from, through]:
+// from is the epoch before the record that first captured its messages,
+// through the epoch at their last capture. A message stays queued from
+// its capture to its receipt, so a later capture reports it for the
+// snapshots recorded since its last (every one of them was recorded
+// while it was queued), and its range stays an interval.
+
+// Queued is a message queued for a process and not received yet, as its
+// sender stamped it (Stamp.Epoch), for Capture.
+type Queued struct {
+	Epoch   SnapshotID
+	Payload any
+}
+
+// captured is what captures reported of one incoming channel's messages
+// not received yet, by increasing sequence number.
+type captured struct {
+	segs []capSeg
+}
+
+// capSeg says that the messages after the segment before, up to sequence
+// number upTo, were reported for the snapshots in (from, through].
+type capSeg struct {
+	upTo          uint64
+	from, through SnapshotID
+}
+
+// Capture takes, in the Epochs mode, the messages queued for this process
+// on the channel from from (through h, as ReceiveNextOn) as channel state
+// now, rather than when they are received: each is reported (Ready's
+// Channels) for every snapshot recorded since since (the epoch before the
+// records just taken, Epoch then) that it is in flight for, and for those
+// recorded since an earlier capture of it. queued must be the next
+// messages the process will receive on the channel, in order, and the
+// caller must call Capture between its records and its next receipt; it
+// may give fewer than are queued (a prefix). An epoch out of order is a
+// protocol error: nothing is captured.
+func (p *Process) Capture(h *InHandle, from ProcessID, since SnapshotID, queued []Queued) error {
+	if p.mode != Epochs || since >= p.epoch || len(queued) == 0 {
+		return nil
+	}
+	c := h.c
+	if c == nil || c.dropped || c.from != from {
+		c = p.inChannel(from)
+		h.c = c
+	}
+	last := c.epoch
+	n := 0 // the prefix from older epochs than this process's
+	for i, q := range queued {
+		if q.Epoch < last {
+			return fmt.Errorf("%w: channel %s: queued message %d from epoch %d after one from epoch %d", ErrProtocol, Channel{From: from, To: p.id}, c.received+uint64(i)+1, q.Epoch, last)
+		}
+		last = q.Epoch
+		if q.Epoch < p.epoch {
+			n = i + 1
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	cs := p.capture(c)
+	p.pruneCapture(c, cs)
+	// floors[i] is the epoch above which queued[i] is reported now: the
+	// last capture's for a message captured before, since for the others.
+	floors := make([]SnapshotID, n)
+	k := 0
+	for i := range n {
+		seq := c.received + uint64(i) + 1
+		for k < len(cs.segs) && cs.segs[k].upTo < seq {
+			k++
+		}
+		floors[i] = since
+		if k < len(cs.segs) {
+			floors[i] = cs.segs[k].through
+		}
+	}
+	for _, s := range p.snaps {
+		if s.discarded || s.id > p.epoch {
+			continue
+		}
+		var msgs []Message
+		for i, q := range queued[:n] {
+			if s.id > floors[i] && s.id > q.Epoch {
+				msgs = append(msgs, Message{Seq: c.received + uint64(i) + 1, Payload: q.Payload})
+			}
+		}
+		if len(msgs) > 0 {
+			p.ready.Channels = append(p.ready.Channels, ChannelRecord{Snapshot: s.id, Channel: Channel{From: from, To: p.id}, Messages: msgs})
+		}
+	}
+	// The first n are reported through this epoch now.
+	upTo := c.received + uint64(n)
+	var segs []capSeg
+	for _, g := range cs.segs {
+		switch {
+		case g.upTo <= upTo:
+			g.through = p.epoch
+			segs = append(segs, g)
+		default:
+			prev := c.received
+			if len(segs) > 0 {
+				prev = segs[len(segs)-1].upTo
+			}
+			if prev < upTo {
+				segs = append(segs, capSeg{upTo: upTo, from: g.from, through: p.epoch})
+			}
+			segs = append(segs, g)
+		}
+	}
+	if len(segs) == 0 || segs[len(segs)-1].upTo < upTo {
+		segs = append(segs, capSeg{upTo: upTo, from: since, through: p.epoch})
+	}
+	cs.segs = segs
+	return nil
+}
+
+// capture returns c's capture state, made if it has none.
+func (p *Process) capture(c *inChan) *captured {
+	if c.captured {
+		return p.capt[c]
+	}
+	if p.capt == nil {
+		p.capt = make(map[*inChan]*captured)
+	}
+	cs := &captured{}
+	p.capt[c] = cs
+	c.captured = true
+	return cs
+}
+
+// pruneCapture forgets the segments of messages received already.
+func (p *Process) pruneCapture(c *inChan, cs *captured) {
+	i := 0
+	for i < len(cs.segs) && cs.segs[i].upTo <= c.received {
+		i++
+	}
+	cs.segs = cs.segs[i:]
+}
+
+// reported returns the snapshots a capture reported the message with
+// sequence number seq on c for, (from, through], and forgets what the
+// captures kept of the messages up to it; both are zero if none did.
+func (p *Process) reported(c *inChan, seq uint64) (from, through SnapshotID) {
+	cs := p.capt[c]
+	i := 0
+	for i < len(cs.segs) && cs.segs[i].upTo < seq {
+		i++
+	}
+	cs.segs = cs.segs[i:]
+	if len(cs.segs) == 0 {
+		p.uncapture(c)
+		return 0, 0
+	}
+	g := cs.segs[0]
+	if g.upTo == seq {
+		if cs.segs = cs.segs[1:]; len(cs.segs) == 0 {
+			p.uncapture(c)
+		}
+	}
+	if seq <= g.upTo {
+		return g.from, g.through
+	}
+	return 0, 0
+}
+
+// uncapture forgets c's capture state.
+func (p *Process) uncapture(c *inChan) {
+	delete(p.capt, c)
+	c.captured = false
+}
