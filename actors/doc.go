@@ -89,6 +89,11 @@
 // participant (the default), or at one participant with markers flooding
 // the channel graph (WithInitiation(Flooding)); participants no channel
 // leads to are then started by the guardian after a quarter of the timeout.
+// In the epoch mode a broadcast start is recorded ahead of the messages
+// queued for each participant, and those queued from older epochs are
+// taken as the channels' state at once (WithInitiation(InOrder) reads the
+// start in its turn instead); WithInitiation(Lazy) lets each participant
+// record at its next message.
 //
 // # Lifecycle
 //

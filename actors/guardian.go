@@ -194,7 +194,7 @@ func (g *guardian) newCoordinator(after snapshot.SnapshotID, restored *snapshot.
 		After: after, Mode: cfg.mode, Restored: restored, Timeout: cfg.timeout,
 		Learn: cfg.mode == snapshot.Aligned, BackEdges: cfg.backEdges, Search: search,
 	}
-	if cfg.initiation != Broadcast {
+	if !cfg.broadcasts() {
 		ccfg.SweepAfter = g.sweepEvery()
 	}
 	c, err := snapshot.NewCoordinator(ccfg)
@@ -565,7 +565,7 @@ func (g *guardian) start(reply chan<- result, direct, probe bool, remote ...remo
 		r.waiters = append(r.waiters, reply)
 	}
 	aligned := g.s.cfg.mode == snapshot.Aligned
-	g.fanOut(id, !direct && g.s.cfg.initiation == Broadcast, !direct && aligned && g.s.cfg.initiation == Flooding, probe, initiator, rd.Awaited)
+	g.fanOut(id, !direct && g.s.cfg.broadcasts(), !direct && aligned && g.s.cfg.initiation == Flooding, probe, initiator, rd.Awaited)
 	g.runs[id] = r
 	g.s.metrics.started.Add(context.Background(), 1)
 	g.s.log.Debug("snapshot started", slog.Uint64("id", uint64(id)), slog.Int("participants", len(parts)))
@@ -602,7 +602,7 @@ func (g *guardian) start(reply chan<- result, direct, probe bool, remote ...remo
 		g.s.publishEpoch(id)
 		r.timers = append(r.timers, g.later(g.sweepEvery(), &timerMsg{id: id, sweep: true}))
 	default:
-		broadcast(id, parts)
+		broadcast(id, parts, g.s.cfg.hurried())
 	}
 }
 
@@ -639,7 +639,7 @@ func (g *guardian) carry() {
 		}
 		for _, id := range rd.Resync {
 			if p := g.s.reg.lookup(id); p != nil {
-				p.mb.PostFrom(controlKey, &resyncMsg{})
+				p.handResync()
 			} else if e := g.s.reg.lookupRemote(id, ""); g.clustered() && e != nil {
 				g.post(e.addr, &frame{K: fResync, To: id})
 			}
@@ -650,11 +650,23 @@ func (g *guardian) carry() {
 // broadcast starts snapshot id at every participant: the guardian posts
 // the start to each, from its own goroutine (about 0.1 µs a post), one
 // hop rather than a relay through a few participants, which would cost
-// a pass over the busy mailboxes more (docs/benchmarks.md).
-func broadcast(id snapshot.SnapshotID, parts []*participant) {
+// a pass over the busy mailboxes more (docs/benchmarks.md). In the epoch
+// mode each also records it ahead of its queued messages
+// (participant.startHurried): the records take one pass over the
+// participants' records rather than over every message queued.
+func broadcast(id snapshot.SnapshotID, parts []*participant, hurry bool) {
 	msg := &initiateMsg{id: id, start: true}
 	for _, p := range parts {
 		p.mb.PostFrom(controlKey, msg)
+		if hurry {
+			for {
+				old := p.hurryTo.Load()
+				if old >= uint64(id) || p.hurryTo.CompareAndSwap(old, uint64(id)) {
+					break
+				}
+			}
+			p.mb.Hurry()
+		}
 	}
 }
 

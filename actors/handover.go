@@ -25,6 +25,16 @@ func (p *participant) handDrop(id snapshot.ProcessID) {
 	p.awaitsNew.Store(true)
 }
 
+// handResync leaves the coordinator's word that the participant's next
+// record must list all its counters (snapshot.Process.Resync): taken
+// before that record, whatever else is queued before or after it.
+func (p *participant) handResync() {
+	p.awaitsMu.Lock()
+	p.resync = true
+	p.awaitsMu.Unlock()
+	p.awaitsNew.Store(true)
+}
+
 // takeAwaited applies what the guardian left: whose barriers to wait for,
 // in order, and the departed to forget. It runs before anything that can
 // make the Process record.
@@ -44,14 +54,17 @@ func (p *participant) takeHandovers(awaits bool) {
 		return
 	}
 	p.awaitsMu.Lock()
-	drops := p.drops
-	p.drops = nil
+	drops, resync := p.drops, p.resync
+	p.drops, p.resync = nil, false
 	var hs []awaitHandover
 	if awaits {
 		hs, p.awaits = p.awaits, nil
 	}
 	p.awaitsNew.Store(len(p.awaits) > 0)
 	p.awaitsMu.Unlock()
+	if resync {
+		p.proc.Resync()
+	}
 	p.drop(drops)
 	for _, h := range hs {
 		p.proc.SetAwaited(h.id, h.from)

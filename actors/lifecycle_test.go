@@ -267,7 +267,9 @@ func TestParticipantStoppedMidSnapshot(t *testing.T) {
 // before the cut is still on its way, takes that message with it: the
 // snapshot is aborted with a reason naming it.
 func TestStoppedWithMessagesOnTheirWayAborts(t *testing.T) {
-	sys, pids, events, recorded := probesTraced(t, 3)
+	// The start is read behind what is queued (InOrder): a message queued
+	// before it is sent before the record.
+	sys, pids, events, recorded := probesTraced(t, 3, WithInitiation(InOrder))
 	defer shutdown(t, sys)
 	release0 := block(t, sys, pids[0])
 	defer release0()
@@ -328,7 +330,7 @@ func TestParticipantCrashMidSnapshotAborts(t *testing.T) {
 }
 
 func TestUnregisteredMessageTypeFailsTheSnapshotOnly(t *testing.T) {
-	sys, pids, events, recorded := probesTraced(t, 2)
+	sys, pids, events, recorded := probesTraced(t, 2, WithInitiation(InOrder)) // the start read behind what is queued
 	defer shutdown(t, sys)
 	s, r := pids[0], pids[1]
 	release := block(t, sys, s)
@@ -940,7 +942,7 @@ func TestReportedChannelStateCountsAgainstBudget(t *testing.T) {
 // participant instead of completing short of the message.
 func TestSendToStoppedBeforeRecordAborts(t *testing.T) {
 	forModes(t, func(t *testing.T, mode Option) {
-		sys, pids, events, recorded := probesTraced(t, 2, mode)
+		sys, pids, events, recorded := probesTraced(t, 2, mode, WithInitiation(InOrder)) // the start read behind what is queued
 		defer shutdown(t, sys)
 		deliverNote(t, sys, events, pids[1], pids[0], "hello") // p0 knows p1: p1 awaits nothing of p0
 		release := block(t, sys, pids[0])
@@ -1010,7 +1012,7 @@ func TestPoisonStoppedParticipant(t *testing.T) {
 // timed out).
 func TestSpawnedDuringSnapshotJoinsIt(t *testing.T) {
 	forModes(t, func(t *testing.T, mode Option) {
-		sys, pids, events, recorded := probesTraced(t, 2, mode, WithTimeout(testTimeout))
+		sys, pids, events, recorded := probesTraced(t, 2, mode, WithTimeout(testTimeout), WithInitiation(InOrder)) // the start read behind what is queued
 		defer shutdown(t, sys)
 		release := block(t, sys, pids[0])
 		defer release()

@@ -322,7 +322,7 @@ func (g *guardian) memberFrame(from string, f *frame) {
 		}
 	case fResync:
 		if p := reg.lookup(f.To); p != nil {
-			p.mb.PostFrom(controlKey, &resyncMsg{})
+			p.handResync()
 		}
 	case fResyncAll:
 		// Its participants were asked as it was delivered.
@@ -566,7 +566,7 @@ func (g *guardian) resynced(member string) {
 // counters in its next record.
 func (s *System) resyncLocal() {
 	for _, p := range s.reg.live() {
-		p.mb.PostFrom(controlKey, &resyncMsg{})
+		p.handResync()
 	}
 }
 

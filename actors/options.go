@@ -18,7 +18,12 @@ type Initiation uint8
 
 const (
 	// Broadcast: the guardian sends the start to every participant on its
-	// control channel; a snapshot takes O(1) hops. The default.
+	// control channel; a snapshot takes O(1) hops. The default. In the
+	// epoch mode each participant records it ahead of the messages
+	// queued for it, at once if it is not handling one, else right after
+	// (InOrder otherwise): its records take one pass over the
+	// participants rather than over every message queued, and what is
+	// queued from older epochs is the channels' state.
 	Broadcast Initiation = iota
 	// Flooding: the guardian starts the snapshot at one participant and
 	// markers flood the channel graph from there (classic Chandy–Lamport);
@@ -34,7 +39,19 @@ const (
 	// the guardian starts those that stay silent after WithLazyStart's
 	// delay. Busy participants then cost no start message at all.
 	Lazy
+	// InOrder is Broadcast with each participant's start read in its
+	// turn, behind the messages queued for it before the start: the cut
+	// falls where the start is read, as in the unaligned and aligned
+	// modes, which always start so.
+	InOrder
 )
+
+// broadcasts reports whether the guardian starts every participant.
+func (c *config) broadcasts() bool { return c.initiation == Broadcast || c.initiation == InOrder }
+
+// hurried reports whether a start is recorded ahead of the queue
+// (Broadcast in the epoch mode).
+func (c *config) hurried() bool { return c.initiation == Broadcast && c.mode == snapshot.Epochs }
 
 // Option configures a System.
 type Option func(*config)
@@ -143,7 +160,8 @@ type BackEdgeSearch func(chans []snapshot.Channel, roots []snapshot.ProcessID) [
 // timeout with a reason naming the channels still awaited.
 func WithBackEdgeSearch(f BackEdgeSearch) Option { return func(c *config) { c.search = f } }
 
-// WithInitiation selects broadcast (default), flooding or lazy initiation.
+// WithInitiation selects broadcast (default), flooding, lazy or in-order
+// initiation.
 func WithInitiation(i Initiation) Option { return func(c *config) { c.initiation = i } }
 
 // DefaultLazyStart is WithLazyStart's default.
@@ -246,7 +264,7 @@ func newConfig(opts []Option) (config, error) {
 	switch {
 	case !c.mode.Valid():
 		return c, fmt.Errorf("%w: mode %s not supported", ErrConfig, c.mode)
-	case c.initiation > Lazy:
+	case c.initiation > InOrder:
 		return c, fmt.Errorf("%w: unknown initiation %d", ErrConfig, c.initiation)
 	case c.initiation == Lazy && c.mode != snapshot.Epochs:
 		return c, fmt.Errorf("%w: lazy starts need the epoch mode (WithMode(snapshot.Epochs)), not %s", ErrConfig, c.mode)

@@ -43,6 +43,9 @@ type participant struct {
 	// paused is the senders this participant holds paused (aligned mode),
 	// for the guardian's timeout reasons.
 	paused atomic.Pointer[[]snapshot.ProcessID]
+	// hurryTo is the newest snapshot broadcast to it in the epoch mode:
+	// the one its mailbox's hurried work records (startHurried).
+	hurryTo atomic.Uint64
 
 	// Owned by the actor's goroutine.
 	state    []byte // to restore before the first message, then nil
@@ -70,6 +73,12 @@ type participant struct {
 	epochs   bool // the Process's mode is Epochs: any message may make it record
 	counted  int  // this participant's part of System.recorded
 	nReports int  // messages in reports, for the budget
+	live     bool // Started handled, and neither restarting nor stopping: its state may be recorded outside a message
+	// capturedAt is the epoch when it last captured its queue (epoch
+	// mode, captureQueued); capture holds that capture's buffers.
+	capturedAt snapshot.SnapshotID
+	capture    queueCapture
+	unread     bool // a message taken off the queue is not received yet: no capture
 
 	// The requests it sent to participants and has not had answered
 	// (waits.go); requested says it ever sent one. current is the
@@ -86,9 +95,11 @@ type participant struct {
 
 	// drops holds departed participants to forget, left by the guardian
 	// with the awaited sets, under awaitsMu, and taken with them
-	// (guardian.drop). Kept apart from the fields every message
-	// reads.
-	drops []snapshot.ProcessID
+	// (guardian.drop); resync, the coordinator's word that the next
+	// record lists all counters (handResync). Kept apart from the fields
+	// every message reads.
+	drops  []snapshot.ProcessID
+	resync bool
 }
 
 // shell is the actor Proto.Actor runs for a participant: it keeps the
@@ -130,8 +141,6 @@ func (w *shell) receive(ctx actor.Context, key mailbox.SenderKey) {
 		case *abortMsg:
 			p.forget = append(p.forget, m.id)
 			p.act()
-		case *resyncMsg:
-			p.proc.Resync()
 		case *budgetMsg:
 			p.budget = false
 			p.recount()
@@ -143,7 +152,11 @@ func (w *shell) receive(ctx actor.Context, key mailbox.SenderKey) {
 		return
 	}
 	if p.lazy {
+		// The message is off the queue and not received yet: a capture
+		// now would give its channel's queue from the wrong message on.
+		p.unread = true
 		p.lazyStart()
+		p.unread = false
 	}
 	ref := p.peer(key)
 	from := ref.from
@@ -197,6 +210,7 @@ func (w *shell) lifecycle(ctx actor.Context) {
 			p.state = nil
 		}
 	case *actor.Restarting:
+		p.live = false
 		p.sys.tell(&restartedMsg{id: p.id})
 	case *actor.Terminated:
 		if m.Who != nil {
@@ -207,7 +221,10 @@ func (w *shell) lifecycle(ctx actor.Context) {
 				delete(p.children, id)
 			}
 		}
+	case *actor.Stopping:
+		p.live = false
 	case *actor.Stopped:
+		p.live = false
 		defer p.depart()
 	}
 	w.deliver(ctx, "", nil)
@@ -222,6 +239,27 @@ func (w *shell) lifecycle(ctx actor.Context) {
 		}
 		p.act()
 	}
+	if _, started := ctx.Message().(*actor.Started); started {
+		p.live = true
+	}
+}
+
+// startHurried is the work its mailbox hurries (mailbox.WithHurry) when
+// the guardian broadcasts a snapshot in the epoch mode: the participant
+// records it ahead of the messages queued, rather than when its turn
+// comes after a pass over every busy mailbox. Recording earlier than the
+// start message's place in the queue is a cut like any other in this
+// mode: the messages queued before it from older epochs are channel
+// state, as those that come later are. The start message follows as
+// usual and finds the snapshot recorded.
+func (p *participant) startHurried() {
+	id := snapshot.SnapshotID(p.hurryTo.Load())
+	if !p.live || id == 0 || !p.sys.reg.isPending(id) {
+		return
+	}
+	p.takeAwaited()
+	p.fail(id, p.proc.Start(id))
+	p.act()
 }
 
 // deliver hands the current message to the application. msg, when set,
@@ -565,6 +603,11 @@ func (p *participant) post(t *participant, msg interface{}) {
 // counts. It reports whether the message last given to Receive is held
 // (Ready.Hold).
 func (p *participant) act() (held bool) {
+	if p.epochs && !p.unread && p.proc.Epoch() > p.capturedAt {
+		since := p.capturedAt
+		p.capturedAt = p.proc.Epoch()
+		p.captureQueued(since)
+	}
 	acted := false
 	for {
 		if p.proc.HasReady() {

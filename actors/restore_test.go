@@ -166,7 +166,7 @@ func TestRestoreDropsDeparted(t *testing.T) {
 // A request caught in flight keeps its sender: after a restore, the
 // receiver's Respond reaches the participant that asked.
 func TestRequestInFlightKeepsItsSender(t *testing.T) {
-	sys, pids, events, recorded := probesTraced(t, 2, WithStore(persistence.NewMemory()))
+	sys, pids, events, recorded := probesTraced(t, 2, WithStore(persistence.NewMemory()), WithInitiation(InOrder)) // the start read behind what is queued
 	release := block(t, sys, pids[0])
 	sys.Root().Send(pids[0], &requestTo{to: pids[1], msg: &ping{N: 1}}) // before p0 records
 	pending := startAsync(sys)

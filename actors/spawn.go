@@ -188,7 +188,7 @@ func (s *System) newParticipant(kindName string, id snapshot.ProcessID, state []
 		children: make(map[snapshot.ProcessID]bool),
 		reports:  make(map[snapshot.SnapshotID][]snapshot.ChannelRecord),
 	}
-	mopts := []mailbox.Option{mailbox.WithHeldLimit(0, p.overHeld), mailbox.WithTurnEnd(p.turnEnd)}
+	mopts := []mailbox.Option{mailbox.WithHeldLimit(0, p.overHeld), mailbox.WithTurnEnd(p.turnEnd), mailbox.WithHurry(p.startHurried)}
 	if s.cfg.mode != snapshot.Aligned {
 		// Only the aligned mode holds a sender back; the others need
 		// each channel's order, which posting order keeps, and not the
@@ -213,6 +213,7 @@ func (s *System) newParticipant(kindName string, id snapshot.ProcessID, state []
 	if p.proc, err = snapshot.NewProcess(pcfg); err != nil {
 		return nil, err
 	}
+	p.capturedAt = p.proc.Epoch()
 	p.lazy = s.cfg.initiation == Lazy
 	p.epochs = p.proc.Mode() == snapshot.Epochs
 	if p.aligned = p.proc.Mode() == snapshot.Aligned; p.aligned {

@@ -54,7 +54,7 @@ func (s *System) startFrame(f *frame) {
 	reg.mu.Unlock()
 	switch {
 	case f.Start:
-		broadcast(f.ID, reg.live())
+		broadcast(f.ID, reg.live(), s.cfg.hurried())
 	case s.cfg.initiation == Lazy && !f.Sources:
 		s.publishEpoch(f.ID)
 	case f.Sources:

@@ -30,9 +30,6 @@ type (
 	// budgetMsg is posted by a participant's mailbox to the participant
 	// when the messages held for its paused senders go over the budget.
 	budgetMsg struct{}
-	// resyncMsg asks a participant to list all its counters in its next
-	// record (epoch mode): the coordinator lost track of its records.
-	resyncMsg struct{}
 )
 
 // heldMsg is a message held behind a barrier (participant.receive).
