@@ -54,6 +54,11 @@ type Config struct {
 	Mode snapshot.Mode
 	// DeltaMin is the processes' snapshot.Config.DeltaMin.
 	DeltaMin int
+	// Capture, in the Epochs mode, makes a process that recorded hand over
+	// the data messages queued for it on each incoming link
+	// (Process.Capture), as actorsnap's participants hand over their
+	// mailbox: each link's prefix that its receiver will take next.
+	Capture bool
 	// BackEdges, in the aligned mode, are the channels the processes do not
 	// wait for. When nil, the network computes them with
 	// snapshot.ShallowBackEdges from the graph; NoBackEdges leaves them
@@ -164,18 +169,20 @@ func (h *events) Pop() any {
 // starts snapshots, assembles them and says when one is finished. It is
 // not safe for concurrent use. A failed protocol step stops it: see Err.
 type Network struct {
-	cfg    Config
-	rng    *rand.Rand
-	coord  *snapshot.Coordinator
-	app    App
-	now    int64
-	procs  []*snapshot.Process
-	index  map[snapshot.ProcessID]int
-	links  map[[2]int]*link
-	order  []*link // links in creation order, for deterministic draining
-	events events
-	seq    uint64
-	trace  *Trace
+	cfg   Config
+	rng   *rand.Rand
+	coord *snapshot.Coordinator
+	app   App
+	now   int64
+	procs []*snapshot.Process
+	index map[snapshot.ProcessID]int
+	links map[[2]int]*link
+	// captured counts the queued messages handed over (Config.Capture).
+	captured int
+	order    []*link // links in creation order, for deterministic draining
+	events   events
+	seq      uint64
+	trace    *Trace
 
 	held      int // deliveries waiting on blocked links
 	completed []*snapshot.Global
@@ -579,9 +586,13 @@ func (n *Network) step(i int, input func(p *snapshot.Process) error) {
 		return
 	}
 	p := n.procs[i]
+	before := p.Epoch()
 	if err := input(p); err != nil {
 		n.fail(fmt.Errorf("%s: %w", n.name(i), err))
 		return
+	}
+	if n.cfg.Capture && p.Epoch() > before {
+		n.capture(i, before)
 	}
 	if !p.HasReady() {
 		return
@@ -636,6 +647,51 @@ func (n *Network) step(i int, input func(p *snapshot.Process) error) {
 	p.Advance()
 	n.coordinate()
 }
+
+// capture hands process i the data messages queued for it on each of its
+// incoming links, for the snapshots it recorded since since: on each
+// link, those it will receive next, in order (a message to an earlier
+// incarnation is lost, not received; a marker or a departure ends the
+// prefix, and so does a sequence number that does not follow, a sender
+// given its name again).
+func (n *Network) capture(i int, since snapshot.SnapshotID) {
+	p := n.procs[i]
+	for _, l := range n.order {
+		if l.to != i || l.from == coordinator || l.empty() {
+			continue
+		}
+		from := n.name(l.from)
+		next := p.Received(from) + 1
+		var queued []snapshot.Queued
+		for _, e := range l.q[l.head:] {
+			if e.kind != data {
+				break
+			}
+			if e.toInc != n.incarnation[i] {
+				continue // lost at its delivery
+			}
+			if e.stamp.Seq != next {
+				break
+			}
+			queued = append(queued, snapshot.Queued{Epoch: e.stamp.Epoch, Payload: e.payload})
+			next++
+		}
+		if len(queued) == 0 {
+			continue
+		}
+		var h snapshot.InHandle
+		if err := p.Capture(&h, from, since, queued); err != nil {
+			n.fail(fmt.Errorf("%s: capture from %s: %w", n.name(i), from, err))
+			return
+		}
+		n.captured += len(queued)
+		n.logf("%s: captured %d queued from %s", n.name(i), len(queued), from)
+	}
+}
+
+// Captured returns the messages processes handed over from their queues
+// (Config.Capture).
+func (n *Network) Captured() int { return n.captured }
 
 // coordinate carries out what the coordinator asks: awaited sets handed
 // to every process, starts broadcast on the control channel or initiated,
