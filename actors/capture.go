@@ -8,7 +8,7 @@ import (
 // queueCapture holds a participant's buffers for captureQueued, reused
 // from one capture to the next.
 type queueCapture struct {
-	keys   map[mailbox.SenderKey]int // a sender's index in senders
+	keys   map[mailbox.SenderKey]int // a sender's index in order
 	order  []mailbox.SenderKey
 	queued [][]snapshot.Queued
 	done   []bool // a sender's channel stopped at a message that is not plain
@@ -73,7 +73,7 @@ func (p *participant) captureQueued(since snapshot.SnapshotID) {
 		for i, key := range c.order {
 			ref := p.peers[key]
 			if ref == nil || len(c.queued[i]) == 0 || c.names[ref.from] > 1 {
-				continue // a sender not heard from yet: taken as it comes
+				continue // not heard from yet, or sharing its name: read as it comes
 			}
 			// An error is the channel's order broken; its receipt says so.
 			_ = p.proc.Capture(&ref.in, ref.from, since, c.queued[i])

@@ -81,6 +81,18 @@ func captureRun(seed uint64) error {
 		}
 		return rcv.Capture(&h, "s", since, q)
 	}
+	// receive takes the queue's head: in flight for every snapshot the
+	// receiver recorded above the sender's epoch and not forgotten.
+	receive := func() error {
+		m := queue[0]
+		queue = queue[1:]
+		for s := m.st.Epoch + 1; s <= rcv.Epoch(); s++ {
+			if !forgotten[s] {
+				want[s] = append(want[s], m.seq)
+			}
+		}
+		return rcv.ReceiveNextOn(&h, "s", snapshot.Stamp{Epoch: m.st.Epoch}, m.seq)
+	}
 	next := snapshot.SnapshotID(1)
 	for range 200 + r.IntN(200) {
 		switch x := r.IntN(10); {
@@ -89,15 +101,8 @@ func captureRun(seed uint64) error {
 			sent++
 			queue = append(queue, queuedMsg{st: st, seq: sent})
 		case x < 7 && len(queue) > 0:
-			m := queue[0]
-			queue = queue[1:]
 			before := rcv.Epoch()
-			for s := m.st.Epoch + 1; s <= before; s++ {
-				if !forgotten[s] {
-					want[s] = append(want[s], m.seq)
-				}
-			}
-			if err := rcv.ReceiveNextOn(&h, "s", snapshot.Stamp{Epoch: m.st.Epoch}, m.seq); err != nil {
+			if err := receive(); err != nil {
 				return err
 			}
 			if rcv.Epoch() > before {
@@ -150,15 +155,7 @@ func captureRun(seed uint64) error {
 	// The rest is received; nothing more may be reported for snapshots
 	// forgotten.
 	for len(queue) > 0 {
-		m := queue[0]
-		queue = queue[1:]
-		before := rcv.Epoch()
-		for s := m.st.Epoch + 1; s <= before; s++ {
-			if !forgotten[s] {
-				want[s] = append(want[s], m.seq)
-			}
-		}
-		if err := rcv.ReceiveNextOn(&h, "s", snapshot.Stamp{Epoch: m.st.Epoch}, m.seq); err != nil {
+		if err := receive(); err != nil {
 			return err
 		}
 		if err := collect(); err != nil {
