@@ -553,8 +553,7 @@ func (g *guardian) start(reply chan<- result, direct, probe bool, remote ...remo
 		// waits from different graphs may form a cycle together).
 		g.handAwaited(rd.Awaited, parts)
 	}
-	reg.pending = append(reg.pending, id)
-	reg.started = id
+	reg.addPendingLocked(id)
 	if probe {
 		reg.setProbeLocked(id, true)
 	}
@@ -753,7 +752,7 @@ func (g *guardian) finish(r *run, gl *snapshot.Global, err error, unrecorded []s
 	}
 	reg := &g.s.reg
 	reg.mu.Lock()
-	reg.pending = slices.DeleteFunc(reg.pending, func(id snapshot.SnapshotID) bool { return id == r.id })
+	reg.endPendingLocked(r.id)
 	reg.setProbeLocked(r.id, false)
 	reg.mu.Unlock()
 

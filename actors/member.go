@@ -333,9 +333,8 @@ func (g *guardian) memberFrame(from string, f *frame) {
 		}
 	case fOver:
 		reg.mu.Lock()
-		reg.pending = slices.DeleteFunc(reg.pending, func(id snapshot.SnapshotID) bool { return id == f.ID })
+		reg.endPendingLocked(f.ID)
 		reg.setProbeLocked(f.ID, false)
-		reg.started = max(reg.started, f.ID)
 		reg.mu.Unlock()
 		if f.Err != "" && g.s.cfg.mode == snapshot.Aligned {
 			// Its participants that had not recorded it may hold senders
@@ -473,7 +472,7 @@ func (g *guardian) members() {
 			// Starts of a coordinator that left never end: let them go.
 			reg := &g.s.reg
 			reg.mu.Lock()
-			reg.pending = nil
+			reg.clearPendingLocked()
 			for id := range reg.probes {
 				reg.setProbeLocked(id, false)
 			}

@@ -23,6 +23,11 @@ type registry struct {
 	version uint64                // changes whenever byID does
 	pending []snapshot.SnapshotID // snapshots in progress, or being saved, in start order
 	started snapshot.SnapshotID   // the last snapshot started
+	// view is pending and started as of their last change, for
+	// isPending: every participant asks at every record and report, and
+	// the read lock's shared counter is a cache line the workers fight
+	// over.
+	view atomic.Pointer[pendingView]
 	// probes are the snapshots in progress that are cuts for an analysis
 	// (System.Deadlocks, AwaitQuiescence): counters and waits, no state,
 	// never stored.
@@ -92,12 +97,49 @@ func (r *registry) isProbe(id snapshot.SnapshotID) bool {
 
 // isPending reports whether snapshot id is in progress (or being saved).
 func (r *registry) isPending(id snapshot.SnapshotID) bool {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	v := r.view.Load()
+	if v == nil {
+		return id > 0 // none started yet
+	}
 	// An id after the last started is one the cluster's coordinator has
 	// started and whose start has not reached this member yet: a marker
 	// of it overtook the start.
-	return slices.Contains(r.pending, id) || id > r.started
+	return slices.Contains(v.pending, id) || id > v.started
+}
+
+// pendingView is a copy of the registry's pending and started.
+type pendingView struct {
+	pending []snapshot.SnapshotID
+	started snapshot.SnapshotID
+}
+
+// addPendingLocked notes snapshot id as started and in progress. The
+// caller holds r.mu.
+func (r *registry) addPendingLocked(id snapshot.SnapshotID) {
+	if !slices.Contains(r.pending, id) {
+		r.pending = append(r.pending, id)
+	}
+	r.started = max(r.started, id)
+	r.publishLocked()
+}
+
+// endPendingLocked notes snapshot id as over (and started, if its start
+// never came here). The caller holds r.mu.
+func (r *registry) endPendingLocked(id snapshot.SnapshotID) {
+	r.pending = slices.DeleteFunc(r.pending, func(p snapshot.SnapshotID) bool { return p == id })
+	r.started = max(r.started, id)
+	r.publishLocked()
+}
+
+// clearPendingLocked lets every snapshot in progress go. The caller
+// holds r.mu.
+func (r *registry) clearPendingLocked() {
+	r.pending = nil
+	r.publishLocked()
+}
+
+func (r *registry) publishLocked() {
+	r.view.Store(&pendingView{pending: slices.Clone(r.pending), started: r.started})
 }
 
 // stop moves a participant that stopped from the live ones to the

@@ -216,8 +216,7 @@ func (s *System) restore(ctx context.Context, g *snapshot.Global, base snapshot.
 		}
 	} else {
 		s.reg.mu.Lock()
-		s.reg.pending = append(s.reg.pending, base+1)
-		s.reg.started = base + 1
+		s.reg.addPendingLocked(base + 1)
 		s.reg.mu.Unlock()
 		msg := &initiateMsg{id: base + 1}
 		for _, r := range live {

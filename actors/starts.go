@@ -44,10 +44,7 @@ func (s *System) startFrame(f *frame) {
 		s.handRemoteAwaited(f.ID, f.Awaited.Sets, reg.live())
 	}
 	reg.mu.Lock()
-	if !slices.Contains(reg.pending, f.ID) {
-		reg.pending = append(reg.pending, f.ID)
-	}
-	reg.started = max(reg.started, f.ID)
+	reg.addPendingLocked(f.ID)
 	if f.Probe {
 		reg.setProbeLocked(f.ID, true)
 	}
