@@ -98,14 +98,7 @@ func (d *Pool) Schedule(fn func()) {
 		d.queue, d.head = d.queue[:n], 0
 	}
 	d.queue = append(d.queue, fn)
-	wake := d.idle > 0
-	if !wake && d.workers < d.base {
-		d.spawnLocked()
-	}
-	d.mu.Unlock()
-	if wake {
-		d.wake.Signal()
-	}
+	d.addedLocked()
 }
 
 // ScheduleUrgent schedules fn ahead of every turn queued by Schedule,
@@ -115,6 +108,12 @@ func (d *Pool) Schedule(fn func()) {
 func (d *Pool) ScheduleUrgent(fn func()) {
 	d.mu.Lock()
 	d.urgent.push(fn)
+	d.addedLocked()
+}
+
+// addedLocked wakes an idle worker for the work just queued, or starts
+// one while fewer than base run, and unlocks d.mu.
+func (d *Pool) addedLocked() {
 	wake := d.idle > 0
 	if !wake && d.workers < d.base {
 		d.spawnLocked()
