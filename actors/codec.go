@@ -246,26 +246,40 @@ func (e *encoder) messages(msgs []snapshot.Message) ([]snapshot.Message, error) 
 	e.reset()
 	e.names = e.names[:0]
 	for _, m := range msgs {
-		name, err := e.append(m.Payload)
-		if err != nil {
+		if err := e.add(m.Payload); err != nil {
 			return nil, err
 		}
-		e.names = append(e.names, name)
-		e.ends = append(e.ends, e.buf.Len())
 	}
+	return e.encoded(func(i int) uint64 { return msgs[i].Seq }), nil
+}
+
+// add encodes payload at the end of e's buffer and notes its name and
+// where it ends.
+func (e *encoder) add(payload any) error {
+	name, err := e.append(payload)
+	if err != nil {
+		return err
+	}
+	e.names = append(e.names, name)
+	e.ends = append(e.ends, e.buf.Len())
+	return nil
+}
+
+// encoded returns the messages added since the last reset, the i-th
+// numbered seq(i), sharing one allocation of bytes and one of payloads,
+// each payload boxed where it lies: boxed one by one they would
+// allocate a copy each.
+func (e *encoder) encoded(seq func(i int) uint64) []snapshot.Message {
 	data := bytes.Clone(e.buf.Bytes())
-	out := make([]snapshot.Message, len(msgs))
-	// The payloads in one block, each boxed where it lies: boxing them
-	// one by one would allocate a copy of each.
-	recs := make([]RecordedMessage, len(msgs))
+	out := make([]snapshot.Message, len(e.ends))
+	recs := make([]RecordedMessage, len(e.ends))
 	start := 0
-	for i, m := range msgs {
-		end := e.ends[i]
+	for i, end := range e.ends {
 		recs[i] = RecordedMessage{Type: e.names[i], Data: data[start:end:end]}
-		out[i] = snapshot.Message{Seq: m.Seq, Payload: recordedBoxer.Box(&recs[i])}
+		out[i] = snapshot.Message{Seq: seq(i), Payload: recordedBoxer.Box(&recs[i])}
 		start = end
 	}
-	return out, nil
+	return out
 }
 
 // recordedBoxer boxes recorded messages where they lie.

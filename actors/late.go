@@ -1,10 +1,6 @@
 package actors
 
-import (
-	"bytes"
-
-	"github.com/actorsnap/actorsnap/snapshot"
-)
+import "github.com/actorsnap/actorsnap/snapshot"
 
 // lateChannels is the channel state a participant records during one
 // mailbox turn after the snapshot is over here (recorded and finished):
@@ -39,15 +35,12 @@ func (l *lateChannels) add(c snapshot.ChannelRecord) error {
 	}
 	size, names := e.buf.Len(), len(e.names)
 	for _, m := range c.Messages {
-		name, err := e.append(m.Payload)
-		if err != nil {
+		if err := e.add(m.Payload); err != nil {
 			e.buf.Truncate(size)
 			e.names, e.ends = e.names[:names], e.ends[:names]
 			l.seqs = l.seqs[:names]
 			return err
 		}
-		e.names = append(e.names, name)
-		e.ends = append(e.ends, e.buf.Len())
 		l.seqs = append(l.seqs, m.Seq)
 	}
 	l.chans = append(l.chans, lateChan{snap: c.Snapshot, ch: c.Channel, n: len(c.Messages)})
@@ -61,16 +54,7 @@ func (l *lateChannels) flush(report func(*reportMsg)) {
 		return
 	}
 	e := &l.enc
-	data := bytes.Clone(e.buf.Bytes())
-	msgs := make([]snapshot.Message, len(l.seqs))
-	recs := make([]RecordedMessage, len(l.seqs))
-	start := 0
-	for i, seq := range l.seqs {
-		end := e.ends[i]
-		recs[i] = RecordedMessage{Type: e.names[i], Data: data[start:end:end]}
-		msgs[i] = snapshot.Message{Seq: seq, Payload: recordedBoxer.Box(&recs[i])}
-		start = end
-	}
+	msgs := e.encoded(func(i int) uint64 { return l.seqs[i] })
 	chans := make([]snapshot.ChannelRecord, len(l.chans))
 	off := 0
 	one := true // most turns report to one snapshot
