@@ -131,6 +131,13 @@ func (w *shell) receive(ctx actor.Context, key mailbox.SenderKey) {
 	if key == controlKey {
 		switch m := ctx.Message().(type) {
 		case *initiateMsg:
+			if !p.sys.reg.isPending(m.id) {
+				// Over everywhere, complete or aborted: its hurried record
+				// went ahead of this message, or it ended before this
+				// participant's turn. Starting it now would only be
+				// refused as finished, and report that to the guardian.
+				return
+			}
 			p.takeAwaited()
 			if m.start {
 				p.fail(m.id, p.proc.Start(m.id))
