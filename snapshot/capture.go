@@ -30,12 +30,6 @@ type Queued struct {
 	Payload any
 }
 
-// captured is what captures reported of one incoming channel's messages
-// not received yet, by increasing sequence number.
-type captured struct {
-	segs []capSeg
-}
-
 // capSeg says that the messages after the segment before, up to sequence
 // number upTo, were reported for the snapshots in (from, through].
 type capSeg struct {
@@ -76,21 +70,25 @@ func (p *Process) Capture(h *InHandle, from ProcessID, since SnapshotID, queued 
 	if n == 0 {
 		return nil
 	}
-	cs := p.capture(c)
-	p.pruneCapture(c, cs)
+	c.pruneCapture()
 	// floors[i] is the epoch above which queued[i] is reported now: the
 	// last capture's for a message captured before, since for the others.
-	floors := make([]SnapshotID, n)
+	var buf [16]SnapshotID
+	floors := buf[:0]
+	if n > len(buf) {
+		floors = make([]SnapshotID, 0, n)
+	}
 	k := 0
 	for i := range n {
 		seq := c.received + uint64(i) + 1
-		for k < len(cs.segs) && cs.segs[k].upTo < seq {
+		for k < len(c.capt) && c.capt[k].upTo < seq {
 			k++
 		}
-		floors[i] = since
-		if k < len(cs.segs) {
-			floors[i] = cs.segs[k].through
+		f := since
+		if k < len(c.capt) {
+			f = c.capt[k].through
 		}
+		floors = append(floors, f)
 	}
 	for _, s := range p.snaps {
 		if s.discarded || s.id > p.epoch {
@@ -99,6 +97,9 @@ func (p *Process) Capture(h *InHandle, from ProcessID, since SnapshotID, queued 
 		var msgs []Message
 		for i, q := range queued[:n] {
 			if s.id > floors[i] && s.id > q.Epoch {
+				if msgs == nil {
+					msgs = make([]Message, 0, n-i)
+				}
 				msgs = append(msgs, Message{Seq: c.received + uint64(i) + 1, Payload: q.Payload})
 			}
 		}
@@ -106,10 +107,11 @@ func (p *Process) Capture(h *InHandle, from ProcessID, since SnapshotID, queued 
 			p.ready.Channels = append(p.ready.Channels, ChannelRecord{Snapshot: s.id, Channel: Channel{From: from, To: p.id}, Messages: msgs})
 		}
 	}
-	// The first n are reported through this epoch now.
+	// The first n are reported through this epoch now. The new segments
+	// are built in the Process's scratch, then copied over the channel's.
 	upTo := c.received + uint64(n)
-	var segs []capSeg
-	for _, g := range cs.segs {
+	segs := p.segs[:0]
+	for _, g := range c.capt {
 		switch {
 		case g.upTo <= upTo:
 			g.through = p.epoch
@@ -128,61 +130,47 @@ func (p *Process) Capture(h *InHandle, from ProcessID, since SnapshotID, queued 
 	if len(segs) == 0 || segs[len(segs)-1].upTo < upTo {
 		segs = append(segs, capSeg{upTo: upTo, from: since, through: p.epoch})
 	}
-	cs.segs = segs
+	c.capt = append(c.capt[:0], segs...)
+	p.segs = segs[:0]
 	return nil
 }
 
-// capture returns c's capture state, made if it has none.
-func (p *Process) capture(c *inChan) *captured {
-	if c.captured {
-		return p.capt[c]
-	}
-	if p.capt == nil {
-		p.capt = make(map[*inChan]*captured)
-	}
-	cs := &captured{}
-	p.capt[c] = cs
-	c.captured = true
-	return cs
-}
-
 // pruneCapture forgets the segments of messages received already.
-func (p *Process) pruneCapture(c *inChan, cs *captured) {
+func (c *inChan) pruneCapture() {
 	i := 0
-	for i < len(cs.segs) && cs.segs[i].upTo <= c.received {
+	for i < len(c.capt) && c.capt[i].upTo <= c.received {
 		i++
 	}
-	cs.segs = cs.segs[i:]
+	c.dropSegs(i)
+}
+
+// dropSegs forgets c's first i capture segments, in place: the array
+// stays the channel's for its next capture.
+func (c *inChan) dropSegs(i int) {
+	if i > 0 {
+		c.capt = c.capt[:copy(c.capt, c.capt[i:])]
+	}
 }
 
 // reported returns the snapshots a capture reported the message with
 // sequence number seq on c for, (from, through], and forgets what the
 // captures kept of the messages up to it; both are zero if none did.
-func (p *Process) reported(c *inChan, seq uint64) (from, through SnapshotID) {
-	cs := p.capt[c]
+func (c *inChan) reported(seq uint64) (from, through SnapshotID) {
 	i := 0
-	for i < len(cs.segs) && cs.segs[i].upTo < seq {
+	for i < len(c.capt) && c.capt[i].upTo < seq {
 		i++
 	}
-	cs.segs = cs.segs[i:]
-	if len(cs.segs) == 0 {
-		p.uncapture(c)
+	if i == len(c.capt) {
+		c.dropSegs(i)
 		return 0, 0
 	}
-	g := cs.segs[0]
+	g := c.capt[i]
 	if g.upTo == seq {
-		if cs.segs = cs.segs[1:]; len(cs.segs) == 0 {
-			p.uncapture(c)
-		}
+		i++
 	}
+	c.dropSegs(i)
 	if seq <= g.upTo {
 		return g.from, g.through
 	}
 	return 0, 0
-}
-
-// uncapture forgets c's capture state.
-func (p *Process) uncapture(c *inChan) {
-	delete(p.capt, c)
-	c.captured = false
 }

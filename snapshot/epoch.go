@@ -84,8 +84,8 @@ func (p *Process) receiveEpoch(c *inChan, st *Stamp, payload any) error {
 	c.epoch = st.Epoch
 	c.received = st.Seq
 	var from, through SnapshotID // what a capture reported it for
-	if c.captured {
-		from, through = p.reported(c, st.Seq)
+	if len(c.capt) > 0 {
+		from, through = c.reported(st.Seq)
 	}
 	if !c.changed {
 		c.changed = true

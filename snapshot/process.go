@@ -91,8 +91,10 @@ type inChan struct {
 	departed bool       // the sender stopped: nothing more will come
 	epoch    SnapshotID // Epochs mode: the last message's
 	changed  bool       // Epochs mode: received on since the last record (in Process.changedIn)
-	captured bool       // Epochs mode: in Process.capt
-	slot     int32      // its index in Process.ins
+	// Epochs mode: what captures reported of its messages not received
+	// yet, by increasing sequence number (capture.go); empty when none.
+	capt []capSeg
+	slot int32 // its index in Process.ins
 
 	// Aligned mode.
 	back    bool // a back edge: never waited for
@@ -164,9 +166,8 @@ type Process struct {
 
 	// epoch is the newest snapshot recorded here (Epochs mode; epoch.go).
 	epoch SnapshotID
-	// capt holds what captures reported of the channels' messages not
-	// received yet (Epochs mode; capture.go).
-	capt map[*inChan]*captured
+	// segs is Capture's scratch for a channel's new segments.
+	segs []capSeg
 	// Epochs mode: the channels whose counters changed since the last
 	// record, which the next record lists; that record's snapshot;
 	// whether the next record lists every channel instead (the first, and
@@ -582,9 +583,7 @@ func (p *Process) DropPeer(peer ProcessID) {
 		for _, s := range p.snaps {
 			delete(s.chans, peer)
 		}
-		if c.captured {
-			p.uncapture(c)
-		}
+		c.capt = nil
 		p.setBlocked(c, false)
 		p.logged -= len(c.log)
 		c.log = nil
