@@ -8,11 +8,80 @@ import (
 // queueCapture holds a participant's buffers for captureQueued, reused
 // from one capture to the next.
 type queueCapture struct {
-	keys   map[mailbox.SenderKey]int // a sender's index in order
-	order  []mailbox.SenderKey
-	queued [][]snapshot.Queued
-	done   []bool // a sender's channel stopped at a message that is not plain
-	names  map[snapshot.ProcessID]int
+	senders []queuedSender
+	// index finds a sender's entry once more than linearSenders have
+	// messages queued (a fan-in); nil below.
+	index map[mailbox.SenderKey]int
+}
+
+// queuedSender is one sender's part of a participant's queue.
+type queuedSender struct {
+	key    mailbox.SenderKey
+	ref    *peerRef // nil until heard from
+	name   snapshot.ProcessID
+	queued []snapshot.Queued
+	done   bool // its channel stopped at a message that is not plain
+}
+
+// linearSenders is how many senders a capture finds by scanning its list
+// rather than through a map: a mailbox under load holds messages from a
+// few senders, and a scan of a few keys costs less than a map's hashing.
+const linearSenders = 16
+
+// sender returns the index of key's entry, made if it has none.
+func (c *queueCapture) sender(key mailbox.SenderKey) int {
+	if c.index != nil {
+		if i, ok := c.index[key]; ok {
+			return i
+		}
+	} else {
+		for i := range c.senders {
+			if c.senders[i].key == key {
+				return i
+			}
+		}
+	}
+	i := len(c.senders)
+	if i < cap(c.senders) {
+		c.senders = c.senders[:i+1]
+		c.senders[i].key = key
+	} else {
+		c.senders = append(c.senders, queuedSender{key: key})
+	}
+	if c.index != nil {
+		c.index[key] = i
+	} else if i+1 > linearSenders {
+		c.index = make(map[mailbox.SenderKey]int, 2*linearSenders)
+		for j := range c.senders {
+			c.index[c.senders[j].key] = j
+		}
+	}
+	return i
+}
+
+// shared reports whether another sender in the capture has sender i's
+// name.
+func (c *queueCapture) shared(i int, names map[snapshot.ProcessID]int) bool {
+	if names != nil {
+		return names[c.senders[i].name] > 1
+	}
+	for j := range c.senders {
+		if j != i && c.senders[j].name == c.senders[i].name {
+			return true
+		}
+	}
+	return false
+}
+
+// reset empties the capture, keeping its arrays.
+func (c *queueCapture) reset() {
+	for i := range c.senders {
+		s := &c.senders[i]
+		clear(s.queued)
+		*s = queuedSender{queued: s.queued[:0]}
+	}
+	c.senders = c.senders[:0]
+	c.index = nil
 }
 
 // captureQueued hands the participant's Process, in the epoch mode, the
@@ -26,65 +95,49 @@ type queueCapture struct {
 // Messages posted without a sender are on no channel.
 func (p *participant) captureQueued(since snapshot.SnapshotID) {
 	c := &p.capture
-	if c.keys == nil {
-		c.keys = make(map[mailbox.SenderKey]int)
-	}
 	ok := p.mb.Queued(func(key mailbox.SenderKey, keyed bool, tag uint64, msg interface{}) bool {
 		if !keyed || key == controlKey {
 			return true
 		}
-		i, seen := c.keys[key]
-		if !seen {
-			i = len(c.order)
-			c.keys[key] = i
-			c.order = append(c.order, key)
-			if i == len(c.queued) {
-				c.queued = append(c.queued, nil)
-				c.done = append(c.done, false)
-			}
-		}
-		if c.done[i] {
+		s := &c.senders[c.sender(key)]
+		if s.done {
 			return true
 		}
 		switch msg.(type) {
 		case *firstMsg, *markerMsg, *departedMsg:
-			c.done[i] = true
+			s.done = true
 			return true
 		}
-		c.queued[i] = append(c.queued[i], snapshot.Queued{Epoch: snapshot.SnapshotID(tag), Payload: msg})
+		s.queued = append(s.queued, snapshot.Queued{Epoch: snapshot.SnapshotID(tag), Payload: msg})
 		return true
 	})
 	if ok {
 		// Two senders under one name (a stopped one and the new one that
 		// took its name) may share the name's channel as they are
 		// received: neither is captured.
-		if c.names == nil {
-			c.names = make(map[snapshot.ProcessID]int)
-		}
-		for _, key := range c.order {
-			var name snapshot.ProcessID
-			if ref := p.peers[key]; ref != nil {
-				name = ref.from
-			} else if t := p.sys.reg.lookupKey(key); t != nil {
-				name = t.id
+		var names map[snapshot.ProcessID]int
+		for i := range c.senders {
+			s := &c.senders[i]
+			if s.ref = p.peers[s.key]; s.ref != nil {
+				s.name = s.ref.from
+			} else if t := p.sys.reg.lookupKey(s.key); t != nil {
+				s.name = t.id
 			}
-			c.names[name]++
 		}
-		for i, key := range c.order {
-			ref := p.peers[key]
-			if ref == nil || len(c.queued[i]) == 0 || c.names[ref.from] > 1 {
+		if len(c.senders) > linearSenders {
+			names = make(map[snapshot.ProcessID]int, len(c.senders))
+			for i := range c.senders {
+				names[c.senders[i].name]++
+			}
+		}
+		for i := range c.senders {
+			s := &c.senders[i]
+			if s.ref == nil || len(s.queued) == 0 || c.shared(i, names) {
 				continue // not heard from yet, or sharing its name: read as it comes
 			}
 			// An error is the channel's order broken; its receipt says so.
-			_ = p.proc.Capture(&ref.in, ref.from, since, c.queued[i])
+			_ = p.proc.Capture(&s.ref.in, s.ref.from, since, s.queued)
 		}
-		clear(c.names)
 	}
-	for i := range c.order {
-		clear(c.queued[i])
-		c.queued[i] = c.queued[i][:0]
-		c.done[i] = false
-	}
-	clear(c.keys)
-	c.order = c.order[:0]
+	c.reset()
 }
