@@ -136,7 +136,14 @@ func (p *Process) advance(id SnapshotID) error {
 			sent, received = nil, nil
 		}
 		p.lastRecord = next
-		p.snaps = append(p.snaps, &snap{id: next, recorded: true, finished: true})
+		s := p.spareSnap
+		if s != nil {
+			p.spareSnap = nil
+		} else {
+			s = new(snap)
+		}
+		*s = snap{id: next, recorded: true, finished: true}
+		p.snaps = append(p.snaps, s)
 		p.ready.Records = append(p.ready.Records, LocalRecord{Snapshot: next, Process: p.id, Sent: sent, Received: received, Prev: prev})
 		// Nothing is open: what comes in flight is reported as it comes.
 		p.ready.Finished = append(p.ready.Finished, next)
@@ -185,14 +192,16 @@ func (p *Process) epochCounters() (prev SnapshotID, sent, received []PeerCount) 
 	// order, which the Ledger matches without a lookup.
 	slices.SortFunc(p.changedOut, func(x, y *outChan) int { return int(x.slot - y.slot) })
 	slices.SortFunc(p.changedIn, func(x, y *inChan) int { return int(x.slot - y.slot) })
-	sent = make([]PeerCount, 0, len(p.changedOut))
+	// One allocation for both lists, as Counters makes.
+	counts := make([]PeerCount, len(p.changedOut)+len(p.changedIn))
+	sent = counts[:0:len(p.changedOut)]
 	for _, c := range p.changedOut {
 		c.changed = false
 		if !c.dropped {
 			sent = append(sent, PeerCount{Peer: c.to, N: c.sent})
 		}
 	}
-	received = make([]PeerCount, 0, len(p.changedIn))
+	received = counts[len(p.changedOut):len(p.changedOut)]
 	for _, c := range p.changedIn {
 		c.changed = false
 		if !c.dropped {

@@ -168,6 +168,9 @@ type Process struct {
 	epoch SnapshotID
 	// segs is Capture's scratch for a channel's new segments.
 	segs []capSeg
+	// spareSnap is a snapshot forgotten in the Epochs mode, for the next
+	// record to take.
+	spareSnap *snap
 	// Epochs mode: the channels whose counters changed since the last
 	// record, which the next record lists; that record's snapshot;
 	// whether the next record lists every channel instead (the first, and
@@ -697,6 +700,11 @@ func (p *Process) Forget(id SnapshotID) {
 		if s.chans != nil {
 			clear(s.chans)
 			p.spareChans, s.chans = s.chans, nil
+		}
+		if p.mode == Epochs {
+			// Nothing else points at a snapshot once forgotten: the next
+			// record takes it (advance).
+			p.spareSnap = s
 		}
 	}
 	p.done.add(id)
