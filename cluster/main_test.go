@@ -377,7 +377,8 @@ func (w *lockedWriter) Write(p []byte) (int, error) {
 }
 
 // expect returns the next line of c that starts with prefix, failing the
-// test at the deadline or on an "error" line.
+// test at the deadline, on an "error" line, or on a snapshot complete and
+// inconsistent on the way.
 func (c *child) expect(t testing.TB, deadline time.Time, prefix string) string {
 	t.Helper()
 	timer := time.NewTimer(time.Until(deadline))
@@ -387,6 +388,11 @@ func (c *child) expect(t testing.TB, deadline time.Time, prefix string) string {
 		case l := <-c.lines:
 			if strings.HasPrefix(l, "error") {
 				t.Fatalf("member %s: %s", c.name, l)
+			}
+			if strings.HasPrefix(l, "complete") && !strings.HasSuffix(l, " ok") {
+				// Every snapshot that completes is checked, those passed
+				// over on the way to prefix too.
+				t.Fatalf("member %s: inconsistent snapshot: %s", c.name, l)
 			}
 			if strings.HasPrefix(l, prefix) {
 				return l
