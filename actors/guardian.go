@@ -667,6 +667,17 @@ func broadcast(id snapshot.SnapshotID, parts []*participant, hurry bool) {
 			p.mb.Hurry()
 		}
 	}
+	if len(parts) > 0 {
+		if tr, ok := parts[0].sys.trace.(broadcastTracer); ok {
+			tr.Broadcast(id)
+		}
+	}
+}
+
+// broadcastTracer is a tracer (System.trace) that also hears when a
+// broadcast has posted, and hurried, the start to every participant.
+type broadcastTracer interface {
+	Broadcast(id snapshot.SnapshotID)
 }
 
 // explain names a stopped participant as the reason of a snapshot that

@@ -32,6 +32,9 @@ func TestBroadcastStartGoesAheadOfTheQueue(t *testing.T) {
 			require.Equal(t, "sent", waitFor(t, events)) // q1-q3 wait in p1's mailbox
 			pending := startAsync(sys)
 			require.Equal(t, snapshot.ProcessID("p0"), waitFor(t, recorded))
+			// p0's record can come before the guardian's broadcast
+			// reaches p1: released then, p1 would read its queue first.
+			waitFor(t, sys.trace.(*signalTrace).broadcast)
 			release()
 			r := waitFor(t, pending)
 			require.NoError(t, r.err)

@@ -159,7 +159,7 @@ func probesTraced(t *testing.T, n int, opts ...Option) (*System, []*actor.PID, c
 	sys, err := NewSystem(append([]Option{testMessages}, opts...)...)
 	require.NoError(t, err)
 	recorded := make(chan snapshot.ProcessID, 100)
-	sys.trace = &signalTrace{recorded: recorded}
+	sys.trace = &signalTrace{recorded: recorded, broadcast: make(chan snapshot.SnapshotID, 100)}
 	events := make(chan string, 100)
 	require.NoError(t, sys.RegisterKind("probe", func() actor.Actor { return &probe{events: events} }))
 	var pids []*actor.PID
@@ -351,7 +351,17 @@ func TestUnregisteredMessageTypeFailsTheSnapshotOnly(t *testing.T) {
 }
 
 // signalTrace reports local records.
-type signalTrace struct{ recorded chan<- snapshot.ProcessID }
+type signalTrace struct {
+	recorded  chan<- snapshot.ProcessID
+	broadcast chan snapshot.SnapshotID // each snapshot whose start reached every participant
+}
+
+func (s *signalTrace) Broadcast(id snapshot.SnapshotID) {
+	select {
+	case s.broadcast <- id:
+	default:
+	}
+}
 
 func (s *signalTrace) Sent(snapshot.Channel, uint64)     {}
 func (s *signalTrace) Received(snapshot.Channel, uint64) {}
