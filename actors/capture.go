@@ -10,8 +10,11 @@ import (
 type queueCapture struct {
 	senders []queuedSender
 	// index finds a sender's entry once more than linearSenders have
-	// messages queued (a fan-in); nil below.
-	index map[mailbox.SenderKey]int
+	// messages queued (a fan-in), and names counts their names; both are
+	// kept, emptied, from one capture to the next.
+	index   map[mailbox.SenderKey]int
+	names   map[snapshot.ProcessID]int
+	indexed bool // index holds every sender
 }
 
 // queuedSender is one sender's part of a participant's queue.
@@ -30,7 +33,7 @@ const linearSenders = 16
 
 // sender returns the index of key's entry, made if it has none.
 func (c *queueCapture) sender(key mailbox.SenderKey) int {
-	if c.index != nil {
+	if c.indexed {
 		if i, ok := c.index[key]; ok {
 			return i
 		}
@@ -48,22 +51,25 @@ func (c *queueCapture) sender(key mailbox.SenderKey) int {
 	} else {
 		c.senders = append(c.senders, queuedSender{key: key})
 	}
-	if c.index != nil {
+	if c.indexed {
 		c.index[key] = i
 	} else if i+1 > linearSenders {
-		c.index = make(map[mailbox.SenderKey]int, 2*linearSenders)
+		if c.index == nil {
+			c.index = make(map[mailbox.SenderKey]int, 2*linearSenders)
+		}
 		for j := range c.senders {
 			c.index[c.senders[j].key] = j
 		}
+		c.indexed = true
 	}
 	return i
 }
 
 // shared reports whether another sender in the capture has sender i's
 // name.
-func (c *queueCapture) shared(i int, names map[snapshot.ProcessID]int) bool {
-	if names != nil {
-		return names[c.senders[i].name] > 1
+func (c *queueCapture) shared(i int) bool {
+	if c.indexed {
+		return c.names[c.senders[i].name] > 1
 	}
 	for j := range c.senders {
 		if j != i && c.senders[j].name == c.senders[i].name {
@@ -81,7 +87,11 @@ func (c *queueCapture) reset() {
 		*s = queuedSender{queued: s.queued[:0]}
 	}
 	c.senders = c.senders[:0]
-	c.index = nil
+	if c.indexed {
+		clear(c.index)
+		clear(c.names)
+		c.indexed = false
+	}
 }
 
 // captureQueued hands the participant's Process, in the epoch mode, the
@@ -115,7 +125,6 @@ func (p *participant) captureQueued(since snapshot.SnapshotID) {
 		// Two senders under one name (a stopped one and the new one that
 		// took its name) may share the name's channel as they are
 		// received: neither is captured.
-		var names map[snapshot.ProcessID]int
 		for i := range c.senders {
 			s := &c.senders[i]
 			if s.ref = p.peers[s.key]; s.ref != nil {
@@ -124,15 +133,17 @@ func (p *participant) captureQueued(since snapshot.SnapshotID) {
 				s.name = t.id
 			}
 		}
-		if len(c.senders) > linearSenders {
-			names = make(map[snapshot.ProcessID]int, len(c.senders))
+		if c.indexed {
+			if c.names == nil {
+				c.names = make(map[snapshot.ProcessID]int, len(c.senders))
+			}
 			for i := range c.senders {
-				names[c.senders[i].name]++
+				c.names[c.senders[i].name]++
 			}
 		}
 		for i := range c.senders {
 			s := &c.senders[i]
-			if s.ref == nil || len(s.queued) == 0 || c.shared(i, names) {
+			if s.ref == nil || len(s.queued) == 0 || c.shared(i) {
 				continue // not heard from yet, or sharing its name: read as it comes
 			}
 			// An error is the channel's order broken; its receipt says so.
