@@ -148,13 +148,19 @@ func (r *rig) root() *actor.RootContext { return r.sys.Root }
 // so, timing each (r.times, to be read once they stopped).
 func (r *rig) startSnapshots() {
 	if r.v.snapshotting {
-		r.shots = startRounds(r.v.every, func(ctx context.Context, _ <-chan struct{}) error {
-			t0 := time.Now()
-			_, err := r.snap.Snapshot(ctx)
-			r.times = append(r.times, time.Since(t0))
-			return err
-		})
+		r.shots = r.timedRounds(r.v.every)
 	}
+}
+
+// timedRounds takes snapshots every every (back to back if zero) until
+// halted, each one's latency appended to r.times.
+func (r *rig) timedRounds(every time.Duration) *snapshotter {
+	return startRounds(every, func(ctx context.Context, _ <-chan struct{}) error {
+		t0 := time.Now()
+		_, err := r.snap.Snapshot(ctx)
+		r.times = append(r.times, time.Since(t0))
+		return err
+	})
 }
 
 // stopSnapshots stops the snapshots and reports their rate over the

@@ -73,19 +73,13 @@ func benchPaired(b *testing.B, v variant, unit string, start func(*testing.B, *r
 		}
 	}
 
-	var times []time.Duration // written by the snapshots' goroutine until halt
 	snaps := 0
 	var snapping time.Duration
 	window := func(snapshotting bool) float64 {
 		var s *snapshotter
 		c0, t0 := l.transfers.Load(), time.Now()
 		if snapshotting {
-			s = startRounds(100*time.Millisecond, func(ctx context.Context, _ <-chan struct{}) error {
-				t := time.Now()
-				_, err := r.snap.Snapshot(ctx)
-				times = append(times, time.Since(t))
-				return err
-			})
+			s = r.timedRounds(100 * time.Millisecond) // r.times written until halt
 		}
 		// A window of the traffic, timed: not an outcome awaited.
 		<-time.After(pairedWindow)
@@ -118,5 +112,5 @@ func benchPaired(b *testing.B, v variant, unit string, start func(*testing.B, *r
 	b.ReportMetric(testenv.Median(ratios), "of-idle")
 	b.ReportMetric(testenv.Median(idles), "idle-"+unit+"/s")
 	b.ReportMetric(float64(snaps)/snapping.Seconds(), "snapshots/s")
-	reportLatency(b, times)
+	reportLatency(b, r.times)
 }
