@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -1110,6 +1111,105 @@ func TestChildrenThatStopAtOnce(t *testing.T) {
 			require.NoError(t, g.Verify())
 		}
 	})
+}
+
+// restarter is a probe that reports its lifecycle messages.
+type restarter struct {
+	Stateless
+	inner *probe
+	life  chan<- string
+}
+
+func (r *restarter) Receive(ctx actor.Context) {
+	switch ctx.Message().(type) {
+	case *actor.Started, *actor.Restarting, *actor.Stopping, *actor.Stopped:
+		r.life <- fmt.Sprintf("%T", ctx.Message())
+	}
+	r.inner.Receive(ctx)
+}
+
+// A participant that fails just as Shutdown stops it: its Stop is queued
+// behind the message it is handling, which spawns a child and so panics
+// (spawns are refused from then on). Proto.Actor then restarts it after
+// the Stop: with no child left, after its Stopped; with a child still
+// stopping, instead of finishing the stop. Either way it must end
+// stopped, its actor never started again after its Stopped, and Shutdown
+// must return.
+func TestShutdownStopsOneThatFailsAsItStops(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		child bool // a0 has a child whose stop waits
+	}{{"no child", false}, {"a child stopping", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			forModes(t, func(t *testing.T, mode Option) {
+				sys, _, _ := probes(t, 0, mode)
+				life := make(chan string, 100)
+				require.NoError(t, sys.RegisterKind("restarter", func() actor.Actor { return &restarter{inner: &probe{}, life: life} }))
+				a0, err := sys.Spawn("restarter", "a0")
+				require.NoError(t, err)
+				p1, err := sys.Spawn("probe", "p1")
+				require.NoError(t, err)
+				require.Equal(t, "*actor.Started", waitFor(t, life))
+				releaseChild := func() {}
+				if tc.child {
+					kid := make(chan *actor.PID, 1)
+					sys.Root().Send(a0, &spawnKid{name: "k", done: kid})
+					releaseChild = block(t, sys, waitFor(t, kid))
+				}
+				// Released, a0 spawns a0/late: refused, it panics.
+				entered, rel := make(chan struct{}), make(chan struct{})
+				sys.Root().Send(a0, &gate{entered: entered, release: rel, kids: []string{"late"}})
+				waitFor(t, entered)
+				// Shutdown stops a0, then a0/k, then p1: once p1 has
+				// stopped, a0's Stop waits behind the gate.
+				p1gone := make(chan struct{})
+				sys.ActorSystem().Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+					switch c.Message().(type) {
+					case *actor.Started:
+						c.Watch(p1)
+					case *actor.Terminated:
+						close(p1gone)
+					}
+				}))
+				done := make(chan error, 1)
+				go func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+					defer cancel()
+					done <- sys.Shutdown(ctx)
+				}()
+				waitFor(t, p1gone)
+				close(rel)
+				var seen []string
+				want := "*actor.Stopped"
+				if tc.child {
+					want = "*actor.Restarting" // the restart that undoes the Stop
+				}
+				for seen = append(seen, waitFor(t, life)); seen[len(seen)-1] != want; {
+					seen = append(seen, waitFor(t, life))
+				}
+				releaseChild()
+				select {
+				case err := <-done:
+					require.NoError(t, err)
+				case <-time.After(time.Minute):
+					t.Fatalf("Shutdown did not return: a0 restarted out of its stop (saw %v)", seen)
+				}
+			drain:
+				for {
+					select {
+					case l := <-life:
+						seen = append(seen, l)
+					default:
+						break drain
+					}
+				}
+				last := slices.Index(seen, "*actor.Stopped")
+				require.NotEqual(t, -1, last, "a0 never stopped: %v", seen)
+				assert.NotContains(t, seen[last:], "*actor.Started", "a0 started again after it stopped: %v", seen)
+				assert.Zero(t, sys.recorded.Load())
+			})
+		})
+	}
 }
 
 // A Shutdown whose context ends first still finishes: once the actors

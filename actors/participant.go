@@ -74,6 +74,11 @@ type participant struct {
 	counted  int  // this participant's part of System.recorded
 	nReports int  // messages in reports, for the budget
 	live     bool // Started handled, and neither restarting nor stopping: its state may be recorded outside a message
+	// stopping is set at Stopping and never cleared: Proto.Actor lets a
+	// Restart that follows a Stop (a failure before the Stop was read)
+	// undo it, and the participant stops again after such a restart.
+	stopping bool
+	departed bool // depart ran: a restarted instance stops without a second departure
 	// capturedAt is the epoch when it last captured its queue (epoch
 	// mode, captureQueued); capture holds that capture's buffers.
 	capturedAt snapshot.SnapshotID
@@ -208,6 +213,14 @@ func (w *shell) receive(ctx actor.Context, key mailbox.SenderKey) {
 // timers, futures, plain actors), which the application sees as usual.
 func (w *shell) lifecycle(ctx actor.Context) {
 	p := w.p
+	if p.departed {
+		// Proto.Actor restarted it after its Stopped: it is out of the
+		// registry and the snapshots. It stops again, unseen.
+		if _, started := ctx.Message().(*actor.Started); started {
+			ctx.Stop(ctx.Self())
+		}
+		return
+	}
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		if p.state != nil {
@@ -230,6 +243,7 @@ func (w *shell) lifecycle(ctx actor.Context) {
 		}
 	case *actor.Stopping:
 		p.live = false
+		p.stopping = true
 	case *actor.Stopped:
 		p.live = false
 		defer p.depart()
@@ -248,6 +262,12 @@ func (w *shell) lifecycle(ctx actor.Context) {
 	}
 	if _, started := ctx.Message().(*actor.Started); started {
 		p.live = true
+		if p.stopping || p.sys.down.Load() {
+			// A restart undid a Stop, or it was born after Shutdown
+			// listed the participants to stop: either way nobody stops
+			// it but itself.
+			ctx.Stop(ctx.Self())
+		}
 	}
 }
 
@@ -799,6 +819,7 @@ func (p *participant) turnEnd() {
 // depart runs when the actor has stopped: receivers of its channels are
 // told nothing more will come, and the guardian gets its final counters.
 func (p *participant) depart() {
+	p.departed = true
 	p.stopped.Store(true)
 	after := p.sys.reg.stop(p)
 	p.takeAwaited() // its final counters do not name participants dropped
