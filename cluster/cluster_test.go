@@ -5,6 +5,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,6 +94,7 @@ func launch(t *testing.T, n int, spec childSpec, restore bool) ([]*child, []chil
 	spec.Members, spec.Restore = n, restore
 	var kids []*child
 	var specs []childSpec
+	leaving := new(atomic.Bool)
 	for i := range n {
 		s := spec
 		s.Port, s.AutoPort = ports[i], ports[n+i]
@@ -109,6 +111,7 @@ func launch(t *testing.T, n int, spec childSpec, restore bool) ([]*child, []chil
 		}
 		specs = append(specs, s)
 		kids = append(kids, startChild(t, fmt.Sprintf("m%d", i), s))
+		kids[i].leaving = leaving
 	}
 	return kids, specs, proxies
 }
@@ -131,8 +134,8 @@ func waitComplete(t *testing.T, c *child, n int, deadline time.Time) int {
 	var id int
 	for range n {
 		l := c.expect(t, deadline, "complete")
-		if !strings.HasSuffix(l, " ok") {
-			t.Fatalf("inconsistent snapshot: %s", l)
+		if bad := badComplete(l, false); bad != "" {
+			t.Fatal(bad)
 		}
 		id, _ = strconv.Atoi(strings.Fields(l)[1])
 	}
@@ -174,8 +177,8 @@ func TestBankAcrossThreeMembers(t *testing.T) {
 		}
 		switch {
 		case strings.HasPrefix(l, "complete"):
-			if !strings.HasSuffix(l, " ok") {
-				t.Fatalf("inconsistent snapshot: %s", l)
+			if bad := badComplete(l, false); bad != "" {
+				t.Fatal(bad)
 			}
 			complete++
 			t.Log(l)
@@ -232,8 +235,8 @@ func TestModesAcrossMembers(t *testing.T) {
 				l := coord.expect(t, deadline, "")
 				switch {
 				case strings.HasPrefix(l, "complete"):
-					if !strings.HasSuffix(l, " ok") {
-						t.Fatalf("inconsistent snapshot: %s", l)
+					if bad := badComplete(l, false); bad != "" {
+						t.Fatal(bad)
 					}
 					complete++
 				case strings.HasPrefix(l, "aborted"):

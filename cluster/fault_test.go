@@ -144,8 +144,8 @@ func TestSnapshotsThroughConnectionCuts(t *testing.T) {
 			case strings.HasPrefix(l, "error"):
 				t.Fatal(l)
 			case strings.HasPrefix(l, "complete"):
-				if !strings.HasSuffix(l, " ok") {
-					t.Fatalf("inconsistent snapshot: %s", l)
+				if bad := badComplete(l, false); bad != "" {
+					t.Fatal(bad)
 				}
 				complete++
 			case strings.HasPrefix(l, "aborted"):

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,7 +90,8 @@ const (
 
 // runChild runs one member of a cluster bank until its stdin closes,
 // printing a line per event: "member ADDR", "ready", "complete ID
-// PARTICIPANTS IN-FLIGHT ok|BAD reason", "aborted ID reason", "bye".
+// PARTICIPANTS IN-FLIGHT [departed N] ok|BAD reason", "aborted ID reason",
+// "bye".
 func runChild(raw string) int {
 	var spec childSpec
 	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
@@ -201,8 +203,14 @@ func subscribe(sys *actors.System, out *lineWriter, total int64, mode snapshot.M
 	sys.ActorSystem().EventStream.Subscribe(func(evt any) {
 		switch e := evt.(type) {
 		case *actors.SnapshotCompleted:
+			// One with accounts stopped (their member shut down) says
+			// how many.
 			verdict := "ok"
-			if err := bankdemo.Check(e.Global, total); err != nil {
+			departed, err := bankdemo.Verdict(e.Global, total)
+			if departed > 0 {
+				verdict = fmt.Sprintf("departed %d ok", departed)
+			}
+			if err != nil {
 				verdict = "BAD " + err.Error()
 			} else if e.Global.Mode != mode {
 				verdict = fmt.Sprintf("BAD mode %s, want %s", e.Global.Mode, mode)
@@ -285,6 +293,22 @@ type child struct {
 	errs  strings.Builder // the whole standard error, for race reports
 	mu    sync.Mutex
 	done  chan struct{}
+	// leaving is shared by the members started together: set once the
+	// test begins to stop them, after which their accounts may depart.
+	leaving *atomic.Bool
+}
+
+// badComplete says what is wrong with a "complete" line, or "": an
+// inconsistent snapshot, or accounts departed while leaving is false
+// (every member runs, and none stops its accounts).
+func badComplete(l string, leaving bool) string {
+	switch {
+	case !strings.HasSuffix(l, " ok"):
+		return "inconsistent snapshot: " + l
+	case strings.Contains(l, " departed ") && !leaving:
+		return "accounts departed while every member runs: " + l
+	}
+	return ""
 }
 
 func startChild(t testing.TB, name string, spec childSpec) *child {
@@ -389,10 +413,12 @@ func (c *child) expect(t testing.TB, deadline time.Time, prefix string) string {
 			if strings.HasPrefix(l, "error") {
 				t.Fatalf("member %s: %s", c.name, l)
 			}
-			if strings.HasPrefix(l, "complete") && !strings.HasSuffix(l, " ok") {
+			if strings.HasPrefix(l, "complete") {
 				// Every snapshot that completes is checked, those passed
 				// over on the way to prefix too.
-				t.Fatalf("member %s: inconsistent snapshot: %s", c.name, l)
+				if bad := badComplete(l, c.leaving != nil && c.leaving.Load()); bad != "" {
+					t.Fatalf("member %s: %s", c.name, bad)
+				}
 			}
 			if strings.HasPrefix(l, prefix) {
 				return l
@@ -408,6 +434,9 @@ func (c *child) expect(t testing.TB, deadline time.Time, prefix string) string {
 // stop closes the member's stdin and waits for it to leave.
 func (c *child) stop(t testing.TB, deadline time.Time) {
 	t.Helper()
+	if c.leaving != nil {
+		c.leaving.Store(true)
+	}
 	_ = c.stdin.Close()
 	c.expect(t, deadline, "bye")
 }

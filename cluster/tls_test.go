@@ -121,8 +121,8 @@ func drainComplete(t *testing.T, c *child) {
 			case strings.HasPrefix(l, "error"):
 				t.Fatalf("member %s: %s", c.name, l)
 			case strings.HasPrefix(l, "complete"):
-				if !strings.HasSuffix(l, " ok") {
-					t.Fatalf("inconsistent snapshot: %s", l)
+				if bad := badComplete(l, false); bad != "" {
+					t.Fatal(bad)
 				}
 			}
 		default:

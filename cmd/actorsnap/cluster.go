@@ -517,6 +517,9 @@ func (c *clusterRun) printSnapshot(ev memberEvent) {
 	}
 	c.taken++
 	verdict := "yes"
+	if ev.Departed > 0 {
+		verdict = fmt.Sprintf("yes, with %d accounts stopped", ev.Departed)
+	}
 	if ev.Check != "" {
 		verdict = "NO: " + ev.Check
 		c.bad++

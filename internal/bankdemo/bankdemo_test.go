@@ -13,6 +13,7 @@ import (
 	"github.com/actorsnap/actorsnap/actors"
 	"github.com/actorsnap/actorsnap/internal/bankdemo"
 	"github.com/actorsnap/actorsnap/persistence"
+	"github.com/actorsnap/actorsnap/snapshot"
 )
 
 func TestRunPrintsConsistentSnapshots(t *testing.T) {
@@ -96,5 +97,56 @@ func TestTypesRoundTrip(t *testing.T) {
 		if err := actors.RoundTrip(v); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A bank one of whose accounts stopped: a snapshot after holds it as
+// departed, without its balance, so Check finds money missing, while
+// Verdict counts it and holds the snapshot to consistency.
+func TestVerdictHoldsABankWithAStoppedAccountToConsistency(t *testing.T) {
+	sys, err := actors.NewSystem(bankdemo.Kind(100), bankdemo.Messages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sys.Shutdown(context.Background()) }()
+	bank, err := bankdemo.Start(sys, bankdemo.Config{Accounts: 10, Initial: 100, Chords: 2, Seed: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range bank.PIDs {
+		sys.Root().Send(pid, &bankdemo.Kick{N: 2})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	g, err := sys.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if departed, err := bankdemo.Verdict(g, 1000); departed != 0 || err != nil {
+		t.Fatalf("all accounts running: departed %d, %v", departed, err)
+	}
+	if err := sys.Root().StopFuture(bank.PIDs[3]).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	// Snapshots until one holds the stopped account: it does while what
+	// it sent is still counted on its channels.
+	for {
+		g, err = sys.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, ok := g.Participant(snapshot.ProcessID(bankdemo.Name(3))); ok && p.Departed {
+			break
+		}
+		if _, ok := g.Participant(snapshot.ProcessID(bankdemo.Name(3))); !ok {
+			t.Fatal("the stopped account was dropped before any snapshot held it as departed")
+		}
+	}
+	if err := bankdemo.Check(g, 1000); err == nil {
+		t.Fatal("Check found all the money with an account's balance missing")
+	}
+	departed, err := bankdemo.Verdict(g, 1000)
+	if departed != 1 || err != nil {
+		t.Fatalf("one account stopped: departed %d, %v", departed, err)
 	}
 }
