@@ -227,8 +227,15 @@ func (g *guardian) post(to string, f *frame) {
 		return
 	}
 	g.frameBuf = b // until the next post: copied or sent as a copy
+	tr := &g.s.traffic
+	tr.frames.Add(1)
+	if f.K == fReport && f.Rec != nil {
+		tr.state.Add(uint64(len(f.Rec.State)))
+	}
 	if !forGuardian(f.K) {
 		g.flushTo(to)
+		tr.sends.Add(1)
+		tr.bytes.Add(uint64(len(b)))
 		g.s.sendBytes(to, bytes.Clone(b))
 		return
 	}
@@ -261,6 +268,8 @@ func (g *guardian) flushTo(to string) {
 	if b := g.outbox[to]; len(b) > 0 {
 		delete(g.outbox, to)
 		g.lastBatch = len(b)
+		g.s.traffic.sends.Add(1)
+		g.s.traffic.bytes.Add(uint64(len(b)))
 		g.s.sendBytes(to, b)
 	}
 }

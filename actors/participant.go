@@ -620,6 +620,7 @@ func (p *participant) post(t *participant, msg interface{}) {
 	} else {
 		b = appendHead(nil, fDeparted, p.id, t.id)
 	}
+	p.sys.traffic.markers.Add(1)
 	p.sys.sendBytes(t.addr, b)
 }
 

@@ -127,6 +127,8 @@ type System struct {
 	// wide: recorded in participants' recordings, reported to a snapshot
 	// not yet ended, held behind aligned barriers (WithMaxRecorded).
 	recorded atomic.Int64
+	// traffic counts what the snapshots send other members (Traffic).
+	traffic protocolTraffic
 
 	// held holds other members' frames while a restore replays (a
 	// member of a cluster).

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/vmihailenco/msgpack/v5"
@@ -83,6 +84,44 @@ type Attachment struct {
 // store; a member that becomes coordinator claims it then, numbering
 // after the highest id it holds.
 func WithTransport(t Transport) Option { return func(c *config) { c.transport = t } }
+
+// ProtocolTraffic is what a member of a cluster has sent the other
+// members for its snapshots since it started: the guardians' frames
+// (starts and ends from the coordinator; reports, failures and births to
+// it), and the markers and departures on channels that cross members.
+// The application's own messages are not in it. It lets an operator, or
+// a test, hold a snapshot's cost across the network to the design's:
+// sends that grow with members, not participants, and each participant's
+// state sent at most once per snapshot.
+type ProtocolTraffic struct {
+	// Sends is the guardian's network sends: batches of frames, and
+	// frames that go alone.
+	Sends uint64
+	// Frames is the guardian's frames, in those sends.
+	Frames uint64
+	// Bytes is the size of those sends.
+	Bytes uint64
+	// Markers is the markers and departures sent to other members'
+	// participants, a send each.
+	Markers uint64
+	// StateBytes is the encoded state of participants in the reports
+	// sent to the coordinator.
+	StateBytes uint64
+}
+
+// protocolTraffic is ProtocolTraffic as it is counted: the guardian's
+// counters are written on its goroutine only, Markers by every
+// participant, and all read by Traffic from any goroutine.
+type protocolTraffic struct {
+	sends, frames, bytes, markers, state atomic.Uint64
+}
+
+// Traffic returns what this member has sent the other members for its
+// snapshots (ProtocolTraffic); zero outside a cluster.
+func (s *System) Traffic() ProtocolTraffic {
+	t := &s.traffic
+	return ProtocolTraffic{Sends: t.sends.Load(), Frames: t.frames.Load(), Bytes: t.bytes.Load(), Markers: t.markers.Load(), StateBytes: t.state.Load()}
+}
 
 // ErrMemberLeft is the reason of a snapshot aborted because a member that
 // held some of its participants left the cluster.

@@ -62,6 +62,10 @@ type childSpec struct {
 	Extra bool
 	// Ask takes one snapshot from each member that does not coordinate.
 	Ask bool
+	// Snapshots, if set, has the coordinator take that many snapshots,
+	// one after another, once it reads a line on stdin, and print
+	// "taken N".
+	Snapshots int
 	// Bench, if set, runs the member as a benchmark's: "bare" (plain
 	// Proto.Actor remote), "actorsnap", or one of floorModes, measuring
 	// for Measure.
@@ -91,7 +95,8 @@ const (
 // runChild runs one member of a cluster bank until its stdin closes,
 // printing a line per event: "member ADDR", "ready", "complete ID
 // PARTICIPANTS IN-FLIGHT [departed N] ok|BAD reason", "aborted ID reason",
-// "bye".
+// "taken N", "traffic SENDS FRAMES BYTES MARKERS STATE-BYTES" (as it
+// leaves: System.Traffic since it was ready), "bye".
 func runChild(raw string) int {
 	var spec childSpec
 	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
@@ -231,7 +236,31 @@ func serve(ctx context.Context, m *cluster.Member, sys *actors.System, spec chil
 			return 1
 		}
 	}
-	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent closes it
+	base := sys.Traffic()
+	in := bufio.NewReader(os.Stdin)
+	if spec.Snapshots > 0 && m.Coordinator() == m.Self() {
+		// After a line on stdin: the parent sends it once every member
+		// is ready, and has counted its traffic from there.
+		if _, err := in.ReadString('\n'); err != nil {
+			out.printf("error waiting to begin: %v", err)
+			return 1
+		}
+		go func() {
+			for range spec.Snapshots {
+				ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				_, err := sys.Snapshot(ctx)
+				cancel()
+				if err != nil {
+					out.printf("error snapshot: %v", err)
+					return
+				}
+			}
+			out.printf("taken %d", spec.Snapshots)
+		}()
+	}
+	_, _ = io.Copy(io.Discard, in) // until the parent closes it
+	tr := sys.Traffic()
+	out.printf("traffic %d %d %d %d %d", tr.Sends-base.Sends, tr.Frames-base.Frames, tr.Bytes-base.Bytes, tr.Markers-base.Markers, tr.StateBytes-base.StateBytes)
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	if err := m.Shutdown(ctx); err != nil {
