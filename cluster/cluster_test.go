@@ -147,7 +147,7 @@ func waitComplete(t *testing.T, c *child, n int, deadline time.Time) int {
 // money. The members share a PostgreSQL store, as in production. (They
 // find each other with the automanaged provider: under CI's load,
 // Proto.Actor's etcd provider once left a member out of another's list
-// for 30 s; package membership tests etcd itself.)
+// for 30 s; TestBankAcrossMembersOnEtcd runs on etcd.)
 func TestBankAcrossThreeMembers(t *testing.T) {
 	_, store := testenv.PostgresStore(t, fmt.Sprintf("cluster_%d", time.Now().UnixNano()))
 	spec := childSpec{Store: store, Accounts: 60, InFlight: 2, Interval: 100 * time.Millisecond, Timeout: 5 * time.Second, Ask: true}
@@ -191,6 +191,18 @@ func TestBankAcrossThreeMembers(t *testing.T) {
 	for _, k := range kids {
 		k.stop(t, time.Now().Add(30*time.Second))
 	}
+}
+
+// The bank's members find each other through a real etcd server, with
+// Proto.Actor's etcd provider, as a production cluster would: the
+// snapshots across them complete and balance.
+func TestBankAcrossMembersOnEtcd(t *testing.T) {
+	ep := testenv.Etcd(t)
+	spec := childSpec{Store: t.TempDir(), Accounts: 60, InFlight: 2, Interval: 100 * time.Millisecond, Timeout: 5 * time.Second, Etcd: ep}
+	kids, _ := startMembers(t, 3, spec, false)
+	deadline := awaitReady(t, kids)
+	last := waitComplete(t, coordinator(kids), 10, deadline)
+	t.Logf("10 snapshots across members found through etcd complete and consistent, the last %d", last)
 }
 
 // Flooding initiation across members: the coordinator initiates each

@@ -82,6 +82,10 @@ type childSpec struct {
 	// JoinTimeout is the member's cluster.Config.JoinTimeout (30 s if
 	// zero).
 	JoinTimeout time.Duration
+	// Etcd, if set, is the etcd endpoint the members find each other
+	// through, with Proto.Actor's etcd provider, instead of the
+	// automanaged one.
+	Etcd string
 }
 
 // extraMessage is the message type only an Extra member registers.
@@ -271,10 +275,14 @@ func serve(ctx context.Context, m *cluster.Member, sys *actors.System, spec chil
 }
 
 // memberConfig is the membership of the member spec describes: the
-// automanaged provider on loopback, polled every second, with spec.TLS.
+// automanaged provider on loopback, polled every second, or etcd's with
+// its default lease, with spec.TLS.
 func memberConfig(spec childSpec) (membership.Config, error) {
 	cfg := membership.Config{ClusterName: spec.Cluster, Host: "127.0.0.1", Port: spec.Port, Advertised: spec.Advertised,
 		Provider: membership.Automanaged, Seeds: spec.Seeds, AutomanagedPort: spec.AutoPort, TTL: time.Second}
+	if spec.Etcd != "" {
+		cfg.Provider, cfg.Etcd, cfg.Seeds, cfg.AutomanagedPort, cfg.TTL = membership.Etcd, []string{spec.Etcd}, nil, 0, 0
+	}
 	var err error
 	switch {
 	case spec.TLS == nil:
