@@ -90,9 +90,10 @@ func WithTransport(t Transport) Option { return func(c *config) { c.transport = 
 // (starts and ends from the coordinator; reports, failures and births to
 // it), and the markers and departures on channels that cross members.
 // The application's own messages are not in it. It lets an operator, or
-// a test, hold a snapshot's cost across the network to the design's:
-// sends that grow with members, not participants, and each participant's
-// state sent at most once per snapshot.
+// a test, hold a snapshot's cost across the network to the design's: a
+// start and an end per member, the records of a member's participants in
+// a few batched sends rather than one each, and each participant's state
+// sent at most once per snapshot.
 type ProtocolTraffic struct {
 	// Sends is the guardian's network sends: batches of frames, and
 	// frames that go alone.
