@@ -104,9 +104,11 @@ func TestSnapshotTrafficAcrossMembers(t *testing.T) {
 					sends := float64(r.sends) / snapshots
 					switch {
 					case k == coord:
-						// A start and an end to each other member (the
-						// slack: a rare request for a participant's counters).
-						if r.sends > 2*others*snapshots+2 {
+						// A start and an end to each other member; the
+						// slack is for the frames a snapshot may add now and
+						// then (a request for a participant's counters, a
+						// drop), a few in a run, none growing with members.
+						if r.sends > 2*others*snapshots+2*snapshots {
 							t.Errorf("the coordinator sent %d times for %d snapshots to %d members, want about %d", r.sends, snapshots, others, 2*others*snapshots)
 						}
 					case accounts >= 600 && sends > float64(r.participants)/10:
