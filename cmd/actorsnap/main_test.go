@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/actorsnap/actorsnap/internal/bankdemo"
+	"github.com/actorsnap/actorsnap/internal/racereport"
 	"github.com/actorsnap/actorsnap/internal/testenv"
 	"github.com/actorsnap/actorsnap/persistence"
 )
@@ -38,14 +40,59 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	bin = filepath.Join(dir, "actorsnap")
-	build := exec.Command("go", "build", "-o", bin, ".")
+	args := []string{"build", "-o", bin}
+	if raceBuild {
+		// Every process the tests start, the members a command spawns
+		// included (they inherit GORACE), writes its race reports to a
+		// file of its own here; after the tests a race in this module's
+		// code fails them.
+		args = append(args, "-race")
+		if err := os.Setenv("GORACE", "halt_on_error=0 log_path="+filepath.Join(dir, "race")); err != nil {
+			panic(err)
+		}
+	}
+	build := exec.Command("go", append(args, ".")...)
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		panic(err)
 	}
 	code := m.Run()
+	if raceBuild && !racesOfTheBinary(dir) && code == 0 {
+		code = 1
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// racesOfTheBinary reads the race reports the binary's processes wrote
+// in dir (GORACE log_path: race.PID). It prints those in this module's
+// code and reports false if there are any; those inside Proto.Actor and
+// gRPC (a cluster member's) are listed, not failed.
+func racesOfTheBinary(dir string) bool {
+	files, _ := filepath.Glob(filepath.Join(dir, "race.*"))
+	var theirs []string
+	clean := true
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "reading %s: %v\n", f, err)
+			return false
+		}
+		ours, other := racereport.Split(string(b))
+		for _, r := range ours {
+			fmt.Fprintf(os.Stderr, "a data race in this module's code, in a process of the binary (%s):%s\n", filepath.Base(f), r)
+			clean = false
+		}
+		for _, o := range other {
+			if !slices.Contains(theirs, o) {
+				theirs = append(theirs, o)
+			}
+		}
+	}
+	if len(theirs) > 0 {
+		fmt.Fprintf(os.Stderr, "data races inside dependencies in the binary's processes (logged, not failed): %s\n", strings.Join(theirs, "; "))
+	}
+	return clean
 }
 
 // actorsnap runs the binary to completion.
