@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -234,4 +235,50 @@ func trialMode(t *testing.T, rng *rand.Rand, spec *childSpec) {
 		spec.Epochs, spec.Lazy = true, rng.IntN(2) == 1
 	}
 	t.Logf("aligned: %v, epochs: %v, lazy: %v", spec.Aligned, spec.Epochs, spec.Lazy)
+}
+
+// The survivors of a member's death restore in place: each of the two
+// member processes left leaves the cluster and restores, in the same
+// process, the latest complete snapshot onto the two of them. The
+// restored bank holds all the money (every snapshot after is checked for
+// it), with the dead member's accounts placed on the survivors.
+func TestSurvivorsRestoreInPlace(t *testing.T) {
+	spec := childSpec{Store: t.TempDir(), Accounts: 60, InFlight: 2, Interval: 50 * time.Millisecond, Timeout: 2 * time.Second}
+	kids, _ := startMembers(t, 3, spec, false)
+	deadline := awaitReady(t, kids)
+	coord := coordinator(kids)
+	waitComplete(t, coord, 3, deadline)
+	victim := kids[0]
+	if victim == coord {
+		victim = kids[1]
+	}
+	_ = victim.cmd.Process.Kill()
+	<-victim.done
+	for {
+		l := coord.expect(t, deadline, "aborted")
+		if strings.Contains(l, victim.self) {
+			t.Logf("%s", l)
+			break
+		}
+	}
+	survivors := slices.DeleteFunc(slices.Clone(kids), func(k *child) bool { return k == victim })
+	for _, k := range survivors {
+		if _, err := fmt.Fprintln(k.stdin, "restore 2"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	total := 0
+	for _, k := range survivors {
+		l := k.expect(t, deadline, "restored")
+		n, err := strconv.Atoi(strings.Fields(l)[1])
+		if err != nil {
+			t.Fatalf("member %s: %q", k.name, l)
+		}
+		total += n
+	}
+	if total != spec.Accounts {
+		t.Fatalf("the survivors restored %d accounts, want %d", total, spec.Accounts)
+	}
+	last := waitComplete(t, coordinator(survivors), 3, deadline)
+	t.Logf("%s killed; the two survivors restored %d accounts in place; snapshot %d complete and holding all the money after", victim.self, total, last)
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -162,9 +163,25 @@ func runChild(raw string) int {
 	sys := m.System()
 	out.printf("member %s", m.Self())
 	subscribe(sys, out, total, mode)
+	// restore restores, in this process, the latest snapshot onto n
+	// members: after "restore N" on stdin (serve), once this member has
+	// left the cluster.
+	restore := func(n int) (*cluster.Member, error) {
+		ropts := slices.Clone(opts)
+		ropts[0] = bankdemo.Kind(0)
+		rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		nm, err := cluster.Restore(rctx, cluster.Config{Membership: mcfg}, store, 0, n, ropts...)
+		if err != nil {
+			return nil, err
+		}
+		subscribe(nm.System(), out, total, mode)
+		out.printf("restored %d", len(nm.System().Participants()))
+		return nm, nil
+	}
 	if spec.Restore {
 		out.printf("restored %d", len(sys.Participants()))
-		return serve(ctx, m, sys, spec, out)
+		return serve(ctx, m, spec, out, restore)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	bank, err := bankdemo.Start(sys, bankdemo.Config{Accounts: spec.Accounts, Initial: initial, Chords: 2, Seed: 7}, m.Owns)
@@ -203,7 +220,7 @@ func runChild(raw string) int {
 			out.printf("asked %d %s", g.ID, verdict)
 		}()
 	}
-	return serve(ctx, m, sys, spec, out)
+	return serve(ctx, m, spec, out, restore)
 }
 
 // subscribe prints a line per snapshot that completes or aborts, checking
@@ -232,13 +249,22 @@ func subscribe(sys *actors.System, out *lineWriter, total int64, mode snapshot.M
 }
 
 // serve takes snapshots every spec.Interval until stdin closes, then
-// shuts the member down.
-func serve(ctx context.Context, m *cluster.Member, sys *actors.System, spec childSpec, out *lineWriter) int {
-	if spec.Interval > 0 {
-		if err := sys.SnapshotEvery(spec.Interval); err != nil {
-			out.printf("error every: %v", err)
-			return 1
+// shuts the member down. A line "restore N" makes the member leave the
+// cluster and restore, in the same process, the latest snapshot onto N
+// members (restore), as survivors of a member's death do in place.
+func serve(ctx context.Context, m *cluster.Member, spec childSpec, out *lineWriter, restore func(n int) (*cluster.Member, error)) int {
+	sys := m.System()
+	every := func() bool {
+		if spec.Interval > 0 {
+			if err := sys.SnapshotEvery(spec.Interval); err != nil {
+				out.printf("error every: %v", err)
+				return false
+			}
 		}
+		return true
+	}
+	if !every() {
+		return 1
 	}
 	base := sys.Traffic()
 	in := bufio.NewReader(os.Stdin)
@@ -262,7 +288,30 @@ func serve(ctx context.Context, m *cluster.Member, sys *actors.System, spec chil
 			out.printf("taken %d", spec.Snapshots)
 		}()
 	}
-	_, _ = io.Copy(io.Discard, in) // until the parent closes it
+	for { // until the parent closes stdin
+		line, err := in.ReadString('\n')
+		if err != nil {
+			break
+		}
+		var n int
+		if _, err := fmt.Sscanf(line, "restore %d", &n); err != nil {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		if err := m.Shutdown(sctx); err != nil {
+			out.printf("shutdown %v", err)
+		}
+		cancel()
+		if m, err = restore(n); err != nil {
+			out.printf("error restoring in place: %v", err)
+			return 1
+		}
+		sys = m.System()
+		if !every() {
+			return 1
+		}
+		base = sys.Traffic()
+	}
 	tr := sys.Traffic()
 	out.printf("traffic %d %d %d %d %d", tr.Sends-base.Sends, tr.Frames-base.Frames, tr.Bytes-base.Bytes, tr.Markers-base.Markers, tr.StateBytes-base.StateBytes)
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
