@@ -99,7 +99,7 @@ const (
 
 // runChild runs one member of a cluster bank until its stdin closes,
 // printing a line per event: "member ADDR", "ready", "complete ID
-// PARTICIPANTS IN-FLIGHT [departed N] ok|BAD reason", "aborted ID reason",
+// PARTICIPANTS IN-FLIGHT [departed|missing N] ok|BAD reason", "aborted ID reason",
 // "taken N", "traffic SENDS FRAMES BYTES MARKERS STATE-BYTES" (as it
 // leaves: System.Traffic since it was ready), "bye".
 func runChild(raw string) int {
@@ -230,11 +230,17 @@ func subscribe(sys *actors.System, out *lineWriter, total int64, mode snapshot.M
 		switch e := evt.(type) {
 		case *actors.SnapshotCompleted:
 			// One with accounts stopped (their member shut down) says
-			// how many.
+			// how many; so does one without the accounts of a member
+			// that died, checked for consistency alone as well.
 			verdict := "ok"
 			departed, err := bankdemo.Verdict(e.Global, total)
-			if departed > 0 {
+			missing := int(total/initial) - len(e.Global.Participants)
+			switch {
+			case departed > 0:
 				verdict = fmt.Sprintf("departed %d ok", departed)
+			case missing > 0:
+				verdict = fmt.Sprintf("missing %d ok", missing)
+				err = e.Global.Verify()
 			}
 			if err != nil {
 				verdict = "BAD " + err.Error()
@@ -379,20 +385,21 @@ type child struct {
 	errs  strings.Builder // the whole standard error, for race reports
 	mu    sync.Mutex
 	done  chan struct{}
-	// leaving is shared by the members started together: set once the
-	// test begins to stop them, after which their accounts may depart.
+	// leaving is shared by the members started together: set while the
+	// test stops them or one has died, when their accounts may depart
+	// or be missing.
 	leaving *atomic.Bool
 }
 
 // badComplete says what is wrong with a "complete" line, or "": an
-// inconsistent snapshot, or accounts departed while leaving is false
-// (every member runs, and none stops its accounts).
+// inconsistent snapshot, or accounts departed or missing while leaving
+// is false (every member runs, and none stops its accounts).
 func badComplete(l string, leaving bool) string {
 	switch {
 	case !strings.HasSuffix(l, " ok"):
 		return "inconsistent snapshot: " + l
-	case strings.Contains(l, " departed ") && !leaving:
-		return "accounts departed while every member runs: " + l
+	case (strings.Contains(l, " departed ") || strings.Contains(l, " missing ")) && !leaving:
+		return "accounts departed or missing while every member runs: " + l
 	}
 	return ""
 }
