@@ -145,44 +145,42 @@ func runChild(raw string) int {
 		opts = append(opts, actors.WithMode(mode))
 	}
 	total := int64(spec.Accounts) * initial
-	var m *cluster.Member
-	if spec.Restore {
-		opts[0] = bankdemo.Kind(0)
-		rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		m, err = cluster.Restore(rctx, cluster.Config{Membership: mcfg}, store, 0, spec.Members, opts...)
-		cancel()
-	} else {
-		if spec.Extra {
-			opts = append(opts, actors.WithMessage[*extraMessage]("test.extra"))
-		}
-		m, err = cluster.Start(cluster.Config{Membership: mcfg, Members: spec.Members, JoinTimeout: spec.JoinTimeout}, opts...)
+	joined := func(m *cluster.Member) {
+		out.printf("member %s", m.Self())
+		subscribe(m.System(), out, total, mode)
 	}
-	if err != nil {
-		return fail("start: %v", err)
-	}
-	sys := m.System()
-	out.printf("member %s", m.Self())
-	subscribe(sys, out, total, mode)
 	// restore restores, in this process, the latest snapshot onto n
-	// members: after "restore N" on stdin (serve), once this member has
-	// left the cluster.
+	// members: at the start (spec.Restore), or after "restore N" on
+	// stdin once this member has left the cluster (serve).
 	restore := func(n int) (*cluster.Member, error) {
 		ropts := slices.Clone(opts)
 		ropts[0] = bankdemo.Kind(0)
 		rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		defer cancel()
-		nm, err := cluster.Restore(rctx, cluster.Config{Membership: mcfg}, store, 0, n, ropts...)
+		m, err := cluster.Restore(rctx, cluster.Config{Membership: mcfg}, store, 0, n, ropts...)
 		if err != nil {
 			return nil, err
 		}
-		subscribe(nm.System(), out, total, mode)
-		out.printf("restored %d", len(nm.System().Participants()))
-		return nm, nil
+		joined(m)
+		out.printf("restored %d", len(m.System().Participants()))
+		return m, nil
 	}
 	if spec.Restore {
-		out.printf("restored %d", len(sys.Participants()))
+		m, err := restore(spec.Members)
+		if err != nil {
+			return fail("start: %v", err)
+		}
 		return serve(ctx, m, spec, out, restore)
 	}
+	if spec.Extra {
+		opts = append(opts, actors.WithMessage[*extraMessage]("test.extra"))
+	}
+	m, err := cluster.Start(cluster.Config{Membership: mcfg, Members: spec.Members, JoinTimeout: spec.JoinTimeout}, opts...)
+	if err != nil {
+		return fail("start: %v", err)
+	}
+	sys := m.System()
+	joined(m)
 	deadline := time.Now().Add(30 * time.Second)
 	bank, err := bankdemo.Start(sys, bankdemo.Config{Accounts: spec.Accounts, Initial: initial, Chords: 2, Seed: 7}, m.Owns)
 	if err != nil {
