@@ -797,10 +797,13 @@ func (g *guardian) finish(r *run, gl *snapshot.Global, err error, unrecorded []s
 		g.s.log.Warn("snapshot aborted", slog.Uint64("id", uint64(r.id)), slog.Any("error", err))
 		g.s.actors.EventStream.Publish(&SnapshotAborted{ID: r.id, Err: err})
 	}
+	// The other members are told before the callers hear: a Snapshot
+	// that returned has had its ending sent everywhere (System.Traffic
+	// counts it then).
+	g.overRemote(r, gl, err)
 	for _, w := range r.waiters {
 		w <- result{global: gl, err: err}
 	}
-	g.overRemote(r, gl, err)
 	// Participants let go of r themselves, when they next record or report
 	// (participant.forgetFinished): no message per participant.
 }

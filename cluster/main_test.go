@@ -63,9 +63,9 @@ type childSpec struct {
 	Extra bool
 	// Ask takes one snapshot from each member that does not coordinate.
 	Ask bool
-	// Snapshots, if set, has the coordinator take that many snapshots,
-	// one after another, once it reads a line on stdin, and print
-	// "taken N".
+	// Snapshots, if set, has every member wait for a line on stdin and
+	// count its traffic from there ("counting"); the coordinator then
+	// takes that many snapshots, one after another, and prints "taken N".
 	Snapshots int
 	// Bench, if set, runs the member as a benchmark's: "bare" (plain
 	// Proto.Actor remote), "actorsnap", or one of floorModes, measuring
@@ -100,8 +100,8 @@ const (
 // runChild runs one member of a cluster bank until its stdin closes,
 // printing a line per event: "member ADDR", "ready", "complete ID
 // PARTICIPANTS IN-FLIGHT [departed|missing N] ok|BAD reason", "aborted ID reason",
-// "taken N", "traffic SENDS FRAMES BYTES MARKERS STATE-BYTES" (as it
-// leaves: System.Traffic since it was ready), "bye".
+// "counting", "taken N", "traffic SENDS FRAMES BYTES MARKERS STATE-BYTES" (as it
+// leaves: System.Traffic since it was ready, or since "counting"), "bye".
 func runChild(raw string) int {
 	var spec childSpec
 	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
@@ -272,13 +272,20 @@ func serve(ctx context.Context, m *cluster.Member, spec childSpec, out *lineWrit
 	}
 	base := sys.Traffic()
 	in := bufio.NewReader(os.Stdin)
-	if spec.Snapshots > 0 && m.Coordinator() == m.Self() {
-		// After a line on stdin: the parent sends it once every member
-		// is ready, and has counted its traffic from there.
+	if spec.Snapshots > 0 {
+		// After a line on stdin, which the parent sends every member once
+		// all are ready: a member is ready when it has heard every other
+		// member's announcements of its participants, so by then each
+		// member has sent all of its own, and the traffic counted from
+		// here is the snapshots' alone.
 		if _, err := in.ReadString('\n'); err != nil {
 			out.printf("error waiting to begin: %v", err)
 			return 1
 		}
+		base = sys.Traffic()
+		out.printf("counting")
+	}
+	if spec.Snapshots > 0 && m.Coordinator() == m.Self() {
 		go func() {
 			for range spec.Snapshots {
 				ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
