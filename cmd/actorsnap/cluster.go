@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,9 +27,10 @@ import (
 // machine, which find each other through Proto.Actor's automanaged
 // provider and share one store: it starts them (this binary again, as the
 // hidden member command), prints the snapshots the coordinating member
-// reports, and, when a member dies, stops the others and restores the
-// bank from its latest complete snapshot onto new members, as Flink
-// restarts a job from its last checkpoint.
+// reports, and, when a member dies, restores the bank from its latest
+// complete snapshot, as Flink restarts a job from its last checkpoint:
+// the members that outlived it restore in their own processes, and a new
+// member takes the place of each that died.
 type clusterRun struct {
 	out, errw io.Writer
 	store     persistence.Store
@@ -44,8 +47,10 @@ type clusterRun struct {
 	exe         string
 	events      chan memberMsg
 	done        chan struct{} // closed at the end: the readers stop
-	gen         int           // the members' generation: one per start
+	gen         int           // the members' generation: one per start or restore
 	live        []*memberProc // the current generation's members
+	name        string        // the cluster's name
+	seeds       string        // every member's automanaged host:port, one per member
 	next        int           // the number of the next member started
 	coordinator string
 	early       []memberMsg // snapshots reported before the table was printed
@@ -55,15 +60,20 @@ type clusterRun struct {
 
 // memberProc is a member process.
 type memberProc struct {
-	n      int // from 1, counting on across restores
-	gen    int
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	addr   string
-	failed string        // the error it reported
-	tail   *tail         // the end of its standard error
-	exited chan struct{} // closed once it exited, err set
-	err    error
+	n        int // from 1, counting on across restores
+	gen      int
+	autoPort int // its automanaged port, one of the seeds
+	// restoring is set from the line that asks a running member to
+	// restore in place until it says it has: what it reports meanwhile
+	// is of the cluster it leaves.
+	restoring bool
+	cmd       *exec.Cmd
+	stdin     io.WriteCloser
+	addr      string
+	failed    string        // the error it reported
+	tail      *tail         // the end of its standard error
+	exited    chan struct{} // closed once it exited, err set
+	err       error
 }
 
 // memberMsg is an event of member m; Event "exit" when it exited.
@@ -200,7 +210,7 @@ func (c *clusterRun) loop(ctx context.Context) error {
 
 // lost handles the loss of member p: it died (abort is nil), or the
 // cluster found it gone and aborted the snapshot in progress. It shows
-// what the cluster makes of it, then restores the bank on new members,
+// what the cluster makes of it, then restores the bank (in place),
 // or, without --restart, stops with an error that says how to.
 func (c *clusterRun) lost(ctx context.Context, p *memberProc, abort *memberEvent) error {
 	why := "left the cluster"
@@ -227,14 +237,85 @@ func (c *clusterRun) lost(ctx context.Context, p *memberProc, abort *memberEvent
 		return fmt.Errorf("member %d (pid %d, %s) %s; to restore the bank: actorsnap restore %s --members %d%s",
 			p.n, p.cmd.Process.Pid, p.addr, why, restore, c.members, c.storeArgs)
 	}
-	fmt.Fprintf(c.out, "stopping the other members; restoring the latest complete snapshot onto %d new ones\n", c.members)
-	c.stop(survivorStopTimeout)
 	id, err := c.latestWhole(ctx)
 	if err != nil {
 		return err
 	}
 	c.restores++
+	// Its automanaged port, one of the seeds the others poll, is for the
+	// member that takes its place: free once it has exited.
+	select {
+	case <-p.exited:
+	case <-time.After(survivorStopTimeout):
+	}
+	err = c.restoreInPlace(ctx, id, p, start)
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	fmt.Fprintf(c.out, "restoring in place failed: %v; stopping the members, restoring onto %d new ones\n", err, c.members)
+	c.stop(survivorStopTimeout)
 	return c.restoreFrom(ctx, id, start)
+}
+
+// restoreInPlace restores snapshot id onto the members still running but
+// dead, each in its own process (it leaves the cluster that lost a member
+// and restores with the others), and onto a new member in place of dead
+// and of any other that exited, c.members in all.
+func (c *clusterRun) restoreInPlace(ctx context.Context, id snapshot.SnapshotID, dead *memberProc, start time.Time) error {
+	if err := c.adopt(ctx, id); err != nil {
+		return err
+	}
+	var survivors []*memberProc
+	var ports []int // of the members that exited
+	for _, p := range c.live {
+		select {
+		case <-p.exited:
+		default:
+			if p != dead {
+				survivors = append(survivors, p)
+				continue
+			}
+		}
+		ports = append(ports, p.autoPort)
+	}
+	if len(survivors) == 0 {
+		return errors.New("no member is left")
+	}
+	fmt.Fprintf(c.out, "restoring snapshot %d onto the %d members left, in place, and %d new\n", id, len(survivors), len(ports))
+	c.gen++
+	c.live = survivors
+	for _, p := range survivors {
+		p.gen, p.restoring = c.gen, true
+		if _, err := fmt.Fprintf(p.stdin, "restore %d %d\n", id, c.members); err != nil {
+			return fmt.Errorf("asking member %d to restore: %w", p.n, err)
+		}
+	}
+	for _, port := range ports {
+		if _, err := c.spawn(c.memberArgs(port, id)); err != nil {
+			return err
+		}
+	}
+	if err := c.await(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.out, "restored from snapshot %d onto %d members, $%d, in %v (%d in place)\n",
+		id, c.members, c.total, time.Since(start).Round(time.Millisecond), len(survivors))
+	c.printMembers()
+	c.printHeader()
+	return nil
+}
+
+// adopt takes snapshot id's bank as the one every snapshot is held to.
+func (c *clusterRun) adopt(ctx context.Context, id snapshot.SnapshotID) error {
+	g, err := c.store.Load(ctx, id)
+	if err != nil {
+		return fmt.Errorf("snapshot %d: %w", id, err)
+	}
+	if c.total, err = bankdemo.Money(g); err != nil {
+		return fmt.Errorf("snapshot %d: %w", id, err)
+	}
+	c.actors = len(g.Participants)
+	return nil
 }
 
 // latestWhole returns the latest snapshot that holds the whole bank. One
@@ -309,14 +390,9 @@ func (c *clusterRun) awaitLoss(ctx context.Context, p *memberProc, wasCoordinato
 
 // restoreFrom starts new members restoring snapshot id.
 func (c *clusterRun) restoreFrom(ctx context.Context, id snapshot.SnapshotID, start time.Time) error {
-	g, err := c.store.Load(ctx, id)
-	if err != nil {
-		return fmt.Errorf("snapshot %d: %w", id, err)
+	if err := c.adopt(ctx, id); err != nil {
+		return err
 	}
-	if c.total, err = bankdemo.Money(g); err != nil {
-		return fmt.Errorf("snapshot %d: %w", id, err)
-	}
-	c.actors = len(g.Participants)
 	if err := c.start(ctx, id); err != nil {
 		return err
 	}
@@ -345,22 +421,36 @@ func (c *clusterRun) starting(ctx context.Context, restore snapshot.SnapshotID) 
 	}
 	c.gen++
 	c.live = nil
-	cluster := fmt.Sprintf("actorsnap-%d-%d", os.Getpid(), c.gen)
+	c.name = fmt.Sprintf("actorsnap-%d-%d", os.Getpid(), c.gen)
 	var seeds []string
 	for _, port := range ports {
 		seeds = append(seeds, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	}
+	c.seeds = strings.Join(seeds, ",")
 	for _, port := range ports {
-		args := []string{"member", "--cluster", cluster, "--automanaged-port", strconv.Itoa(port),
-			"--seeds", strings.Join(seeds, ","), "--members", strconv.Itoa(c.members),
-			"--total", strconv.FormatInt(c.total, 10)}
-		if restore != 0 {
-			args = append(args, "--restore", strconv.FormatUint(uint64(restore), 10))
-		}
-		if _, err := c.spawn(append(args, c.args...)); err != nil {
+		if _, err := c.spawn(c.memberArgs(port, restore)); err != nil {
 			return err
 		}
 	}
+	return c.await(ctx)
+}
+
+// memberArgs are the arguments of a member of the current cluster on
+// automanaged port port, restoring snapshot restore unless it is 0.
+func (c *clusterRun) memberArgs(port int, restore snapshot.SnapshotID) []string {
+	args := []string{"member", "--cluster", c.name, "--automanaged-port", strconv.Itoa(port),
+		"--seeds", c.seeds, "--members", strconv.Itoa(c.members),
+		"--total", strconv.FormatInt(c.total, 10)}
+	if restore != 0 {
+		args = append(args, "--restore", strconv.FormatUint(uint64(restore), 10))
+	}
+	return append(args, c.args...)
+}
+
+// await waits until every live member runs its part of the bank, new or
+// restored. What a member restoring in place reports before it has is of
+// the cluster it left, and dropped.
+func (c *clusterRun) await(ctx context.Context) error {
 	deadline := time.NewTimer(memberStartTimeout)
 	defer deadline.Stop()
 	for waiting := len(c.live); waiting > 0; {
@@ -378,13 +468,17 @@ func (c *clusterRun) starting(ctx context.Context, restore snapshot.SnapshotID) 
 		p, ev := msg.m, msg.ev
 		switch ev.Event {
 		case "ready", "restored":
-			p.addr = ev.Addr
+			p.addr, p.restoring = ev.Addr, false
 			if c.coordinator = ev.Coordinator; c.coordinator == "" {
 				c.coordinator = ev.Addr
 			}
 			waiting--
 		case "complete", "aborted", "coordinator":
-			c.early = append(c.early, msg)
+			if !p.restoring {
+				c.early = append(c.early, msg)
+			}
+		case "warning":
+			fmt.Fprintf(c.errw, "member %d: %s\n", p.n, ev.Error)
 		case "error":
 			p.failed = ev.Error
 		case "exit":
@@ -398,6 +492,9 @@ func (c *clusterRun) starting(ctx context.Context, restore snapshot.SnapshotID) 
 func (c *clusterRun) spawn(args []string) (*memberProc, error) {
 	c.next++
 	p := &memberProc{n: c.next, gen: c.gen, tail: &tail{}, exited: make(chan struct{})}
+	if i := slices.Index(args, "--automanaged-port"); i >= 0 && i+1 < len(args) {
+		p.autoPort, _ = strconv.Atoi(args[i+1])
+	}
 	p.cmd = exec.Command(c.exe, args...)
 	var err error
 	if p.stdin, err = p.cmd.StdinPipe(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -198,11 +199,21 @@ func (r *membersRun) snapshots(t *testing.T, deadline time.Time, n, members int)
 }
 
 // A member killed (kill -9) while the bank runs on three: the run shows
-// the snapshot its death aborted, naming it, then restores the bank from
-// its latest complete snapshot onto three new members, whose snapshots
-// are consistent and hold the same money; interrupted, the run stops
+// the snapshot its death aborted, naming it (or, for the coordinator,
+// the member that took over), then restores the bank from
+// its latest complete snapshot onto three members, the two survivors in
+// their own processes and a new one in the dead one's place, whose
+// snapshots are consistent and hold the same money; interrupted, the run stops
 // every member and exits cleanly.
 func TestMemberKilledThenRestored(t *testing.T) {
+	for _, coordinator := range []bool{false, true} {
+		t.Run(map[bool]string{false: "member", true: "coordinator"}[coordinator], func(t *testing.T) {
+			memberKilledThenRestored(t, coordinator)
+		})
+	}
+}
+
+func memberKilledThenRestored(t *testing.T, coordinator bool) {
 	store := filepath.Join(t.TempDir(), "snaps")
 	r := startMembersRun(t, "run", "bank", "--members", "3", "--actors", "300", "--interval", "100ms",
 		"--duration", "5m", "--store", store, "--logs", memberLogs(t))
@@ -214,26 +225,49 @@ func TestMemberKilledThenRestored(t *testing.T) {
 
 	var victim member
 	for _, m := range r.members {
-		if !m.coordinator {
+		if m.coordinator == coordinator {
 			victim = m
 		}
 	}
-	require.NotZero(t, victim.pid, "a member that does not coordinate: %v", r.members)
+	require.NotZero(t, victim.pid, "a member to kill (coordinator %v): %v", coordinator, r.members)
 	start := time.Now()
 	require.NoError(t, syscall.Kill(victim.pid, syscall.SIGKILL))
 	r.next(t, deadline, "the death", func(l string) bool {
 		return strings.HasPrefix(l, fmt.Sprintf("member %d (pid %d, %s) died: signal: killed", victim.n, victim.pid, victim.addr))
 	})
-	aborted := r.next(t, deadline, "the abort or the restore", func(l string) bool {
-		return strings.Contains(l, "aborted: cluster member left: "+victim.addr) || strings.HasPrefix(l, "restored from")
-	})
-	assert.Regexp(t, `^snapshot \d+ aborted: cluster member left: `+regexp.QuoteMeta(victim.addr)+`, with \d+ participants$`, aborted)
+	if coordinator {
+		// Its snapshots in progress are lost with it: another member
+		// takes over, without the dead one's participants.
+		over := r.next(t, deadline, "the takeover or the restore", func(l string) bool {
+			return strings.Contains(l, "coordinates now") || strings.HasPrefix(l, "restored from")
+		})
+		assert.Regexp(t, fmt.Sprintf(`^member \d+ \(\S+\) coordinates now; its cluster lost member %d's participants$`, victim.n), over)
+	} else {
+		aborted := r.next(t, deadline, "the abort or the restore", func(l string) bool {
+			return strings.Contains(l, "aborted: cluster member left: "+victim.addr) || strings.HasPrefix(l, "restored from")
+		})
+		assert.Regexp(t, `^snapshot \d+ aborted: cluster member left: `+regexp.QuoteMeta(victim.addr)+`, with \d+ participants$`, aborted)
+	}
 	restored := r.next(t, deadline, "the restore", func(l string) bool { return strings.HasPrefix(l, "restored from") })
-	assert.Regexp(t, `^restored from snapshot \d+ onto 3 members, \$300000, in `, restored)
+	assert.Regexp(t, `^restored from snapshot \d+ onto 3 members, \$300000, in .* \(2 in place\)$`, restored)
 	t.Logf("killed member %d; %v later: %s", victim.n, time.Since(start).Round(time.Millisecond), restored)
-	before := len(r.members)
+	before := r.members
 	r.snapshots(t, deadline, 3, 3)
-	require.Len(t, r.members, before+3, "three new members listed")
+	// The two survivors restored in their own processes; a new one took
+	// the dead member's place.
+	require.Len(t, r.members, len(before)+3, "the members listed again")
+	after := r.members[len(before):]
+	var kept, fresh int
+	for _, m := range after {
+		assert.NotEqual(t, victim.pid, m.pid, "the dead member is not listed")
+		if slices.ContainsFunc(before, func(b member) bool { return b.pid == m.pid && b.n == m.n }) {
+			kept++
+		} else {
+			fresh++
+		}
+	}
+	assert.Equal(t, 2, kept, "survivors restored in place: %v", after)
+	assert.Equal(t, 1, fresh, "a new member for the dead one: %v", after)
 
 	require.NoError(t, r.cmd.Process.Signal(os.Interrupt))
 	select {

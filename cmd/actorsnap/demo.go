@@ -33,7 +33,7 @@ func demoFlags(cmd *cobra.Command, withSize bool) {
 // over member processes.
 func memberFlags(cmd *cobra.Command) {
 	cmd.Flags().Int("members", 1, "member processes to run the bank on, on this machine (1: the bank runs in this process)")
-	cmd.Flags().Bool("restart", true, "when a member dies, restore the bank from its latest snapshot onto new members (--members above 1)")
+	cmd.Flags().Bool("restart", true, "when a member dies, restore the bank from its latest snapshot onto the members left and a new one in its place (--members above 1)")
 	cmd.Flags().String("logs", "", "a directory for the members' logs, member-N.log (--members above 1)")
 }
 
@@ -171,9 +171,9 @@ Proto.Actor's automanaged provider (no server to run) and share the store;
 the accounts are placed over them, and each snapshot line is one consistent
 snapshot across all of them. The members' pids and addresses are listed at
 the start: kill one (kill -9 PID) and the run shows the snapshot its death
-aborted, stops the other members and restores the bank from its latest
-complete snapshot onto N new ones, as Flink restarts a job from its last
-checkpoint. With --restart=false it stops instead, with an error that says
+aborted and restores the bank from its latest complete snapshot, as Flink
+restarts a job from its last checkpoint: the members left restore in their
+own processes, and a new member takes the dead one's place. With --restart=false it stops instead, with an error that says
 how to restore.`,
 		Example: `  actorsnap run bank --store ./snaps --duration 10s
   actorsnap run bank --members 3 --store ./snaps --duration 1m

@@ -1,12 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -20,6 +20,7 @@ import (
 	"github.com/actorsnap/actorsnap/cluster"
 	"github.com/actorsnap/actorsnap/cluster/membership"
 	"github.com/actorsnap/actorsnap/internal/bankdemo"
+	"github.com/actorsnap/actorsnap/snapshot"
 )
 
 // memberEvent is a line a member process writes on its standard output,
@@ -27,8 +28,9 @@ import (
 type memberEvent struct {
 	// Event is one of: ready (the member's part of a new bank runs),
 	// restored (its part of a restored bank runs), coordinator (another
-	// member coordinates now), complete, aborted, error (the member
-	// fails and exits) and bye (it left the cluster and exits).
+	// member coordinates now), complete, aborted, warning (a line on
+	// standard input it did not take), error (the member fails and
+	// exits) and bye (it left the cluster and exits).
 	Event string `json:"event"`
 	// Addr is the member's address (ready, restored), the coordinator's
 	// (coordinator), or that of the member whose departure aborted the
@@ -67,7 +69,9 @@ func (w *eventWriter) emit(e memberEvent) {
 // memberCmd is the hidden command of one member process of the bank, as
 // run bank --members and restore --members start it. It runs until its
 // standard input closes: the supervisor closes it to stop the member,
-// and so does the supervisor's death.
+// and so does the supervisor's death. A line "restore ID N" on it makes
+// the member leave its cluster and restore snapshot ID onto N members in
+// the same process, as the survivors of a member's death do (restoreLine).
 func memberCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:    "member",
@@ -141,11 +145,20 @@ func runMember(cmd *cobra.Command, out *eventWriter) error {
 		return err
 	}
 
-	// Stopped when the supervisor closes standard input.
+	// Stopped when the supervisor closes standard input; its lines are
+	// restores in place.
 	ctx, stop := context.WithCancel(cmd.Context())
 	defer stop()
+	lines := make(chan string)
 	go func() {
-		_, _ = io.Copy(io.Discard, cmd.InOrStdin())
+		sc := bufio.NewScanner(cmd.InOrStdin())
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
 		stop()
 	}()
 
@@ -159,6 +172,17 @@ func runMember(cmd *cobra.Command, out *eventWriter) error {
 	mcfg := membership.Config{ClusterName: name, Host: "127.0.0.1", Port: port, Provider: membership.Automanaged,
 		Seeds: seeds, AutomanagedPort: autoPort, TTL: time.Second, TLS: tlsCfg}
 
+	// restored restores snapshot id onto n members, this one among them,
+	// and starts its snapshots.
+	restored := func(id snapshot.SnapshotID, n int) (*cluster.Member, memberEvent, error) {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		m, err := cluster.Restore(rctx, cluster.Config{Membership: mcfg, JoinTimeout: time.Minute}, store, id, n, append(opts, bankdemo.Kind(0))...)
+		if err != nil {
+			return nil, memberEvent{}, err
+		}
+		return m, memberEvent{Event: "restored", Actors: len(m.System().Participants())}, nil
+	}
 	var m *cluster.Member
 	var ready memberEvent
 	if restore != "" {
@@ -166,13 +190,9 @@ func runMember(cmd *cobra.Command, out *eventWriter) error {
 		if err != nil {
 			return err
 		}
-		rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		m, err = cluster.Restore(rctx, cluster.Config{Membership: mcfg, JoinTimeout: time.Minute}, store, id, members, append(opts, bankdemo.Kind(0))...)
-		cancel()
-		if err != nil {
+		if m, ready, err = restored(id, members); err != nil {
 			return err
 		}
-		ready = memberEvent{Event: "restored", Actors: len(m.System().Participants())}
 	} else {
 		m, err = cluster.Start(cluster.Config{Membership: mcfg, Members: members, JoinTimeout: time.Minute}, append(opts, bankdemo.Kind(cfg.Initial))...)
 		if err != nil {
@@ -187,22 +207,44 @@ func runMember(cmd *cobra.Command, out *eventWriter) error {
 		}
 		ready = memberEvent{Event: "ready", Actors: len(bank.PIDs)}
 	}
-	sys := m.System()
-	subscribe(m, out, total)
-	if err := sys.SnapshotEvery(cfg.Interval); err != nil {
-		shutdownMember(m)
+	// running reports on m's snapshots and starts them; it says ready.
+	running := func(ready memberEvent) error {
+		subscribe(m, out, total)
+		if err := m.System().SnapshotEvery(cfg.Interval); err != nil {
+			shutdownMember(m)
+			return err
+		}
+		ready.Addr, ready.Coordinator, ready.Members = m.Self(), m.Coordinator(), len(m.Members())
+		out.emit(ready)
+		return nil
+	}
+	if err := running(ready); err != nil {
 		return err
 	}
-	ready.Addr, ready.Coordinator, ready.Members = m.Self(), m.Coordinator(), len(m.Members())
-	out.emit(ready)
 
 	// The coordinator changes when the one before leaves.
-	coordinator := ready.Coordinator
+	coordinator := m.Coordinator()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for ctx.Err() == nil {
 		select {
 		case <-ctx.Done():
+		case l := <-lines:
+			id, n, err := restoreLine(l)
+			if err != nil {
+				out.emit(memberEvent{Event: "warning", Error: err.Error()})
+				continue
+			}
+			// The cluster this member was in lost a member: it leaves,
+			// and restores with the others onto a cluster of n.
+			shutdownMember(m)
+			if m, ready, err = restored(id, n); err != nil {
+				return fmt.Errorf("restoring snapshot %d in place: %w", id, err)
+			}
+			if err := running(ready); err != nil {
+				return err
+			}
+			coordinator = m.Coordinator()
 		case <-tick.C:
 			if c := m.Coordinator(); c != coordinator {
 				coordinator = c
@@ -213,6 +255,16 @@ func runMember(cmd *cobra.Command, out *eventWriter) error {
 	shutdownMember(m)
 	out.emit(memberEvent{Event: "bye"})
 	return nil
+}
+
+// restoreLine reads the supervisor's "restore ID N".
+func restoreLine(l string) (snapshot.SnapshotID, int, error) {
+	var id uint64
+	var n int
+	if _, err := fmt.Sscanf(l, "restore %d %d", &id, &n); err != nil || id == 0 || n < 1 {
+		return 0, 0, fmt.Errorf("a line the member does not know: %q (want \"restore ID N\")", l)
+	}
+	return snapshot.SnapshotID(id), n, nil
 }
 
 // shutdownMember leaves the cluster, waiting at most as long as Proto.Actor's
