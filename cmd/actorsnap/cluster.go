@@ -87,9 +87,8 @@ const (
 	memberStartTimeout = 2 * time.Minute
 	memberStopTimeout  = 30 * time.Second
 	// How long the members that outlived one, or one that failed to
-	// start, are given to stop before they are killed: their cluster
-	// waits in vain (Proto.Actor's graceful leave takes 10 s then), and
-	// the bank restarts from the store, not from them.
+	// start, are given to stop before they are killed: the bank
+	// restarts from the store, not from them.
 	survivorStopTimeout = 3 * time.Second
 	// How long a member's death may take to show in the cluster: the
 	// automanaged provider polls every second.
@@ -545,9 +544,8 @@ func (c *clusterRun) send(msg memberMsg) {
 	}
 }
 
-// stop stops the live members, all at once: each leaves the cluster
-// (Proto.Actor's graceful leave takes seconds), and one that has not
-// after timeout is killed.
+// stop stops the live members, all at once: each leaves the cluster,
+// and one that has not after timeout is killed.
 func (c *clusterRun) stop(timeout time.Duration) {
 	running := 0
 	for _, p := range c.live {

@@ -267,8 +267,8 @@ func restoreLine(l string) (snapshot.SnapshotID, int, error) {
 	return snapshot.SnapshotID(id), n, nil
 }
 
-// shutdownMember leaves the cluster, waiting at most as long as Proto.Actor's
-// graceful leave can take.
+// shutdownMember leaves the cluster, waiting at most 20 s for the
+// participants to stop.
 func shutdownMember(m *cluster.Member) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
