@@ -256,10 +256,10 @@ func (c *clusterRun) lost(ctx context.Context, p *memberProc, abort *memberEvent
 	return c.restoreFrom(ctx, id, start)
 }
 
-// restoreInPlace restores snapshot id onto the members still running but
-// dead, each in its own process (it leaves the cluster that lost a member
-// and restores with the others), and onto a new member in place of dead
-// and of any other that exited, c.members in all.
+// restoreInPlace restores snapshot id onto the members still running,
+// dead aside, each in its own process (it leaves the cluster that lost a
+// member and restores with the others), and onto a new member in place of
+// dead and of any other that exited, c.members in all.
 func (c *clusterRun) restoreInPlace(ctx context.Context, id snapshot.SnapshotID, dead *memberProc, start time.Time) error {
 	if err := c.adopt(ctx, id); err != nil {
 		return err

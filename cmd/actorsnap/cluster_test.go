@@ -328,3 +328,15 @@ func TestMemberTLSFlags(t *testing.T) {
 		assert.Contains(t, stderr, tc.want, tc.args)
 	}
 }
+
+// A member takes "restore ID N" from its supervisor and nothing else.
+func TestRestoreLine(t *testing.T) {
+	id, n, err := restoreLine("restore 12 3")
+	require.NoError(t, err)
+	assert.EqualValues(t, 12, id)
+	assert.Equal(t, 3, n)
+	for _, l := range []string{"", "restore", "restore 12", "restore 0 3", "restore 12 0", "restore x 3", "stop"} {
+		_, _, err := restoreLine(l)
+		assert.ErrorContains(t, err, `want "restore ID N"`, "line %q", l)
+	}
+}
