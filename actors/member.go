@@ -163,6 +163,10 @@ func (g *guardian) overRemote(r *run, gl *snapshot.Global, err error) {
 			}
 		}
 		g.post(m, f)
+		// Sent now, not with the guardian's next flush: Snapshot returns
+		// once its ending has left for every member (finish), which is
+		// what System.Traffic then counts.
+		g.flushTo(m)
 	}
 }
 

@@ -101,7 +101,8 @@ const (
 // printing a line per event: "member ADDR", "ready", "complete ID
 // PARTICIPANTS IN-FLIGHT [departed|missing N] ok|BAD reason", "aborted ID reason",
 // "counting", "taken N", "traffic SENDS FRAMES BYTES MARKERS STATE-BYTES" (as it
-// leaves: System.Traffic since it was ready, or since "counting"), "bye".
+// leaves: System.Traffic since it was ready, or since "counting", to
+// "taken" on the coordinator), "bye".
 func runChild(raw string) int {
 	var spec childSpec
 	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
@@ -285,6 +286,10 @@ func serve(ctx context.Context, m *cluster.Member, spec childSpec, out *lineWrit
 		base = sys.Traffic()
 		out.printf("counting")
 	}
+	// The coordinator's traffic as its snapshots ended: what it sends when
+	// other members leave before it (their participants' drops) is not
+	// the snapshots'.
+	var taken atomic.Pointer[actors.ProtocolTraffic]
 	if spec.Snapshots > 0 && m.Coordinator() == m.Self() {
 		go func() {
 			for range spec.Snapshots {
@@ -296,6 +301,8 @@ func serve(ctx context.Context, m *cluster.Member, spec childSpec, out *lineWrit
 					return
 				}
 			}
+			tr := sys.Traffic()
+			taken.Store(&tr)
 			out.printf("taken %d", spec.Snapshots)
 		}()
 	}
@@ -324,6 +331,9 @@ func serve(ctx context.Context, m *cluster.Member, spec childSpec, out *lineWrit
 		base = sys.Traffic()
 	}
 	tr := sys.Traffic()
+	if t := taken.Load(); t != nil {
+		tr = *t
+	}
 	out.printf("traffic %d %d %d %d %d", tr.Sends-base.Sends, tr.Frames-base.Frames, tr.Bytes-base.Bytes, tr.Markers-base.Markers, tr.StateBytes-base.StateBytes)
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
