@@ -152,13 +152,21 @@ func runChild(raw string) int {
 	}
 	// restore restores, in this process, the latest snapshot onto n
 	// members: at the start (spec.Restore), or after "restore N" on
-	// stdin once this member has left the cluster (serve).
+	// stdin once this member has left the cluster (serve), in a cluster
+	// of another name: a survivor still leaving the old one must not
+	// count as one of the n.
+	restores := 0
 	restore := func(n int) (*cluster.Member, error) {
 		ropts := slices.Clone(opts)
 		ropts[0] = bankdemo.Kind(0)
 		rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		defer cancel()
-		m, err := cluster.Restore(rctx, cluster.Config{Membership: mcfg}, store, 0, n, ropts...)
+		rcfg := mcfg
+		if restores > 0 || !spec.Restore {
+			rcfg.ClusterName = fmt.Sprintf("%s-in-place-%d", mcfg.ClusterName, restores+1)
+		}
+		restores++
+		m, err := cluster.Restore(rctx, cluster.Config{Membership: rcfg}, store, 0, n, ropts...)
 		if err != nil {
 			return nil, err
 		}

@@ -283,9 +283,12 @@ func (c *clusterRun) restoreInPlace(ctx context.Context, id snapshot.SnapshotID,
 	fmt.Fprintf(c.out, "restoring snapshot %d onto the %d members left, in place, and %d new\n", id, len(survivors), len(ports))
 	c.gen++
 	c.live = survivors
+	// A cluster of a new name: a survivor still leaving the old one must
+	// not be taken for a member of the restore.
+	c.name = c.clusterName()
 	for _, p := range survivors {
 		p.gen, p.restoring = c.gen, true
-		if _, err := fmt.Fprintf(p.stdin, "restore %d %d\n", id, c.members); err != nil {
+		if _, err := fmt.Fprintf(p.stdin, "restore %d %d %s\n", id, c.members, c.name); err != nil {
 			return fmt.Errorf("asking member %d to restore: %w", p.n, err)
 		}
 	}
@@ -420,7 +423,7 @@ func (c *clusterRun) starting(ctx context.Context, restore snapshot.SnapshotID) 
 	}
 	c.gen++
 	c.live = nil
-	c.name = fmt.Sprintf("actorsnap-%d-%d", os.Getpid(), c.gen)
+	c.name = c.clusterName()
 	var seeds []string
 	for _, port := range ports {
 		seeds = append(seeds, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
@@ -433,6 +436,9 @@ func (c *clusterRun) starting(ctx context.Context, restore snapshot.SnapshotID) 
 	}
 	return c.await(ctx)
 }
+
+// clusterName names the cluster of the current generation of members.
+func (c *clusterRun) clusterName() string { return fmt.Sprintf("actorsnap-%d-%d", os.Getpid(), c.gen) }
 
 // memberArgs are the arguments of a member of the current cluster on
 // automanaged port port, restoring snapshot restore unless it is 0.

@@ -329,14 +329,16 @@ func TestMemberTLSFlags(t *testing.T) {
 	}
 }
 
-// A member takes "restore ID N" from its supervisor and nothing else.
+// A member takes "restore ID N NAME" from its supervisor and nothing
+// else.
 func TestRestoreLine(t *testing.T) {
-	id, n, err := restoreLine("restore 12 3")
+	id, n, name, err := restoreLine("restore 12 3 actorsnap-7-2")
 	require.NoError(t, err)
 	assert.EqualValues(t, 12, id)
 	assert.Equal(t, 3, n)
-	for _, l := range []string{"", "restore", "restore 12", "restore 0 3", "restore 12 0", "restore x 3", "stop"} {
-		_, _, err := restoreLine(l)
-		assert.ErrorContains(t, err, `want "restore ID N"`, "line %q", l)
+	assert.Equal(t, "actorsnap-7-2", name)
+	for _, l := range []string{"", "restore", "restore 12", "restore 12 3", "restore 0 3 c", "restore 12 0 c", "restore x 3 c", "stop"} {
+		_, _, _, err := restoreLine(l)
+		assert.ErrorContains(t, err, `want "restore ID N NAME"`, "line %q", l)
 	}
 }

@@ -69,9 +69,10 @@ func (w *eventWriter) emit(e memberEvent) {
 // memberCmd is the hidden command of one member process of the bank, as
 // run bank --members and restore --members start it. It runs until its
 // standard input closes: the supervisor closes it to stop the member,
-// and so does the supervisor's death. A line "restore ID N" on it makes
-// the member leave its cluster and restore snapshot ID onto N members in
-// the same process, as the survivors of a member's death do (restoreLine).
+// and so does the supervisor's death. A line "restore ID N NAME" on it
+// makes the member leave its cluster and restore snapshot ID onto N
+// members of a cluster named NAME in the same process, as the survivors
+// of a member's death do (restoreLine).
 func memberCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:    "member",
@@ -230,14 +231,18 @@ func runMember(cmd *cobra.Command, out *eventWriter) error {
 		select {
 		case <-ctx.Done():
 		case l := <-lines:
-			id, n, err := restoreLine(l)
+			id, n, name, err := restoreLine(l)
 			if err != nil {
 				out.emit(memberEvent{Event: "warning", Error: err.Error()})
 				continue
 			}
 			// The cluster this member was in lost a member: it leaves,
-			// and restores with the others onto a cluster of n.
+			// and restores with the others onto a cluster of n under a
+			// new name, which no member of the old one can join (another
+			// survivor still leaving it would otherwise count as one of
+			// the n).
 			shutdownMember(m)
+			mcfg.ClusterName = name
 			if m, ready, err = restored(id, n); err != nil {
 				return fmt.Errorf("restoring snapshot %d in place: %w", id, err)
 			}
@@ -257,14 +262,15 @@ func runMember(cmd *cobra.Command, out *eventWriter) error {
 	return nil
 }
 
-// restoreLine reads the supervisor's "restore ID N".
-func restoreLine(l string) (snapshot.SnapshotID, int, error) {
+// restoreLine reads the supervisor's "restore ID N NAME".
+func restoreLine(l string) (snapshot.SnapshotID, int, string, error) {
 	var id uint64
 	var n int
-	if _, err := fmt.Sscanf(l, "restore %d %d", &id, &n); err != nil || id == 0 || n < 1 {
-		return 0, 0, fmt.Errorf("a line the member does not know: %q (want \"restore ID N\")", l)
+	var name string
+	if _, err := fmt.Sscanf(l, "restore %d %d %s", &id, &n, &name); err != nil || id == 0 || n < 1 {
+		return 0, 0, "", fmt.Errorf("a line the member does not know: %q (want \"restore ID N NAME\")", l)
 	}
-	return snapshot.SnapshotID(id), n, nil
+	return snapshot.SnapshotID(id), n, name, nil
 }
 
 // shutdownMember leaves the cluster, waiting at most 20 s for the
