@@ -84,6 +84,12 @@ func Start(cfg Config, opts ...actors.Option) (*Member, error) {
 // placed by name over those members, so a snapshot taken on any number of
 // members restores onto any other (actors.RestoreMember says what each
 // member does). opts are as for Start.
+//
+// Survivors of a member's death restore in place: each calls Shutdown on
+// its Member, then Restore in the same process. Give the restore a
+// cluster name of its own (cfg.Membership.ClusterName), the same on every
+// member of it: a member of the old cluster that has not left yet would
+// otherwise be counted among the members.
 func Restore(ctx context.Context, cfg Config, store persistence.Store, id snapshot.SnapshotID, members int, opts ...actors.Option) (*Member, error) {
 	if members < 1 {
 		return nil, fmt.Errorf("cluster: restore onto %d members", members)
