@@ -151,21 +151,16 @@ func runChild(raw string) int {
 		subscribe(m.System(), out, total, mode)
 	}
 	// restore restores, in this process, the latest snapshot onto n
-	// members: at the start (spec.Restore), or after "restore N" on
-	// stdin once this member has left the cluster (serve), in a cluster
-	// of another name: a survivor still leaving the old one must not
-	// count as one of the n.
-	restores := 0
-	restore := func(n int) (*cluster.Member, error) {
+	// members of the cluster named clusterName: at the start
+	// (spec.Restore), or after "restore N" on stdin once this member has
+	// left the cluster (serve).
+	restore := func(n int, clusterName string) (*cluster.Member, error) {
 		ropts := slices.Clone(opts)
 		ropts[0] = bankdemo.Kind(0)
 		rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		defer cancel()
 		rcfg := mcfg
-		if restores > 0 || !spec.Restore {
-			rcfg.ClusterName = fmt.Sprintf("%s-in-place-%d", mcfg.ClusterName, restores+1)
-		}
-		restores++
+		rcfg.ClusterName = clusterName
 		m, err := cluster.Restore(rctx, cluster.Config{Membership: rcfg}, store, 0, n, ropts...)
 		if err != nil {
 			return nil, err
@@ -175,7 +170,7 @@ func runChild(raw string) int {
 		return m, nil
 	}
 	if spec.Restore {
-		m, err := restore(spec.Members)
+		m, err := restore(spec.Members, spec.Cluster)
 		if err != nil {
 			return fail("start: %v", err)
 		}
@@ -265,7 +260,7 @@ func subscribe(sys *actors.System, out *lineWriter, total int64, mode snapshot.M
 // shuts the member down. A line "restore N" makes the member leave the
 // cluster and restore, in the same process, the latest snapshot onto N
 // members (restore), as survivors of a member's death do in place.
-func serve(ctx context.Context, m *cluster.Member, spec childSpec, out *lineWriter, restore func(n int) (*cluster.Member, error)) int {
+func serve(ctx context.Context, m *cluster.Member, spec childSpec, out *lineWriter, restore func(n int, clusterName string) (*cluster.Member, error)) int {
 	sys := m.System()
 	every := func() bool {
 		if spec.Interval > 0 {
@@ -280,6 +275,7 @@ func serve(ctx context.Context, m *cluster.Member, spec childSpec, out *lineWrit
 		return 1
 	}
 	base := sys.Traffic()
+	inPlace := 0 // restores in place so far
 	in := bufio.NewReader(os.Stdin)
 	if spec.Snapshots > 0 {
 		// After a line on stdin, which the parent sends every member once
@@ -328,7 +324,10 @@ func serve(ctx context.Context, m *cluster.Member, spec childSpec, out *lineWrit
 			out.printf("shutdown %v", err)
 		}
 		cancel()
-		if m, err = restore(n); err != nil {
+		// A cluster of a new name, the same on every survivor: one still
+		// leaving the old cluster must not count as one of the n.
+		inPlace++
+		if m, err = restore(n, fmt.Sprintf("%s-in-place-%d", spec.Cluster, inPlace)); err != nil {
 			out.printf("error restoring in place: %v", err)
 			return 1
 		}

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,6 +73,16 @@ type memberProc struct {
 	tail      *tail         // the end of its standard error
 	exited    chan struct{} // closed once it exited, err set
 	err       error
+}
+
+// running reports whether p has not exited.
+func (p *memberProc) running() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
 }
 
 // memberMsg is an event of member m; Event "exit" when it exited.
@@ -267,15 +276,11 @@ func (c *clusterRun) restoreInPlace(ctx context.Context, id snapshot.SnapshotID,
 	var survivors []*memberProc
 	var ports []int // of the members that exited
 	for _, p := range c.live {
-		select {
-		case <-p.exited:
-		default:
-			if p != dead {
-				survivors = append(survivors, p)
-				continue
-			}
+		if p != dead && p.running() {
+			survivors = append(survivors, p)
+		} else {
+			ports = append(ports, p.autoPort)
 		}
-		ports = append(ports, p.autoPort)
 	}
 	if len(survivors) == 0 {
 		return errors.New("no member is left")
@@ -293,7 +298,7 @@ func (c *clusterRun) restoreInPlace(ctx context.Context, id snapshot.SnapshotID,
 		}
 	}
 	for _, port := range ports {
-		if _, err := c.spawn(c.memberArgs(port, id)); err != nil {
+		if err := c.spawn(port, id); err != nil {
 			return err
 		}
 	}
@@ -430,7 +435,7 @@ func (c *clusterRun) starting(ctx context.Context, restore snapshot.SnapshotID) 
 	}
 	c.seeds = strings.Join(seeds, ",")
 	for _, port := range ports {
-		if _, err := c.spawn(c.memberArgs(port, restore)); err != nil {
+		if err := c.spawn(port, restore); err != nil {
 			return err
 		}
 	}
@@ -493,27 +498,25 @@ func (c *clusterRun) await(ctx context.Context) error {
 	return nil
 }
 
-// spawn starts a member process with args.
-func (c *clusterRun) spawn(args []string) (*memberProc, error) {
+// spawn starts a member process of the current cluster on automanaged
+// port port, restoring snapshot restore unless it is 0.
+func (c *clusterRun) spawn(port int, restore snapshot.SnapshotID) error {
 	c.next++
-	p := &memberProc{n: c.next, gen: c.gen, tail: &tail{}, exited: make(chan struct{})}
-	if i := slices.Index(args, "--automanaged-port"); i >= 0 && i+1 < len(args) {
-		p.autoPort, _ = strconv.Atoi(args[i+1])
-	}
-	p.cmd = exec.Command(c.exe, args...)
+	p := &memberProc{n: c.next, gen: c.gen, autoPort: port, tail: &tail{}, exited: make(chan struct{})}
+	p.cmd = exec.Command(c.exe, c.memberArgs(port, restore)...)
 	var err error
 	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
-		return nil, err
+		return err
 	}
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var logFile *os.File
 	p.cmd.Stderr = p.tail
 	if c.logs != "" {
 		if logFile, err = os.Create(filepath.Join(c.logs, fmt.Sprintf("member-%d.log", p.n))); err != nil {
-			return nil, err
+			return err
 		}
 		p.cmd.Stderr = io.MultiWriter(logFile, p.tail)
 	}
@@ -521,7 +524,7 @@ func (c *clusterRun) spawn(args []string) (*memberProc, error) {
 		if logFile != nil {
 			_ = logFile.Close()
 		}
-		return nil, fmt.Errorf("starting member %d: %w", p.n, err)
+		return fmt.Errorf("starting member %d: %w", p.n, err)
 	}
 	c.live = append(c.live, p)
 	go func() {
@@ -540,7 +543,7 @@ func (c *clusterRun) spawn(args []string) (*memberProc, error) {
 		close(p.exited)
 		c.send(memberMsg{m: p, ev: memberEvent{Event: "exit"}})
 	}()
-	return p, nil
+	return nil
 }
 
 func (c *clusterRun) send(msg memberMsg) {
@@ -555,9 +558,7 @@ func (c *clusterRun) send(msg memberMsg) {
 func (c *clusterRun) stop(timeout time.Duration) {
 	running := 0
 	for _, p := range c.live {
-		select {
-		case <-p.exited:
-		default:
+		if p.running() {
 			running++
 			_ = p.stdin.Close()
 		}

@@ -173,12 +173,14 @@ func runMember(cmd *cobra.Command, out *eventWriter) error {
 	mcfg := membership.Config{ClusterName: name, Host: "127.0.0.1", Port: port, Provider: membership.Automanaged,
 		Seeds: seeds, AutomanagedPort: autoPort, TTL: time.Second, TLS: tlsCfg}
 
-	// restored restores snapshot id onto n members, this one among them,
-	// and starts its snapshots.
-	restored := func(id snapshot.SnapshotID, n int) (*cluster.Member, memberEvent, error) {
+	// restored restores snapshot id onto n members of the cluster named
+	// clusterName, this one among them.
+	restored := func(id snapshot.SnapshotID, n int, clusterName string) (*cluster.Member, memberEvent, error) {
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer cancel()
-		m, err := cluster.Restore(rctx, cluster.Config{Membership: mcfg, JoinTimeout: time.Minute}, store, id, n, append(opts, bankdemo.Kind(0))...)
+		rcfg := mcfg
+		rcfg.ClusterName = clusterName
+		m, err := cluster.Restore(rctx, cluster.Config{Membership: rcfg, JoinTimeout: time.Minute}, store, id, n, append(opts, bankdemo.Kind(0))...)
 		if err != nil {
 			return nil, memberEvent{}, err
 		}
@@ -191,7 +193,7 @@ func runMember(cmd *cobra.Command, out *eventWriter) error {
 		if err != nil {
 			return err
 		}
-		if m, ready, err = restored(id, members); err != nil {
+		if m, ready, err = restored(id, members, name); err != nil {
 			return err
 		}
 	} else {
@@ -231,7 +233,7 @@ func runMember(cmd *cobra.Command, out *eventWriter) error {
 		select {
 		case <-ctx.Done():
 		case l := <-lines:
-			id, n, name, err := restoreLine(l)
+			id, n, renamed, err := restoreLine(l)
 			if err != nil {
 				out.emit(memberEvent{Event: "warning", Error: err.Error()})
 				continue
@@ -242,8 +244,7 @@ func runMember(cmd *cobra.Command, out *eventWriter) error {
 			// survivor still leaving it would otherwise count as one of
 			// the n).
 			shutdownMember(m)
-			mcfg.ClusterName = name
-			if m, ready, err = restored(id, n); err != nil {
+			if m, ready, err = restored(id, n, renamed); err != nil {
 				return fmt.Errorf("restoring snapshot %d in place: %w", id, err)
 			}
 			if err := running(ready); err != nil {
