@@ -966,7 +966,6 @@ func (a *Assembler) build(end time.Time) *Global {
 		Start:        a.cfg.Start,
 		End:          end,
 		Participants: make([]Participant, 0, a.recorded),
-		Channels:     make([]ChannelState, 0, len(a.chans)),
 	}
 	for _, p := range order {
 		pa := &a.procs[p]
@@ -986,6 +985,9 @@ func (a *Assembler) build(end time.Time) *Global {
 		}
 		slices.SortFunc(chans[first:], func(x, y int32) int { return int(rank[a.chans[x].to] - rank[a.chans[y].to]) })
 	}
+	// Sized to the channels listed: with a Ledger, those in flight, a
+	// small part of every channel known.
+	g.Channels = make([]ChannelState, 0, len(chans))
 	for _, i := range chans {
 		c := &a.chans[i]
 		cs := ChannelState{Channel: a.name(c), Sent: c.sent, Received: c.received}
