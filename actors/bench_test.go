@@ -148,19 +148,31 @@ func (r *rig) root() *actor.RootContext { return r.sys.Root }
 // so, timing each (r.times, to be read once they stopped).
 func (r *rig) startSnapshots() {
 	if r.v.snapshotting {
-		r.shots = r.timedRounds(r.v.every)
+		r.shots = r.timedRounds(r.v.every, nil)
 	}
 }
 
-// timedRounds takes snapshots every every (back to back if zero) until
-// halted, each one's latency appended to r.times.
-func (r *rig) timedRounds(every time.Duration) *snapshotter {
-	return startRounds(every, func(ctx context.Context, _ <-chan struct{}) error {
+// timedRounds runs round every every (back to back if zero) until halted,
+// each completed round's latency appended to r.times. A nil round is a
+// snapshot; a floor round (floorRoundOn) is timed the same way.
+func (r *rig) timedRounds(every time.Duration, round func(ctx context.Context, quit <-chan struct{}) error) *snapshotter {
+	if round == nil {
+		round = r.snapshotRound
+	}
+	return startRounds(every, func(ctx context.Context, quit <-chan struct{}) error {
 		t0 := time.Now()
-		_, err := r.snap.Snapshot(ctx)
-		r.times = append(r.times, time.Since(t0))
+		err := round(ctx, quit)
+		if err == nil {
+			r.times = append(r.times, time.Since(t0))
+		}
 		return err
 	})
+}
+
+// snapshotRound takes one snapshot: timedRounds' round when given none.
+func (r *rig) snapshotRound(ctx context.Context, _ <-chan struct{}) error {
+	_, err := r.snap.Snapshot(ctx)
+	return err
 }
 
 // stopSnapshots stops the snapshots and reports their rate over the
@@ -449,7 +461,7 @@ func newGoal(at int64, stop bool) *goal {
 type load struct {
 	transfers atomic.Int64 // received: transfers, or messages
 	goal      atomic.Pointer[goal]
-	chains    int64        // in flight while running: the bank's transfers, 2 per account
+	chains    int64        // in flight while running: the bank's transfers, 2 per account; a flock's perKick per start
 	ended     atomic.Int64 // chains that ended (not forwarded) after a stop goal
 	drained   chan struct{}
 	epochs    bool                  // floor-epoch: accounts look for a round at every transfer
@@ -685,11 +697,13 @@ const (
 	// which must wait, after the last state, for the messages sent before
 	// it to arrive: one more turn of every account that has any.
 	floorCaptureDrain
-	// floorCaptureInFlight is floorCapture with each account also
-	// encoding chainsPerAccount transfers: the bank holds that many in
-	// flight per account at all times, and a consistent cut records every
-	// one of them as channel state. The least a snapshot of the bank
-	// encodes, without waiting for the messages actually in flight.
+	// floorCaptureInFlight is floorCapture with the actors also encoding,
+	// between them, as many messages as the workload keeps in flight
+	// (load.chains), each its share: a workload holds that many in flight
+	// at all times, and a consistent cut records every one of them as
+	// channel state. The least a snapshot of the workload encodes,
+	// without waiting for the messages actually in flight; on the bank,
+	// chainsPerAccount transfers per account.
 	floorCaptureInFlight
 )
 
@@ -703,28 +717,40 @@ var floors = []variant{
 type touch struct {
 	round    uint64
 	capture  bool
-	inFlight int          // transfers each actor encodes besides its state
-	left     atomic.Int64 // accounts yet to take part
+	actors   int64        // actors taking part
+	inFlight int64        // messages the actors encode between them besides their states
+	taken    atomic.Int64 // actors that have begun their part
+	left     atomic.Int64 // actors yet to finish their part
 	done     chan struct{}
 }
 
 func newTouch(round uint64, capture bool, n int) *touch {
-	t := &touch{round: round, capture: capture, done: make(chan struct{})}
+	t := &touch{round: round, capture: capture, actors: int64(n), done: make(chan struct{})}
 	t.left.Store(int64(n))
 	return t
 }
 
 // visit is an actor taking part in the round, on its goroutine; state is
-// the actor, encoded when the round captures.
+// the actor, encoded when the round captures. The actor also encodes its
+// share of the round's inFlight messages: the k-th actor to take part
+// encodes ⌊inFlight/actors⌋ of them, one more if k < inFlight mod actors,
+// so that the shares add up to inFlight.
 func (t *touch) visit(state any) {
 	if t.capture {
 		if _, err := msgpack.Marshal(state); err != nil {
 			panic(err)
 		}
 	}
-	for i := range t.inFlight {
-		if _, err := msgpack.Marshal(&benchTransfer{Amount: int64(i)}); err != nil {
-			panic(err)
+	if t.inFlight > 0 {
+		k := t.taken.Add(1) - 1
+		share := t.inFlight / t.actors
+		if k < t.inFlight%t.actors {
+			share++
+		}
+		for i := range share {
+			if _, err := msgpack.Marshal(&benchTransfer{Amount: i}); err != nil {
+				panic(err)
+			}
 		}
 	}
 	if t.left.Add(-1) == 0 {
@@ -760,7 +786,7 @@ func (bk *bank) startFloor() {
 // or for quit.
 func (bk *bank) floorRound(kind floorKind, quit <-chan struct{}) error {
 	if kind != floorEpoch {
-		return floorRoundOn(bk.r, bk.pids, kind, &bk.rounds, quit)
+		return floorRoundOn(bk.r, bk.pids, kind, bk.load.chains, &bk.rounds, quit)
 	}
 	bk.rounds++
 	t := newTouch(bk.rounds, true, len(bk.pids))
@@ -770,12 +796,13 @@ func (bk *bank) floorRound(kind floorKind, quit <-chan struct{}) error {
 
 // floorRoundOn runs one round of a floor that a message starts
 // (floorTouch, floorCapture, floorCaptureDrain, floorCaptureInFlight)
-// over the actors pids,
-// which take part at a *touch, and waits for it, or for quit. rounds
-// counts the rounds run.
-func floorRoundOn(r *rig, pids []*actor.PID, kind floorKind, rounds *uint64, quit <-chan struct{}) error {
+// over the actors pids, which take part at a *touch, and waits for it, or
+// for quit. inFlight is the number of messages the workload keeps in
+// flight (its load.chains), which floorCaptureInFlight's actors encode
+// between them. rounds counts the rounds run.
+func floorRoundOn(r *rig, pids []*actor.PID, kind floorKind, inFlight int64, rounds *uint64, quit <-chan struct{}) error {
 	if kind == floorCaptureDrain {
-		if err := floorRoundOn(r, pids, floorCapture, rounds, quit); err != nil {
+		if err := floorRoundOn(r, pids, floorCapture, inFlight, rounds, quit); err != nil {
 			return err
 		}
 		kind = floorTouch
@@ -783,7 +810,7 @@ func floorRoundOn(r *rig, pids []*actor.PID, kind floorKind, rounds *uint64, qui
 	*rounds++
 	t := newTouch(*rounds, kind != floorTouch, len(pids))
 	if kind == floorCaptureInFlight {
-		t.inFlight = chainsPerAccount
+		t.inFlight = inFlight
 	}
 	for _, pid := range pids {
 		r.root().Send(pid, t)

@@ -71,8 +71,9 @@ type workload interface {
 	traffic() *load // counts one op at each arrive, and drains
 	kick()          // starts the traffic
 	// floorRound runs a round of a floor that a message starts
-	// (floorRoundOn) over every actor of the workload; the actors of
-	// the shapes of BenchmarkSnapshotLatencyByShape take part.
+	// (floorRoundOn) over every actor of the workload, each of which
+	// takes part at a *touch; floorCaptureInFlight's actors encode
+	// between them as many messages as the workload keeps in flight.
 	floorRound(kind floorKind, quit <-chan struct{}) error
 }
 
@@ -95,7 +96,7 @@ type flock struct {
 func (f *flock) traffic() *load { return f.load }
 
 func (f *flock) floorRound(kind floorKind, quit <-chan struct{}) error {
-	return floorRoundOn(f.r, f.all, kind, &f.rounds, quit)
+	return floorRoundOn(f.r, f.all, kind, f.load.chains, &f.rounds, quit)
 }
 
 func (f *flock) kick() {
@@ -220,6 +221,8 @@ func (s *fanSender) Receive(ctx actor.Context) {
 		for range m.n {
 			s.request(ctx)
 		}
+	case *touch:
+		m.visit(s)
 	}
 }
 
@@ -236,11 +239,14 @@ type fanReceiver struct {
 }
 
 func (rc *fanReceiver) Receive(ctx actor.Context) {
-	if _, ok := ctx.Message().(*benchPing); ok {
+	switch m := ctx.Message().(type) {
+	case *benchPing:
 		rc.Requests++
 		if rc.f.load.arrive() {
 			ctx.Respond(&rc.msg)
 		}
+	case *touch:
+		m.visit(rc)
 	}
 }
 
@@ -281,6 +287,8 @@ func (l *link) Receive(ctx actor.Context) {
 		for range m.n {
 			l.pass(ctx, &benchPing{})
 		}
+	case *touch:
+		m.visit(l)
 	}
 }
 
