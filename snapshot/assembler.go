@@ -745,6 +745,41 @@ func (a *Assembler) Status(now time.Time) Status {
 	return Status{State: Pending}
 }
 
+// Owed returns, once every participant required has recorded (and, with
+// a Ledger, its channels in flight were added), the receivers of the
+// channels that do not balance yet, each once, in the order they were
+// numbered; nil before. In the Epochs mode every message such a channel
+// still owes was sent before its sender's record, so in one process it
+// is already in its receiver's queue: a receiver that captures its queue
+// again (Process.Capture) reports it at once, rather than when it reads
+// it after a pass over the busy mailboxes. Departed and stopped receivers
+// are left out: nothing more comes from them. ok is false before every
+// participant recorded, and once the snapshot is over.
+func (a *Assembler) Owed() (owed []ProcessID, ok bool) {
+	if a.unrecord > 0 || (a.ledger != nil && !a.swept) || a.abort != nil || a.global != nil {
+		return nil, false
+	}
+	if a.unsettled == 0 {
+		return nil, true
+	}
+	var out []ProcessID
+	var named []bool // by process number
+	for i := range a.chans {
+		c := &a.chans[i]
+		if !c.pending {
+			continue
+		}
+		if named == nil {
+			named = make([]bool, len(a.procs))
+		}
+		if pa := &a.procs[c.to]; !named[c.to] && !pa.departed && !pa.stopped {
+			named[c.to] = true
+			out = append(out, pa.id)
+		}
+	}
+	return out, true
+}
+
 // sweep adds, once every participant recorded, the channels the Ledger
 // shows with messages in flight that no record or report named: their
 // counts are this cut's, since a record that changed one since would have

@@ -17,8 +17,9 @@ import "fmt"
 //
 // What captures reported is kept per channel as segments of consecutive
 // sequence numbers, each reported for the snapshots in (from, through]:
-// from is the epoch before the record that first captured its messages,
-// through the epoch at their last capture. A message stays queued from
+// from is the epoch before the record that first captured its messages
+// (zero once a capture with since zero took them), through the epoch at
+// their last capture. A message stays queued from
 // its capture to its receipt, so a later capture reports it for the
 // snapshots recorded since its last (every one of them was recorded
 // while it was queued), and its range stays an interval.
@@ -37,16 +38,23 @@ type capSeg struct {
 	from, through SnapshotID
 }
 
+// capOwed is what Capture reports a queued message for: the snapshots
+// above lo and outside (from, through].
+type capOwed struct{ lo, from, through SnapshotID }
+
 // Capture takes, in the Epochs mode, the messages queued for this process
 // on the channel from from (through h, as ReceiveNextOn) as channel state
 // now, rather than when they are received: each is reported (Ready's
-// Channels) for every snapshot recorded since since (the epoch before the
-// records just taken, Epoch then) that it is in flight for, and for those
-// recorded since an earlier capture of it. queued must be the next
-// messages the process will receive on the channel, in order, and the
-// caller must call Capture between its records and its next receipt; it
-// may give fewer than are queued (a prefix). An epoch out of order is a
-// protocol error: nothing is captured.
+// Channels) for every snapshot recorded since since that it is in flight
+// for, and for those recorded since an earlier capture of it. After its
+// records, since is the epoch before them (Epoch then), and the capture
+// costs the snapshots just recorded; with since zero, at any moment
+// between two receipts, it reports every queued message for every
+// snapshot in progress it is in flight for and no capture reported it
+// for (Ready.Recapture: what a snapshot every participant recorded is
+// still owed). queued must be the next messages the process will receive
+// on the channel, in order; it may be fewer than are queued (a prefix).
+// An epoch out of order is a protocol error: nothing is captured.
 func (p *Process) Capture(h *InHandle, from ProcessID, since SnapshotID, queued []Queued) error {
 	if p.mode != Epochs || since >= p.epoch || len(queued) == 0 {
 		return nil
@@ -71,12 +79,14 @@ func (p *Process) Capture(h *InHandle, from ProcessID, since SnapshotID, queued 
 		return nil
 	}
 	c.pruneCapture()
-	// floors[i] is the epoch above which queued[i] is reported now: the
-	// last capture's for a message captured before, since for the others.
-	var buf [16]SnapshotID
-	floors := buf[:0]
+	// owed[i] says which snapshots queued[i] is reported for now: those
+	// above lo, but those in (from, through] that an earlier capture
+	// reported it for. Every snapshot recorded is recorded before its
+	// receipt, so one in progress above its epoch is owed it.
+	var buf [16]capOwed
+	owed := buf[:0]
 	if n > len(buf) {
-		floors = make([]SnapshotID, 0, n)
+		owed = make([]capOwed, 0, n)
 	}
 	k := 0
 	for i := range n {
@@ -84,11 +94,12 @@ func (p *Process) Capture(h *InHandle, from ProcessID, since SnapshotID, queued 
 		for k < len(c.capt) && c.capt[k].upTo < seq {
 			k++
 		}
-		f := since
+		o := capOwed{lo: since}
 		if k < len(c.capt) {
-			f = c.capt[k].through
+			g := c.capt[k]
+			o = capOwed{lo: min(since, g.from), from: g.from, through: g.through}
 		}
-		floors = append(floors, f)
+		owed = append(owed, o)
 	}
 	for _, s := range p.snaps {
 		if s.discarded || s.id > p.epoch {
@@ -96,7 +107,7 @@ func (p *Process) Capture(h *InHandle, from ProcessID, since SnapshotID, queued 
 		}
 		var msgs []Message
 		for i, q := range queued[:n] {
-			if s.id > floors[i] && s.id > q.Epoch {
+			if o := owed[i]; s.id > o.lo && s.id > q.Epoch && (s.id <= o.from || s.id > o.through) {
 				if msgs == nil {
 					msgs = make([]Message, 0, n-i)
 				}
@@ -114,7 +125,7 @@ func (p *Process) Capture(h *InHandle, from ProcessID, since SnapshotID, queued 
 	for _, g := range c.capt {
 		switch {
 		case g.upTo <= upTo:
-			g.through = p.epoch
+			g.from, g.through = min(g.from, since), p.epoch
 			segs = append(segs, g)
 		default:
 			prev := c.received
@@ -122,7 +133,7 @@ func (p *Process) Capture(h *InHandle, from ProcessID, since SnapshotID, queued 
 				prev = segs[len(segs)-1].upTo
 			}
 			if prev < upTo {
-				segs = append(segs, capSeg{upTo: upTo, from: g.from, through: p.epoch})
+				segs = append(segs, capSeg{upTo: upTo, from: min(g.from, since), through: p.epoch})
 			}
 			segs = append(segs, g)
 		}

@@ -13,7 +13,8 @@ import (
 // TestCaptureReportsEachMessageOnce runs one channel in the Epochs mode,
 // its receiver's queue modelled, with records at both ends, captures of
 // the queue (whole or a prefix) after some of the receiver's records and
-// none after others, receipts and snapshots forgotten, in random orders.
+// none after others, captures between receipts with since zero, receipts
+// and snapshots forgotten, in random orders.
 // Every snapshot's channel state, captured and reported on receipt
 // together, must be exactly the messages sent before the sender's record
 // and received after the receiver's, each once and in order.
@@ -95,7 +96,14 @@ func captureRun(seed uint64) error {
 	}
 	next := snapshot.SnapshotID(1)
 	for range 200 + r.IntN(200) {
-		switch x := r.IntN(10); {
+		switch x := r.IntN(11); {
+		case x == 10:
+			// A capture at any moment between receipts, of whatever
+			// no capture reported for any snapshot in progress
+			// (Ready.Recapture).
+			if err := capture(0); err != nil {
+				return err
+			}
 		case x < 4:
 			st := snd.Send("r")
 			sent++

@@ -81,6 +81,7 @@ type Coordinator struct {
 type coordRun struct {
 	asm       *Assembler
 	nextSweep time.Time // zero: no sweeps
+	owed      bool      // its Owed receivers were named in Ready.Recapture
 }
 
 type stoppedProcess struct {
@@ -119,6 +120,13 @@ type CoordinatorReady struct {
 	// record (Process.Resync). The snapshots their records were refused
 	// from abort.
 	Resync []ProcessID
+	// Recapture, in the Epochs mode, names participants owed channel
+	// state by a snapshot that every participant has recorded
+	// (Assembler.Owed), once per snapshot: each may capture its queue
+	// again (Process.Capture with since zero), so that what it is owed is
+	// reported now rather than as it reads it. It is advice: a caller
+	// that ignores it, or a participant that cannot, loses nothing.
+	Recapture []ProcessID
 }
 
 // Awaited is an aligned mode's awaited sets, from a snapshot on.
@@ -539,6 +547,12 @@ func (c *Coordinator) check() {
 		st := r.asm.Status(c.now)
 		switch st.State {
 		case Pending:
+			if c.cfg.Mode == Epochs && !r.owed {
+				if owed, ok := r.asm.Owed(); ok {
+					r.owed = true
+					c.ready.Recapture = append(c.ready.Recapture, owed...)
+				}
+			}
 			kept = append(kept, id)
 			continue
 		case Complete:
@@ -636,7 +650,7 @@ func (c *Coordinator) dropDrained() {
 // HasReady reports whether Ready has anything to do.
 func (c *Coordinator) HasReady() bool {
 	r := &c.ready
-	return r.Awaited != nil || len(r.Starts) > 0 || len(r.Initiates) > 0 || len(r.Over) > 0 || len(r.Drops) > 0 || len(r.Resync) > 0
+	return r.Awaited != nil || len(r.Starts) > 0 || len(r.Initiates) > 0 || len(r.Over) > 0 || len(r.Drops) > 0 || len(r.Resync) > 0 || len(r.Recapture) > 0
 }
 
 // Ready returns what the caller must do, in the order of its fields, and

@@ -251,3 +251,39 @@ func TestCoordinatorDropsWaiting(t *testing.T) {
 	assert.False(t, c.DropsWaiting())
 	assert.Len(t, c.Ready().Drops, 1)
 }
+
+// Rule: in the Epochs mode, once every participant of a snapshot has
+// recorded, the coordinator names, once, the receivers of the channels
+// still owed messages (Ready.Recapture): those were all sent before
+// their senders' records. A channel that balances names nobody.
+func TestCoordinatorRecapture(t *testing.T) {
+	c := newCoordinator(t, snapshot.CoordinatorConfig{Mode: snapshot.Epochs})
+	id, _ := c.Start(t0, ids("a", "b", "c"), "")
+	c.Ready()
+	require.NoError(t, c.Record(t0, rec(id, "b", nil, []snapshot.PeerCount{pc("a", 1), pc("c", 2)})))
+	require.NoError(t, c.Record(t0, rec(id, "c", one("b", 2), nil)))
+	assert.False(t, c.HasReady(), "a has not recorded")
+	require.NoError(t, c.Record(t0, rec(id, "a", one("b", 3), nil)))
+	rd := c.Ready()
+	assert.Equal(t, ids("b"), rd.Recapture, "b is owed two messages from a; c->b balances")
+	assert.Empty(t, rd.Over)
+
+	require.NoError(t, c.Channel(t0, snapshot.ChannelRecord{Snapshot: id, Channel: snapshot.Channel{From: "a", To: "b"},
+		Messages: []snapshot.Message{{Seq: 2}}}))
+	assert.False(t, c.HasReady(), "named once")
+	require.NoError(t, c.Channel(t0, snapshot.ChannelRecord{Snapshot: id, Channel: snapshot.Channel{From: "a", To: "b"},
+		Messages: []snapshot.Message{{Seq: 3}}}))
+	rd = c.Ready()
+	require.Len(t, rd.Over, 1)
+	require.NoError(t, rd.Over[0].Err)
+	assert.Empty(t, rd.Recapture)
+
+	// Nothing owed when every participant recorded: nobody is named.
+	id, _ = c.Start(t0, ids("a", "b"), "")
+	c.Ready()
+	require.NoError(t, c.Record(t0, rec(id, "a", one("b", 3), nil)))
+	require.NoError(t, c.Record(t0, rec(id, "b", nil, one("a", 3))))
+	rd = c.Ready()
+	require.Len(t, rd.Over, 1)
+	assert.Empty(t, rd.Recapture)
+}

@@ -177,12 +177,13 @@ type Network struct {
 	procs []*snapshot.Process
 	index map[snapshot.ProcessID]int
 	links map[[2]int]*link
-	// captured counts the queued messages handed over (Config.Capture).
-	captured int
-	order    []*link // links in creation order, for deterministic draining
-	events   events
-	seq      uint64
-	trace    *Trace
+	// captured counts the queued messages handed over (Config.Capture);
+	// recaptured those of them handed over again at Ready.Recapture.
+	captured, recaptured int
+	order                []*link // links in creation order, for deterministic draining
+	events               events
+	seq                  uint64
+	trace                *Trace
 
 	held      int // deliveries waiting on blocked links
 	completed []*snapshot.Global
@@ -693,6 +694,10 @@ func (n *Network) capture(i int, since snapshot.SnapshotID) {
 // (Config.Capture).
 func (n *Network) Captured() int { return n.captured }
 
+// Recaptured returns the queued messages handed over when the coordinator
+// named their receiver in Ready.Recapture, of those Captured counts.
+func (n *Network) Recaptured() int { return n.recaptured }
+
 // coordinate carries out what the coordinator asks: awaited sets handed
 // to every process, starts broadcast on the control channel or initiated,
 // sweeps, the snapshots that ended recorded and finished at every live
@@ -739,6 +744,16 @@ func (n *Network) coordinate() {
 			// Records reach the coordinator in order here: it never
 			// loses track of one, so this is a failure of the run.
 			n.fail(fmt.Errorf("coordinator asks %s for all its counters: a record was lost", id))
+		}
+		for _, id := range rd.Recapture {
+			// Every participant recorded: what the receiver is owed is
+			// on its links now, and a capture reports it at once.
+			if i, ok := n.index[id]; ok && n.cfg.Capture && !n.stopped[i] {
+				n.logf("%s: captures its queues again", id)
+				before := n.captured
+				n.step(i, func(*snapshot.Process) error { n.capture(i, 0); return nil })
+				n.recaptured += n.captured - before
+			}
 		}
 		for _, st := range rd.Starts {
 			if st.Initiator != "" {
