@@ -659,6 +659,14 @@ func (g *guardian) carry() {
 			g.s.log.Warn("the coordinator lost track of participants' records: it asks them for all their counters",
 				slog.Int("participants", len(rd.Resync)), slog.String("first", string(rd.Resync[0])))
 		}
+		// Participants of other members read what they are owed in
+		// turn: a capture helps only where the messages are queued.
+		for _, id := range rd.Recapture {
+			if p := g.s.reg.lookup(id); p != nil {
+				p.recapture.Store(true)
+				p.mb.Hurry()
+			}
+		}
 		for _, id := range rd.Resync {
 			if p := g.s.reg.lookup(id); p != nil {
 				p.handResync()

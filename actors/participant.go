@@ -46,6 +46,10 @@ type participant struct {
 	// hurryTo is the newest snapshot broadcast to it in the epoch mode:
 	// the one its mailbox's hurried work records (startHurried).
 	hurryTo atomic.Uint64
+	// recapture asks its hurried work to capture its queue again: the
+	// coordinator found it owed channel state of a snapshot every
+	// participant recorded (snapshot.CoordinatorReady.Recapture).
+	recapture atomic.Bool
 
 	// Owned by the actor's goroutine.
 	state    []byte // to restore before the first message, then nil
@@ -279,14 +283,29 @@ func (w *shell) lifecycle(ctx actor.Context) {
 // mode: the messages queued before it from older epochs are channel
 // state, as those that come later are. The start message follows as
 // usual and finds the snapshot recorded.
+//
+// The guardian also hurries a participant to capture its queue again
+// (recapture) once every participant has recorded a snapshot that still
+// waits for messages to it: those were sent before their senders'
+// records, so they are queued here, and reading them in turn would wait
+// for a pass over the busy mailboxes.
 func (p *participant) startHurried() {
-	id := snapshot.SnapshotID(p.hurryTo.Load())
-	if !p.live || id == 0 || !p.sys.reg.isPending(id) {
+	again := p.recapture.Swap(false)
+	if !p.live {
 		return
 	}
-	p.takeAwaited()
-	p.fail(id, p.proc.Start(id))
+	if id := snapshot.SnapshotID(p.hurryTo.Load()); id > p.proc.Epoch() && p.sys.reg.isPending(id) {
+		p.takeAwaited()
+		p.fail(id, p.proc.Start(id))
+	} else if !again {
+		return
+	}
 	p.act()
+	if again && !p.unread {
+		p.captureQueued(0)
+		p.act()
+		p.turnEnd()
+	}
 }
 
 // deliver hands the current message to the application. msg, when set,
