@@ -3,7 +3,9 @@ package snapshot_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/actorsnap/actorsnap/snapshot"
 	"github.com/actorsnap/actorsnap/snapshot/snapshottest"
@@ -101,6 +103,110 @@ func BenchmarkSimulatedSnapshot(b *testing.B) {
 			last := net.Completed()[len(net.Completed())-1]
 			b.ReportMetric(float64(ticks)/float64(b.N), "ticks/snapshot")
 			b.ReportMetric(float64(last.TotalInFlight()), "inflight/snapshot")
+		})
+	}
+}
+
+// BenchmarkCoordinatorEpoch measures the coordinator's share of an Epochs
+// snapshot, the guardian's work without actors: n participants on a ring
+// with two chords each, every one recording its counters (all changed
+// since its last record, as on a bank under load) and reporting the one
+// message in flight to it that it captured. Each op is a whole snapshot, from Start to
+// the Global; ns/participant is what the guardian's goroutine spends per
+// participant, its records and reports alike.
+func BenchmarkCoordinatorEpoch(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("participants=%d", n), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 2))
+			ids := make([]snapshot.ProcessID, n)
+			for i := range ids {
+				ids[i] = snapshot.ProcessID(fmt.Sprintf("acct-%05d", i))
+			}
+			// out[i] are i's peers: the next on the ring, then two chords;
+			// in[j] the senders to j, the ring's first.
+			out := make([][]int, n)
+			in := make([][]int, n)
+			for i := range n {
+				out[i] = []int{(i + 1) % n}
+				for len(out[i]) < 3 {
+					if j := r.IntN(n); j != i && !slices.Contains(out[i], j) {
+						out[i] = append(out[i], j)
+					}
+				}
+			}
+			for i := range n {
+				for _, j := range out[i] {
+					in[j] = append(in[j], i)
+				}
+			}
+			c, err := snapshot.NewCoordinator(snapshot.CoordinatorConfig{Mode: snapshot.Epochs})
+			if err != nil {
+				b.Fatal(err)
+			}
+			now := time.Unix(100, 0)
+			var k uint64
+			recs := make([]snapshot.LocalRecord, n)
+			chans := make([]snapshot.ChannelRecord, n)
+			// prepare makes the next round's records and reports, outside
+			// the time measured: every channel carried 10 messages since
+			// the last round, and the ring's last one to each receiver is
+			// in flight.
+			prepare := func() {
+				k++
+				for i := range n {
+					sent := make([]snapshot.PeerCount, len(out[i]))
+					for x, j := range out[i] {
+						sent[x] = snapshot.PeerCount{Peer: ids[j], N: 10 * k * uint64(x+1)}
+					}
+					received := make([]snapshot.PeerCount, len(in[i]))
+					for x, j := range in[i] {
+						y := slices.Index(out[j], i)
+						got := 10 * k * uint64(y+1)
+						if y == 0 {
+							got--
+						}
+						received[x] = snapshot.PeerCount{Peer: ids[j], N: got}
+					}
+					recs[i] = snapshot.LocalRecord{Process: ids[i], State: []byte{1}, Sent: sent, Received: received}
+					chans[i] = snapshot.ChannelRecord{Channel: snapshot.Channel{From: ids[(i+n-1)%n], To: ids[i]},
+						Messages: []snapshot.Message{{Seq: 10 * k, Payload: k}}}
+				}
+			}
+			round := func() {
+				id, err := c.Start(now, ids, "")
+				if err != nil {
+					b.Fatal(err)
+				}
+				c.Ready()
+				// A participant's record, then what it captured, as its
+				// reports come.
+				for i := range recs {
+					recs[i].Snapshot = id
+					if err := c.Record(now, recs[i]); err != nil {
+						b.Fatal(err)
+					}
+					chans[i].Snapshot = id
+					if err := c.Channel(now, chans[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				rd := c.Ready()
+				if len(rd.Over) != 1 || rd.Over[0].Global == nil {
+					b.Fatalf("snapshot %d not complete: %+v", id, rd.Over)
+				}
+			}
+			for range 3 { // the Numbering of a complete snapshot, as under load
+				prepare()
+				round()
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				prepare()
+				b.StartTimer()
+				round()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/participant")
 		})
 	}
 }
