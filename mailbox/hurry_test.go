@@ -45,7 +45,8 @@ func newHurried(s *script, opts ...Option) (*Mailbox, *urgentDispatcher) {
 }
 
 // Hurried work runs ahead of the messages queued, once however many
-// times it was asked for before it ran, and not at all while suspended.
+// times it was asked for before it ran, and not while suspended: asked
+// for then, it runs first once the mailbox resumes.
 func TestHurryGoesAheadOfQueuedMessages(t *testing.T) {
 	for _, arrival := range []bool{false, true} {
 		s := &script{}
@@ -73,7 +74,7 @@ func TestHurryGoesAheadOfQueuedMessages(t *testing.T) {
 		assert.Len(t, s.log, 4, "suspended: nothing runs")
 		m.PostSystemMessage(&actor.ResumeMailbox{})
 		d.drain()
-		assert.Equal(t, []string{"A3"}, s.log[4:], "the hurry asked for while suspended is dropped")
+		assert.Equal(t, []string{"H", "A3"}, s.log[4:], "the hurry asked for while suspended runs once resumed")
 	}
 }
 
@@ -92,6 +93,47 @@ func TestHurryDuringARunRunsBeforeTheNextMessage(t *testing.T) {
 	d.drain()
 	assert.Equal(t, "A1 A2 H A3 A4", s.String())
 	assert.Empty(t, d.urgent)
+}
+
+// Hurried work asked for while hurried work runs (its urgent work finds
+// the mailbox busy) runs after it, with no message to bring a run.
+func TestHurryDuringHurriedWorkRunsAfterIt(t *testing.T) {
+	s := &script{}
+	var m *Mailbox
+	var d *urgentDispatcher
+	nested := true
+	m, d = newHurried(s)
+	m.hurried = func() {
+		s.log = append(s.log, "H")
+		if nested {
+			nested = false
+			m.Hurry()
+			// The urgent work just scheduled runs now, on another
+			// worker as it were, and finds this one's hold.
+			fn := d.urgent[len(d.urgent)-1]
+			d.urgent = d.urgent[:len(d.urgent)-1]
+			fn()
+		}
+	}
+	d.drain() // started: no run is left to take it
+	m.Hurry()
+	d.drain()
+	assert.Equal(t, "H H", s.String())
+	assert.False(t, m.hurry.Load())
+}
+
+// On a dispatcher that takes no urgent work, Hurry on an idle mailbox
+// schedules a run, which does the work.
+func TestHurryWithoutUrgentDispatcher(t *testing.T) {
+	s := &script{}
+	m := New(WithSenderKey(keyOf), WithHurry(func() { s.log = append(s.log, "H") }))
+	d := &stepDispatcher{throughput: 300}
+	m.RegisterHandlers(s, d)
+	m.Start()
+	d.drain()
+	m.Hurry()
+	d.drain()
+	assert.Equal(t, "H", s.String())
 }
 
 // A panic in hurried work escalates as a message's would, and the

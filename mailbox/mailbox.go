@@ -395,14 +395,14 @@ func (m *Mailbox) acquire() {
 // use, as a message's handler would be, ahead of the messages queued: at
 // once on a worker of a dispatcher that takes urgent work (one with a
 // ScheduleUrgent method, as the snapshot library's pool has) when no run
-// of the mailbox is under way, otherwise by that run before its next
-// message. Calls before the work runs run it once. It is not run while
-// the mailbox is suspended (the actor restarting after a failure, or
-// stopped), nor before the mailbox starts, and a run that ends just as
-// Hurry is called leaves it to the next run: a caller that must have the
-// work done posts it as a message too, which the work makes harmless
-// when it came first. Hurry may be called from any goroutine; a panic in
-// the work escalates as one in a message's handler does.
+// of the mailbox is under way, otherwise by a run before its next
+// message (the one under way, or one Hurry schedules on a dispatcher
+// that takes no urgent work). Calls before the work runs run it once.
+// The work is certain to run once asked for, unless the actor stops: a
+// mailbox suspended (the actor restarting after a failure) keeps it for
+// its first run after it resumes, and one not started yet for its first
+// run. Hurry may be called from any goroutine; a panic in the work
+// escalates as one in a message's handler does.
 func (m *Mailbox) Hurry() {
 	if m.hurried == nil || m.hurry.Swap(true) {
 		return
@@ -412,15 +412,24 @@ func (m *Mailbox) Hurry() {
 	}
 	if u, ok := m.dispatcher.(interface{ ScheduleUrgent(func()) }); ok {
 		u.ScheduleUrgent(m.urgent)
+		return
 	}
+	m.schedule() // a run takes it before its next message
 }
 
 // runHurried runs the hurried work on a dispatcher's worker, unless a run
-// of the mailbox holds it: that run takes it before its next message.
+// of the mailbox holds it: that run takes it before its next message, or
+// once over finds it asked for and runs again. Work asked for while this
+// one ran (the urgent work scheduled for it found the mailbox busy) runs
+// here after it, since no run may be under way to take it.
 func (m *Mailbox) runHurried() {
-	if !m.hurry.Load() || !m.busy.CompareAndSwap(false, true) {
-		return
+	for m.hurry.Load() && !m.suspended.Load() && m.busy.CompareAndSwap(false, true) {
+		m.hurryOnce()
 	}
+}
+
+// hurryOnce is one turn of runHurried; the caller took busy.
+func (m *Mailbox) hurryOnce() {
 	defer m.busy.Store(false)
 	defer func() {
 		if r := recover(); r != nil {
@@ -433,10 +442,10 @@ func (m *Mailbox) runHurried() {
 	}
 }
 
-// runHurry runs the hurried work unless the mailbox is suspended. The
-// caller holds busy.
+// runHurry runs the hurried work unless the mailbox is suspended, which
+// keeps it asked for. The caller holds busy.
 func (m *Mailbox) runHurry() {
-	if m.hurry.Swap(false) && !m.suspended.Load() {
+	if !m.suspended.Load() && m.hurry.Swap(false) {
 		m.hurried()
 	}
 }
