@@ -681,22 +681,29 @@ func (g *guardian) carry() {
 // the start to each, from its own goroutine (about 0.1 µs a post), one
 // hop rather than a relay through a few participants, which would cost
 // a pass over the busy mailboxes more (docs/benchmarks.md). In the epoch
-// mode each also records it ahead of its queued messages
-// (participant.startHurried): the records take one pass over the
-// participants' records rather than over every message queued.
+// mode (hurry) it posts nothing: each records it ahead of its queued
+// messages, in its mailbox's hurried work (participant.startHurried),
+// which is certain to run (mailbox.Hurry), so the records take one pass
+// over the participants' records rather than over every message queued;
+// a start posted besides would cost each participant a turn of its
+// mailbox to find the snapshot recorded (an idle one, a run of its own).
 func broadcast(id snapshot.SnapshotID, parts []*participant, hurry bool) {
-	msg := &initiateMsg{id: id, start: true}
+	var msg *initiateMsg
+	if !hurry {
+		msg = &initiateMsg{id: id, start: true}
+	}
 	for _, p := range parts {
-		p.mb.PostFrom(controlKey, msg)
-		if hurry {
-			for {
-				old := p.hurryTo.Load()
-				if old >= uint64(id) || p.hurryTo.CompareAndSwap(old, uint64(id)) {
-					break
-				}
-			}
-			p.mb.Hurry()
+		if !hurry {
+			p.mb.PostFrom(controlKey, msg)
+			continue
 		}
+		for {
+			old := p.hurryTo.Load()
+			if old >= uint64(id) || p.hurryTo.CompareAndSwap(old, uint64(id)) {
+				break
+			}
+		}
+		p.mb.Hurry()
 	}
 	if len(parts) > 0 {
 		if tr, ok := parts[0].sys.trace.(broadcastTracer); ok {

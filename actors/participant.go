@@ -278,11 +278,12 @@ func (w *shell) lifecycle(ctx actor.Context) {
 // startHurried is the work its mailbox hurries (mailbox.WithHurry) when
 // the guardian broadcasts a snapshot in the epoch mode: the participant
 // records it ahead of the messages queued, rather than when its turn
-// comes after a pass over every busy mailbox. Recording earlier than the
-// start message's place in the queue is a cut like any other in this
-// mode: the messages queued before it from older epochs are channel
-// state, as those that come later are. The start message follows as
-// usual and finds the snapshot recorded.
+// comes after a pass over every busy mailbox. Any point between two
+// messages is a cut in this mode: the messages queued from older epochs
+// are channel state wherever the record falls among them. No start
+// message is posted (broadcast), since the mailbox runs hurried work
+// once asked for; a participant found restarting records nothing then
+// and posts itself the start for after its restart.
 //
 // The guardian also hurries a participant to capture its queue again
 // (recapture) once every participant has recorded a snapshot that still
@@ -291,10 +292,15 @@ func (w *shell) lifecycle(ctx actor.Context) {
 // for a pass over the busy mailboxes.
 func (p *participant) startHurried() {
 	again := p.recapture.Swap(false)
+	id := snapshot.SnapshotID(p.hurryTo.Load())
+	start := id > p.proc.Epoch() && p.sys.reg.isPending(id)
 	if !p.live {
+		if start && !p.stopping {
+			p.mb.PostFrom(controlKey, &initiateMsg{id: id, start: true})
+		}
 		return
 	}
-	if id := snapshot.SnapshotID(p.hurryTo.Load()); id > p.proc.Epoch() && p.sys.reg.isPending(id) {
+	if start {
 		p.takeAwaited()
 		p.fail(id, p.proc.Start(id))
 	} else if !again {
