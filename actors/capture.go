@@ -143,8 +143,14 @@ func (p *participant) captureQueued(since snapshot.SnapshotID) {
 		}
 		for i := range c.senders {
 			s := &c.senders[i]
-			if s.ref == nil || len(s.queued) == 0 || c.shared(i) {
-				continue // not heard from yet, or sharing its name: read as it comes
+			if s.name == "" || len(s.queued) == 0 || c.shared(i) {
+				continue // gone before it was heard from, or sharing its name: read as it comes
+			}
+			if s.ref == nil {
+				// Not heard from yet: its first message, queued, makes it a
+				// peer now rather than at its receipt, so that a channel's
+				// first messages are channel state as soon as the others.
+				s.ref = p.peer(s.key)
 			}
 			// An error is the channel's order broken; its receipt says so.
 			_ = p.proc.Capture(&s.ref.in, s.ref.from, since, s.queued)
