@@ -713,7 +713,7 @@ func broadcast(id snapshot.SnapshotID, parts []*participant, hurry bool) {
 }
 
 // broadcastTracer is a tracer (System.trace) that also hears when a
-// broadcast has posted, and hurried, the start to every participant.
+// broadcast has posted, or hurried, the start to every participant.
 type broadcastTracer interface {
 	Broadcast(id snapshot.SnapshotID)
 }

@@ -72,9 +72,11 @@
 // exclusive use but not in its turn (a snapshot's record); Hurry asks for
 // it from any goroutine. A dispatcher with a ScheduleUrgent method runs it
 // at once on an urgent lane when the mailbox is not being run; a run
-// under way runs it before its next message. Queued lists, on the actor's
-// goroutine, the messages not yet delivered in the order they will be,
-// for a mailbox that delivers as posted.
+// under way runs it before its next message. Once asked for, the work is
+// certain to run (a suspended mailbox keeps it for after it resumes), so
+// the owner need not post a message to have it done. Queued lists, on
+// the actor's goroutine, the messages not yet delivered in the order
+// they will be, for a mailbox that delivers as posted.
 //
 // # Memory
 //
