@@ -197,3 +197,19 @@ func TestStoppedParticipantsLeaveTheSnapshots(t *testing.T) {
 		}
 	})
 }
+
+// A hurried start records the newest snapshot still running among those
+// it was asked for: one aborted meanwhile leaves the older ones to it.
+func TestNewestPending(t *testing.T) {
+	r := &registry{}
+	assert.Equal(t, snapshot.SnapshotID(6), r.newestPending(4, 6), "none started yet")
+	r.mu.Lock()
+	r.addPendingLocked(5)
+	r.addPendingLocked(6)
+	r.endPendingLocked(6) // aborted
+	r.mu.Unlock()
+	assert.Equal(t, snapshot.SnapshotID(5), r.newestPending(4, 6))
+	assert.Equal(t, snapshot.SnapshotID(0), r.newestPending(5, 6), "5 recorded already")
+	assert.Equal(t, snapshot.SnapshotID(7), r.newestPending(4, 7), "started elsewhere, not here yet")
+	assert.Equal(t, snapshot.SnapshotID(0), r.newestPending(6, 6))
+}

@@ -292,8 +292,10 @@ func (w *shell) lifecycle(ctx actor.Context) {
 // for a pass over the busy mailboxes.
 func (p *participant) startHurried() {
 	again := p.recapture.Swap(false)
-	id := snapshot.SnapshotID(p.hurryTo.Load())
-	start := id > p.proc.Epoch() && p.sys.reg.isPending(id)
+	// The newest still running: snapshots may overlap, and the newest
+	// asked for may have been aborted since while an older one runs.
+	id := p.sys.reg.newestPending(p.proc.Epoch(), snapshot.SnapshotID(p.hurryTo.Load()))
+	start := id != 0
 	if !p.live {
 		if start && !p.stopping {
 			p.mb.PostFrom(controlKey, &initiateMsg{id: id, start: true})

@@ -107,6 +107,28 @@ func (r *registry) isPending(id snapshot.SnapshotID) bool {
 	return slices.Contains(v.pending, id) || id > v.started
 }
 
+// newestPending returns the newest snapshot in (lo, hi] that is in
+// progress, or 0 if none is. Recording it records every older one the
+// participant has not recorded, so a hurried start asked for several
+// overlapping snapshots records those still running when the newest
+// was aborted meanwhile.
+func (r *registry) newestPending(lo, hi snapshot.SnapshotID) snapshot.SnapshotID {
+	if hi <= lo {
+		return 0
+	}
+	v := r.view.Load()
+	if v == nil || hi > v.started {
+		return hi // see isPending
+	}
+	var newest snapshot.SnapshotID
+	for _, id := range v.pending {
+		if id > lo && id <= hi {
+			newest = max(newest, id)
+		}
+	}
+	return newest
+}
+
 // pendingView is a copy of the registry's pending and started.
 type pendingView struct {
 	pending []snapshot.SnapshotID
