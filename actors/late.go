@@ -13,10 +13,16 @@ import "github.com/actorsnap/actorsnap/snapshot"
 // messages and one of payloads: encoded one channel at a time they
 // would take three allocations a channel, and a receiver many senders
 // hurry toward a report for each of their messages in flight.
+//
+// A record whose snapshot is over here at once waits in it too (hold):
+// the channel state captured with it (the older epochs' messages queued
+// at the record) goes in the same report, so that the guardian takes one
+// message per participant rather than two.
 type lateChannels struct {
 	enc   encoder
 	chans []lateChan
-	seqs  []uint64 // the messages' sequence numbers, in the order encoded
+	seqs  []uint64     // the messages' sequence numbers, in the order encoded
+	recs  []*reportMsg // records held for the turn's end, in the order recorded
 }
 
 // lateChan is a channel's share of the turn's messages: the next n.
@@ -47,10 +53,22 @@ func (l *lateChannels) add(c snapshot.ChannelRecord) error {
 	return nil
 }
 
-// flush hands report the turn's channels, one report per snapshot in
-// the order each first came, and empties l.
+// hold keeps rep, a record report, for the turn's end.
+func (l *lateChannels) hold(rep *reportMsg) { l.recs = append(l.recs, rep) }
+
+// flush hands report the records held, each with the turn's channels of
+// its snapshot, then the other channels, one report per snapshot in the
+// order each first came, and empties l.
 func (l *lateChannels) flush(report func(*reportMsg)) {
+	reps := l.recs
+	defer func() {
+		clear(reps)
+		l.recs = reps[:0]
+	}()
 	if len(l.chans) == 0 {
+		for _, rep := range reps {
+			report(rep)
+		}
 		return
 	}
 	e := &l.enc
@@ -66,11 +84,18 @@ func (l *lateChannels) flush(report func(*reportMsg)) {
 	e.reset()
 	e.names = e.names[:0]
 	l.chans, l.seqs = l.chans[:0], l.seqs[:0]
-	if one {
+	if one && len(reps) <= 1 {
+		if len(reps) == 1 && reps[0].id == chans[0].Snapshot {
+			reps[0].channels = chans
+			report(reps[0])
+			return
+		}
+		for _, rep := range reps {
+			report(rep)
+		}
 		report(&reportMsg{id: chans[0].Snapshot, channels: chans})
 		return
 	}
-	var reps []*reportMsg
 next:
 	for _, c := range chans {
 		for _, rep := range reps {

@@ -102,3 +102,67 @@ func TestLateChannelsAllocations(t *testing.T) {
 	// Bytes, messages, payloads, channels and the report.
 	require.LessOrEqual(t, n, 5.0)
 }
+
+// A record held for the turn's end goes in one report with its
+// snapshot's channels of the turn, ahead of the other snapshots'; held
+// records without channels go alone, in the order recorded.
+func TestLateChannelsCarryHeldRecords(t *testing.T) {
+	types := newMessageTypes()
+	require.NoError(t, types.register(reflect.TypeFor[*lateMsg](), "late"))
+	var l lateChannels
+	l.enc.types = types
+	rec := func(id snapshot.SnapshotID) *reportMsg {
+		return newRecordReport(id, snapshot.LocalRecord{Snapshot: id, Process: "r"}, nil)
+	}
+	add := func(id snapshot.SnapshotID, from string, seq uint64, n int) {
+		require.NoError(t, l.add(snapshot.ChannelRecord{Snapshot: id, Channel: snapshot.Channel{From: snapshot.ProcessID(from), To: "r"},
+			Messages: []snapshot.Message{{Seq: seq, Payload: &lateMsg{N: n}}}}))
+	}
+	var got []*reportMsg
+	collect := func(r *reportMsg) { got = append(got, r) }
+
+	// The common turn: a record and the channel state captured with it.
+	l.hold(rec(7))
+	add(7, "a", 3, 1)
+	add(7, "b", 9, 2)
+	l.flush(collect)
+	require.Len(t, got, 1)
+	require.NotNil(t, got[0].rec)
+	require.Equal(t, snapshot.SnapshotID(7), got[0].id)
+	require.Len(t, got[0].channels, 2)
+	requireLate(t, types, got[0].channels[0], "a", 3, 1)
+	requireLate(t, types, got[0].channels[1], "b", 9, 2)
+
+	// Two records, channels of an older snapshot and of the second.
+	got = nil
+	l.hold(rec(8))
+	add(6, "c", 4, 3)
+	l.hold(rec(9))
+	add(9, "a", 5, 4)
+	l.flush(collect)
+	require.Len(t, got, 3)
+	require.Equal(t, []snapshot.SnapshotID{8, 9, 6}, []snapshot.SnapshotID{got[0].id, got[1].id, got[2].id})
+	require.NotNil(t, got[0].rec)
+	require.Empty(t, got[0].channels)
+	require.NotNil(t, got[1].rec)
+	require.Len(t, got[1].channels, 1)
+	requireLate(t, types, got[1].channels[0], "a", 5, 4)
+	require.Nil(t, got[2].rec)
+	requireLate(t, types, got[2].channels[0], "c", 4, 3)
+
+	// A record alone, and a record with another snapshot's channels.
+	got = nil
+	l.hold(rec(10))
+	l.flush(collect)
+	l.hold(rec(11))
+	add(10, "d", 6, 5)
+	l.flush(collect)
+	require.Len(t, got, 3)
+	require.Equal(t, []snapshot.SnapshotID{10, 11, 10}, []snapshot.SnapshotID{got[0].id, got[1].id, got[2].id})
+	require.Empty(t, got[1].channels)
+	require.Nil(t, got[2].rec)
+
+	called := false
+	l.flush(func(*reportMsg) { called = true })
+	require.False(t, called, "nothing is held after a flush")
+}

@@ -720,15 +720,22 @@ func (p *participant) actOnce() (held bool) {
 				continue
 			}
 			r.Kind, r.State, r.Waits = p.kind, state, waits
-			// The record goes at once, so that the guardian's work spreads
-			// out; the channel recordings follow in one report when all
-			// have closed.
-			p.report(newRecordReport(r.Snapshot, r, children))
-			// A snapshot over here at once (the epoch mode) holds nothing:
-			// what closes goes with the late reports.
-			if !slices.Contains(rd.Finished, r.Snapshot) {
-				p.reports[r.Snapshot] = nil
+			rep := newRecordReport(r.Snapshot, r, children)
+			if slices.Contains(rd.Finished, r.Snapshot) {
+				// Over here at once (the epoch mode): the record waits
+				// for the turn's end, to go in one report with the
+				// channel state captured with it (lateChannels).
+				p.late.hold(rep)
+				continue
 			}
+			// The record goes at once, so that the guardian's work
+			// spreads out; the channel recordings follow in one report
+			// when all have closed. What the turn holds goes before it,
+			// so that the guardian takes each participant's reports in
+			// the order recorded.
+			p.late.flush(p.report)
+			p.report(rep)
+			p.reports[r.Snapshot] = nil
 		}
 	}
 	var marker *markerMsg
