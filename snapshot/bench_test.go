@@ -113,10 +113,22 @@ func BenchmarkSimulatedSnapshot(b *testing.B) {
 // since its last record, as on a bank under load) and reporting the one
 // message in flight to it that it captured. Each op is a whole snapshot, from Start to
 // the Global; ns/participant is what the guardian's goroutine spends per
-// participant, its records and reports alike.
+// participant, its records and reports alike. In the rows named
+// growing, one participant in a hundred adds a chord before each
+// snapshot, as on a workload still making the channels it will use: each
+// snapshot numbers new channels, and hands the next a Numbering that has
+// them.
 func BenchmarkCoordinatorEpoch(b *testing.B) {
-	for _, n := range []int{1000, 10000} {
-		b.Run(fmt.Sprintf("participants=%d", n), func(b *testing.B) {
+	for _, row := range []struct {
+		n    int
+		grow bool
+	}{{1000, false}, {10000, false}, {10000, true}, {100000, true}} {
+		n := row.n
+		name := fmt.Sprintf("participants=%d", n)
+		if row.grow {
+			name += "-growing"
+		}
+		b.Run(name, func(b *testing.B) {
 			r := rand.New(rand.NewPCG(1, 2))
 			ids := make([]snapshot.ProcessID, n)
 			for i := range ids {
@@ -153,6 +165,14 @@ func BenchmarkCoordinatorEpoch(b *testing.B) {
 			// in flight.
 			prepare := func() {
 				k++
+				for x := 0; row.grow && x < n/100; {
+					i, j := r.IntN(n), r.IntN(n)
+					if j != i && !slices.Contains(out[i], j) {
+						out[i] = append(out[i], j)
+						in[j] = append(in[j], i)
+						x++
+					}
+				}
 				for i := range n {
 					sent := make([]snapshot.PeerCount, len(out[i]))
 					for x, j := range out[i] {

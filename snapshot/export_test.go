@@ -21,3 +21,7 @@ func BackEdgesIn(p *Process) []ProcessID { return p.backEdgesIn() }
 // AwaitAll makes p's aligned snapshots wait for every known incoming
 // channel that is not a back edge again.
 func AwaitAll(p *Process) { p.awaitAll() }
+
+// NumberingLayers returns how many entries n's base and extra tables
+// hold.
+func NumberingLayers(n *Numbering) (base, extra int) { return n.base.len(), n.extra.len() }

@@ -2,6 +2,9 @@ package snapshot_test
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -805,4 +808,95 @@ func TestAssemblerNumberingGrowingShapes(t *testing.T) {
 			nb = next
 		}
 	}
+}
+
+// Numberings grown from one another, a few channels at a time, keep
+// what they add in a layer over a shared base: every Assembler given one
+// assembles what an Assembler given none does, along a chain of them and
+// on two branches grown from the same Numbering with different channels,
+// and the base is rebuilt once the layer outgrows an eighth of it.
+func TestAssemblerNumberingLayers(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	const n = 64
+	name := func(i int) snapshot.ProcessID { return snapshot.ProcessID(fmt.Sprintf("p%02d", i)) }
+	var parts []snapshot.ProcessID
+	for i := range n {
+		parts = append(parts, name(i))
+	}
+	// chans lists each process's peers, in the order added: a ring, then
+	// chords.
+	type graph struct{ outs, ins [][]int }
+	grow := func(g graph, k int) graph {
+		h := graph{outs: make([][]int, n), ins: make([][]int, n)}
+		for i := range n {
+			h.outs[i], h.ins[i] = slices.Clone(g.outs[i]), slices.Clone(g.ins[i])
+		}
+		for added := 0; added < k; {
+			from, to := rng.IntN(n), rng.IntN(n)
+			if from == to || slices.Contains(h.outs[from], to) {
+				continue
+			}
+			h.outs[from] = append(h.outs[from], to)
+			h.ins[to] = append(h.ins[to], from)
+			added++
+		}
+		return h
+	}
+	records := func(id snapshot.SnapshotID, g graph) []snapshot.LocalRecord {
+		var recs []snapshot.LocalRecord
+		for i := range n {
+			var sent, received []snapshot.PeerCount
+			for _, j := range g.outs[i] {
+				sent = append(sent, pc(name(j), uint64(id)*uint64(i+j+1)))
+			}
+			for _, j := range g.ins[i] {
+				received = append(received, pc(name(j), uint64(id)*uint64(i+j+1)))
+			}
+			recs = append(recs, rec(id, name(i), sent, received))
+		}
+		return recs
+	}
+	id := snapshot.SnapshotID(0)
+	step := func(nb *snapshot.Numbering, g graph) *snapshot.Numbering {
+		t.Helper()
+		id++
+		want, _ := assembleWith(t, id, parts, nil, records(id, g))
+		got, next := assembleWith(t, id, parts, nb, records(id, g))
+		require.Equal(t, want, got, "snapshot %d (seed %d)", id, seed)
+		require.NotNil(t, next)
+		return next
+	}
+	g := graph{outs: make([][]int, n), ins: make([][]int, n)}
+	for i := range n {
+		g.outs[i], g.ins[i] = []int{(i + 1) % n}, []int{(i + n - 1) % n}
+	}
+	nb := step(nil, g)
+	base, extra := snapshot.NumberingLayers(nb)
+	require.Equal(t, 2*n, base)
+	require.Zero(t, extra)
+	layered, rebuilt := 0, 0
+	for range 12 {
+		g = grow(g, 3)
+		prev, _ := snapshot.NumberingLayers(nb)
+		nb = step(nb, g)
+		if b, e := snapshot.NumberingLayers(nb); e > 0 {
+			require.Equal(t, prev, b, "a layer keeps its base")
+			layered++
+		} else if b > prev {
+			rebuilt++
+		}
+	}
+	require.Positive(t, layered, "some Numberings are layered")
+	require.Positive(t, rebuilt, "a layer grown past an eighth of the base is folded in")
+	// Two branches from one Numbering, each adding other channels, then
+	// each grown on: neither sees the other's numbers.
+	g1, g2 := grow(g, 2), grow(g, 2)
+	b1, b2 := step(nb, g1), step(nb, g2)
+	for range 3 {
+		g1, g2 = grow(g1, 2), grow(g2, 2)
+		b1, b2 = step(b1, g1), step(b2, g2)
+	}
+	step(nb, g)
 }
