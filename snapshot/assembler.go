@@ -528,29 +528,54 @@ func (a *Assembler) name(c *chanAcc) Channel {
 // AddRecord adds a process's local record. A second record from one
 // process aborts the snapshot. Records for another snapshot are rejected.
 func (a *Assembler) AddRecord(r LocalRecord) error {
+	p, ok, err := a.admit(&r)
+	if !ok {
+		return err
+	}
+	return a.addRecord(p, a.recs.put(r))
+}
+
+// addKept is AddRecord for a record the caller hands over
+// (Coordinator.RecordKept): the Assembler keeps r, not a copy.
+func (a *Assembler) addKept(r *LocalRecord) error {
+	p, ok, err := a.admit(r)
+	if !ok {
+		return err
+	}
+	return a.addRecord(p, r)
+}
+
+// admit returns the number of r's process, and whether r is to be added;
+// err says why not, if it is an error.
+func (a *Assembler) admit(r *LocalRecord) (p int32, ok bool, err error) {
 	if r.Snapshot != a.cfg.Snapshot {
-		return fmt.Errorf("%w: record for snapshot %d given to assembler of %d", ErrProtocol, r.Snapshot, a.cfg.Snapshot)
+		return 0, false, fmt.Errorf("%w: record for snapshot %d given to assembler of %d", ErrProtocol, r.Snapshot, a.cfg.Snapshot)
 	}
 	if a.abort != nil || a.global != nil {
-		return nil
+		return 0, false, nil
 	}
 	if r.Prev != 0 && a.ledger == nil {
-		return a.fail(fmt.Errorf("%w: record of %s lists the counters changed since its record %d, and no Ledger holds the others", ErrProtocol, r.Process, r.Prev))
+		return 0, false, a.fail(fmt.Errorf("%w: record of %s lists the counters changed since its record %d, and no Ledger holds the others", ErrProtocol, r.Process, r.Prev))
 	}
-	p := a.proc(r.Process)
+	p = a.proc(r.Process)
 	if a.procs[p].record != nil {
-		return a.fail(fmt.Errorf("%w: second local record from %s", ErrProtocol, r.Process))
+		return 0, false, a.fail(fmt.Errorf("%w: second local record from %s", ErrProtocol, r.Process))
 	}
-	a.procs[p].record = a.recs.put(r)
+	return p, true, nil
+}
+
+// addRecord adds r, admitted, of process p; the Assembler keeps r.
+func (a *Assembler) addRecord(p int32, r *LocalRecord) error {
+	a.procs[p].record = r
 	a.recorded++
 	if a.procs[p].required {
 		a.unrecord--
 	}
 	var sh []int32
 	if a.ledger != nil {
-		sh = a.ledgerShape(p, &r)
+		sh = a.ledgerShape(p, r)
 	} else {
-		sh = a.shape(p, &r)
+		sh = a.shape(p, r)
 	}
 	if a.cfg.Departed != nil {
 		for _, ci := range sh {

@@ -326,19 +326,39 @@ func (c *Coordinator) awaited(from SnapshotID, live []ProcessID) {
 // run, if the snapshot is still in progress. The error says why the run
 // refused it.
 func (c *Coordinator) Record(now time.Time, rec LocalRecord) error {
-	if c.ledger != nil {
-		// Every record, whether its snapshot still runs or not: the next
-		// of its process follows it.
-		if err := c.ledger.Apply(&rec, c.assemblers(rec.Snapshot)); err != nil {
-			var oos *OutOfStepError
-			if errors.As(err, &oos) && oos.First {
-				c.ready.Resync = append(c.ready.Resync, rec.Process)
-			}
-			c.add(now, rec.Snapshot, func(a *Assembler) error { a.Abort(err); return nil })
-			return err
-		}
+	if err := c.apply(now, &rec); err != nil {
+		return err
 	}
 	return c.add(now, rec.Snapshot, func(a *Assembler) error { return a.AddRecord(rec) })
+}
+
+// RecordKept is Record for a record the caller hands over: the
+// Coordinator keeps rec itself, not a copy, until its snapshot is over,
+// and the caller must not change it. A driver that makes each record
+// anew spares the Coordinator's goroutine a copy per participant.
+func (c *Coordinator) RecordKept(now time.Time, rec *LocalRecord) error {
+	if err := c.apply(now, rec); err != nil {
+		return err
+	}
+	return c.add(now, rec.Snapshot, func(a *Assembler) error { return a.addKept(rec) })
+}
+
+// apply hands rec to the Ledger, if there is one: every record, whether
+// its snapshot still runs or not, since the next of its process follows
+// it. A record out of step aborts its snapshot.
+func (c *Coordinator) apply(now time.Time, rec *LocalRecord) error {
+	if c.ledger == nil {
+		return nil
+	}
+	err := c.ledger.Apply(rec, c.assemblers(rec.Snapshot))
+	if err != nil {
+		var oos *OutOfStepError
+		if errors.As(err, &oos) && oos.First {
+			c.ready.Resync = append(c.ready.Resync, rec.Process)
+		}
+		c.add(now, rec.Snapshot, func(a *Assembler) error { a.Abort(err); return nil })
+	}
+	return err
 }
 
 // assemblers returns the Assemblers of the snapshots in progress before

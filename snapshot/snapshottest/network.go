@@ -611,7 +611,8 @@ func (n *Network) step(i int, input func(p *snapshot.Process) error) {
 		} else {
 			n.logf("%s: record %d (sent %s; received %s)", rec.Process, rec.Snapshot, counts(rec.Sent), counts(rec.Received))
 		}
-		if err := n.coord.Record(tickTime(n.now), rec); err != nil {
+		// Handed over, as the live guardian hands its records.
+		if err := n.coord.RecordKept(tickTime(n.now), &rec); err != nil {
 			n.logf("snapshot %d: %v", rec.Snapshot, err)
 		}
 	}
