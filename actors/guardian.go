@@ -8,7 +8,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -58,9 +57,6 @@ type (
 		children []snapshot.ProcessID  // live children: born before the record
 		channels []snapshot.ChannelRecord
 		held     int // messages in channels
-		// box is the recordReport that holds it (newRecordReport), to
-		// be reused once taken in; nil for any other report.
-		box *recordReport
 	}
 	failMsg struct {
 		id   snapshot.SnapshotID
@@ -102,35 +98,20 @@ type (
 
 // recordReport is a report with its record, in one allocation: a report
 // of channel recordings only, one for almost every message in flight
-// that a snapshot records, is the bare reportMsg. One comes per
-// participant per snapshot, so they are reused (recordReports): the
-// guardian lets each go once it has taken it in or forwarded it
-// (releaseReport), and keeps nothing of it but copies.
+// that a snapshot records, is the bare reportMsg. The guardian hands the
+// record to the Coordinator, which keeps it (Coordinator.RecordKept):
+// the participant's allocation, made on its own worker, spares the
+// guardian's goroutine a copy of every record.
 type recordReport struct {
 	reportMsg
 	record snapshot.LocalRecord
 }
 
-// recordReports holds the record reports the guardian let go.
-var recordReports = sync.Pool{New: func() any { return new(recordReport) }}
-
 // newRecordReport returns the report of rec for snapshot id.
 func newRecordReport(id snapshot.SnapshotID, rec snapshot.LocalRecord, children []snapshot.ProcessID) *reportMsg {
-	r := recordReports.Get().(*recordReport)
-	r.reportMsg = reportMsg{id: id, children: children, box: r}
-	r.record = rec
+	r := &recordReport{reportMsg: reportMsg{id: id, children: children}, record: rec}
 	r.rec = &r.record
 	return &r.reportMsg
-}
-
-// releaseReport lets m go for reuse if it is a record report: the
-// Coordinator took its record by value and the frame to another member
-// was encoded, so nothing refers to it.
-func releaseReport(m *reportMsg) {
-	if r := m.box; r != nil {
-		*r = recordReport{}
-		recordReports.Put(r)
-	}
 }
 
 // guardian drives the snapshot.Coordinator, which holds the rules: it
@@ -285,7 +266,6 @@ func (g *guardian) handle(msg any) {
 		if !g.forward(m) {
 			g.report(m)
 		}
-		releaseReport(m)
 	case *failMsg:
 		if !g.forward(m) {
 			g.coord.Abort(now(), m.id, fmt.Errorf("%s: %w", m.from, m.err))

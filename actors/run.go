@@ -34,7 +34,7 @@ func (g *guardian) report(m *reportMsg) {
 			// In the epoch mode the participant's next record lists what
 			// changed since this one: the Coordinator's ledger takes it
 			// though its snapshot is over.
-			_ = g.coord.Record(g.now(), *m.rec)
+			_ = g.coord.RecordKept(g.now(), m.rec)
 		}
 		return
 	}
@@ -43,7 +43,7 @@ func (g *guardian) report(m *reportMsg) {
 		for _, c := range m.children {
 			g.coord.Require(m.id, c)
 		}
-		_ = g.coord.Record(now, *m.rec)
+		_ = g.coord.RecordKept(now, m.rec)
 	}
 	for _, c := range m.channels {
 		_ = g.coord.Channel(now, c)
