@@ -117,16 +117,20 @@ func BenchmarkSimulatedSnapshot(b *testing.B) {
 // growing, one participant in a hundred adds a chord before each
 // snapshot, as on a workload still making the channels it will use: each
 // snapshot numbers new channels, and hands the next a Numbering that has
-// them.
+// them. In the rows named kept, records are handed over
+// (Coordinator.RecordKept), as the guardian does, rather than copied.
 func BenchmarkCoordinatorEpoch(b *testing.B) {
 	for _, row := range []struct {
-		n    int
-		grow bool
-	}{{1000, false}, {10000, false}, {10000, true}, {100000, true}} {
+		n          int
+		grow, kept bool
+	}{{1000, false, false}, {10000, false, false}, {10000, false, true}, {10000, true, false}, {100000, true, false}, {100000, true, true}} {
 		n := row.n
 		name := fmt.Sprintf("participants=%d", n)
 		if row.grow {
 			name += "-growing"
+		}
+		if row.kept {
+			name += "-kept"
 		}
 		b.Run(name, func(b *testing.B) {
 			r := rand.New(rand.NewPCG(1, 2))
@@ -202,7 +206,11 @@ func BenchmarkCoordinatorEpoch(b *testing.B) {
 				// reports come.
 				for i := range recs {
 					recs[i].Snapshot = id
-					if err := c.Record(now, recs[i]); err != nil {
+					record := c.Record
+					if row.kept {
+						record = func(now time.Time, r snapshot.LocalRecord) error { return c.RecordKept(now, &recs[i]) }
+					}
+					if err := record(now, recs[i]); err != nil {
 						b.Fatal(err)
 					}
 					chans[i].Snapshot = id
