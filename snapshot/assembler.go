@@ -264,6 +264,10 @@ type Assembler struct {
 	gen       uint64     // tells this Assembler in the Ledger's caches
 	recs      slab[LocalRecord]
 	chanRecs  slab[ChannelRecord]
+	// The channels with a recording (chanAcc.record), in the order the
+	// first of each came: with a Ledger, the only ones build can find
+	// in flight.
+	withRecs []int32
 }
 
 // slab holds values an Assembler keeps and points to, in blocks that
@@ -294,8 +298,9 @@ func NewAssembler(cfg AssemblerConfig) (*Assembler, error) {
 // for the next (Coordinator): a snapshot of many participants numbers
 // them all, and the next would allocate as much again.
 type assemblerSpare struct {
-	procs []procAcc
-	chans []chanAcc
+	procs    []procAcc
+	chans    []chanAcc
+	withRecs []int32
 }
 
 // release empties a's accumulators for another Assembler; a is not used
@@ -304,8 +309,8 @@ type assemblerSpare struct {
 func (a *Assembler) release() assemblerSpare {
 	clear(a.procs[:cap(a.procs)])
 	clear(a.chans[:cap(a.chans)])
-	sp := assemblerSpare{procs: a.procs[:0], chans: a.chans[:0]}
-	a.procs, a.chans = nil, nil
+	sp := assemblerSpare{procs: a.procs[:0], chans: a.chans[:0], withRecs: a.withRecs[:0]}
+	a.procs, a.chans, a.withRecs = nil, nil, nil
 	return sp
 }
 
@@ -338,6 +343,7 @@ func newAssembler(cfg AssemblerConfig, spare assemblerSpare) (*Assembler, error)
 		chanIndex: make(map[uint64]int32, chans-nc),
 		chans:     reuse(spare.chans, nc, chans),
 		shapes:    make([][]int32, np, procs),
+		withRecs:  spare.withRecs[:0],
 		ledger:    cfg.Ledger,
 		gen:       generations.Add(1),
 	}
@@ -720,6 +726,7 @@ func (a *Assembler) AddChannel(cr ChannelRecord) error {
 		// later copies them rather than append into its array.
 		cr.Messages = slices.Clip(cr.Messages)
 		a.chans[c].record = a.chanRecs.put(cr)
+		a.withRecs = append(a.withRecs, c)
 	}
 	if len(cr.Messages) > 0 {
 		a.require(from)
@@ -1061,6 +1068,54 @@ func (a *Assembler) inFlight(c *chanAcc) bool {
 	return c.sent != c.received || (c.record != nil && len(c.record.Messages) > 0)
 }
 
+// inFlightChans returns, with a Ledger, the channels the Global of a
+// complete snapshot lists (seen, both ends recorded, the receiver not
+// departed, and in flight), by their senders' ranks, then their
+// receivers'. It looks only at the channels with a recording: once the
+// snapshot is complete, every channel without one has sent = received,
+// so is not in flight. For settle judges a seen
+// channel whose ends both recorded whenever that comes to hold (the
+// second end's record, or the channel first named by a record, a report,
+// a capture or the sweep) and after every change of its counts or its
+// recording, and one that does not balance, sent = received + recorded,
+// stays pending, which keeps the snapshot from completing, or aborts it.
+func (a *Assembler) inFlightChans(rank []int32) []int32 {
+	listed := make([]int32, 0, len(a.withRecs))
+	for _, ci := range a.withRecs {
+		if c := &a.chans[ci]; c.seen && !a.procs[c.to].departed && a.inFlight(c) {
+			listed = append(listed, ci)
+		}
+	}
+	if len(listed) < 2 {
+		return listed
+	}
+	// Placed by sender, after the channels of the senders ranked before
+	// (a count of each rank's), then each sender's few sorted.
+	at := make([]int32, len(a.procs)+1)
+	for _, ci := range listed {
+		at[rank[a.chans[ci].from]+1]++
+	}
+	for r := 1; r < len(at); r++ {
+		at[r] += at[r-1]
+	}
+	// at[r] is where rank r's first goes, and where rank r+1's first
+	// is once rank r's are placed.
+	chans := make([]int32, len(listed))
+	for _, ci := range listed {
+		r := rank[a.chans[ci].from]
+		chans[at[r]] = ci
+		at[r]++
+	}
+	for i := 0; i < len(chans); {
+		end := int(at[rank[a.chans[chans[i]].from]])
+		if s := chans[i:end]; len(s) > 1 {
+			slices.SortFunc(s, func(x, y int32) int { return int(rank[a.chans[x].to] - rank[a.chans[y].to]) })
+		}
+		i = end
+	}
+	return chans
+}
+
 // Global returns the assembled snapshot once Status has reported Complete.
 func (a *Assembler) Global() (*Global, error) {
 	if a.global == nil {
@@ -1100,17 +1155,23 @@ func (a *Assembler) build(end time.Time) *Global {
 			g.Participants = append(g.Participants, Participant{ID: r.Process, Kind: r.Kind, State: r.State, Departed: pa.departed, Waits: r.Waits})
 		}
 	}
-	// Channels by sender in name order, then by receiver: each process
-	// lists its channels, so only each sender's few are sorted.
-	chans := make([]int32, 0, len(a.chans))
-	for _, p := range order {
-		first := len(chans)
-		for _, ci := range a.procs[p].chans {
-			if c := &a.chans[ci]; c.from == p && c.seen && !a.procs[c.to].departed && (a.ledger == nil || a.inFlight(c)) {
-				chans = append(chans, ci)
+	var chans []int32
+	if a.ledger != nil {
+		chans = a.inFlightChans(rank)
+	} else {
+		// Channels by sender in name order, then by receiver: each
+		// process lists its channels, so only each sender's few are
+		// sorted.
+		chans = make([]int32, 0, len(a.chans))
+		for _, p := range order {
+			first := len(chans)
+			for _, ci := range a.procs[p].chans {
+				if c := &a.chans[ci]; c.from == p && c.seen && !a.procs[c.to].departed {
+					chans = append(chans, ci)
+				}
 			}
+			slices.SortFunc(chans[first:], func(x, y int32) int { return int(rank[a.chans[x].to] - rank[a.chans[y].to]) })
 		}
-		slices.SortFunc(chans[first:], func(x, y int32) int { return int(rank[a.chans[x].to] - rank[a.chans[y].to]) })
 	}
 	// Sized to the channels listed: with a Ledger, those in flight, a
 	// small part of every channel known.

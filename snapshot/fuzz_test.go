@@ -380,6 +380,17 @@ func (h *harness) check() {
 		if err := g.Verify(); err != nil {
 			h.t.Fatalf("snapshot %d: complete but fails Verify: %v", id, err)
 		}
+		// With a Ledger, build looks only at the channels with a
+		// recording: it lists what a look at every channel finds.
+		if h.ledger != nil {
+			var listed []snapshot.Channel
+			for _, cs := range g.Channels {
+				listed = append(listed, cs.Channel)
+			}
+			if scan := snapshot.ScanChannels(a); !slices.Equal(listed, scan) {
+				h.t.Fatalf("snapshot %d: Global lists channels %v, a scan of all finds %v", id, listed, scan)
+			}
+		}
 		if h.faulty {
 			continue
 		}
