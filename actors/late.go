@@ -61,19 +61,16 @@ func (l *lateChannels) hold(rep *reportMsg) { l.recs = append(l.recs, rep) }
 // order each first came, and empties l.
 func (l *lateChannels) flush(report func(*reportMsg)) {
 	reps := l.recs
-	if len(l.chans) > 0 {
-		reps = l.attach(reps)
+	defer func() {
+		clear(reps)
+		l.recs = reps[:0]
+	}()
+	if len(l.chans) == 0 {
+		for _, rep := range reps {
+			report(rep)
+		}
+		return
 	}
-	for _, rep := range reps {
-		report(rep)
-	}
-	clear(reps)
-	l.recs = reps[:0]
-}
-
-// attach puts the turn's channels in reps, each in its snapshot's report
-// (made at the end if none holds it), and empties the turn's channels.
-func (l *lateChannels) attach(reps []*reportMsg) []*reportMsg {
 	e := &l.enc
 	msgs := e.encoded(func(i int) uint64 { return l.seqs[i] })
 	chans := make([]snapshot.ChannelRecord, len(l.chans))
@@ -87,22 +84,29 @@ func (l *lateChannels) attach(reps []*reportMsg) []*reportMsg {
 	e.reset()
 	e.names = e.names[:0]
 	l.chans, l.seqs = l.chans[:0], l.seqs[:0]
-	of := func(id snapshot.SnapshotID) *reportMsg {
+	if one && len(reps) <= 1 {
+		if len(reps) == 1 && reps[0].id == chans[0].Snapshot {
+			reps[0].channels = chans
+			report(reps[0])
+			return
+		}
 		for _, rep := range reps {
-			if rep.id == id {
-				return rep
+			report(rep)
+		}
+		report(&reportMsg{id: chans[0].Snapshot, channels: chans})
+		return
+	}
+next:
+	for _, c := range chans {
+		for _, rep := range reps {
+			if rep.id == c.Snapshot {
+				rep.channels = append(rep.channels, c)
+				continue next
 			}
 		}
-		reps = append(reps, &reportMsg{id: id})
-		return reps[len(reps)-1]
+		reps = append(reps, &reportMsg{id: c.Snapshot, channels: []snapshot.ChannelRecord{c}})
 	}
-	if one {
-		of(chans[0].Snapshot).channels = chans // whole, in no new array
-		return reps
+	for _, rep := range reps {
+		report(rep)
 	}
-	for _, c := range chans {
-		rep := of(c.Snapshot)
-		rep.channels = append(rep.channels, c)
-	}
-	return reps
 }
