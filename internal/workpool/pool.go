@@ -112,10 +112,11 @@ func (d *Pool) ScheduleUrgent(fn func()) {
 }
 
 // addedLocked wakes an idle worker for the work just queued, or starts
-// one while fewer than base run, and unlocks d.mu.
+// one while fewer than base run, and unlocks d.mu. A stopped pool starts
+// none: its work is dropped.
 func (d *Pool) addedLocked() {
 	wake := d.idle > 0
-	if !wake && d.workers < d.base {
+	if !wake && !d.stopped && d.workers < d.base {
 		d.spawnLocked()
 	}
 	d.mu.Unlock()
@@ -242,8 +243,10 @@ func (d *Pool) check() {
 	}
 }
 
-// Stop ends the workers once the queue is empty, and the watchdog. Nothing
-// may be scheduled afterwards.
+// Stop ends the workers once the queue is empty, and the watchdog. Work
+// scheduled afterwards is never run: a message that reaches an actor of a
+// system shutting down (from another cluster member, say) is lost with
+// the system, and starts no worker the Stop would not wait for.
 func (d *Pool) Stop() {
 	close(d.quit)
 	d.mu.Lock()

@@ -145,3 +145,38 @@ func TestPoolRunsUrgentWorkFirst(t *testing.T) {
 	defer mu.Unlock()
 	assert.Equal(t, []string{"urgent0", "urgent1", "urgent2", "turn0", "turn1", "turn2"}, order)
 }
+
+// TestPoolScheduleAfterStopStartsNoWorker schedules turns while the pool
+// stops and after: a worker started then was one Stop did not wait for
+// (its WaitGroup.Add raced Stop's Wait; seen under -race when a cluster
+// member delivered a message to a system shutting down). A turn
+// scheduled after Stop returned never runs.
+func TestPoolScheduleAfterStopStartsNoWorker(t *testing.T) {
+	d := New(10, time.Minute)
+	// A bounded stream: Stop waits for the queue to empty, so an
+	// endless one would hold it.
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range 20_000 {
+			d.Schedule(func() {})
+		}
+	}()
+	d.Schedule(func() {})
+	d.Stop()
+	wg.Wait()
+
+	ran := make(chan string, 2)
+	d.Schedule(func() { ran <- "turn" })
+	d.ScheduleUrgent(func() { ran <- "urgent turn" })
+	d.mu.Lock()
+	workers := d.workers
+	d.mu.Unlock()
+	assert.Zero(t, workers, "workers started after Stop")
+	select {
+	case what := <-ran:
+		t.Fatalf("a %s scheduled after Stop ran", what)
+	default:
+	}
+}
