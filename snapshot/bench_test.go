@@ -251,3 +251,99 @@ func BenchmarkCoordinatorEpoch(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCoordinatorDense runs the guardian's share of epoch snapshots
+// of a dense graph, without actors: between two snapshots each of 1,000
+// participants sends to 50 peers drawn at random, most of them a pair
+// never used before (the dense bank's accounts meet new pairs for
+// seconds), and every record after the first lists only the channels
+// whose counters changed (LocalRecord.Prev). What it prices is the
+// coordinator's work per channel named: the Ledger's and the Assembler's
+// tables, which grow toward every pair. Nothing is in flight at the
+// cut. ns/entry is the time a snapshot over the counters its records
+// list.
+func BenchmarkCoordinatorDense(b *testing.B) {
+	const n, fanout = 1000, 50
+	r := rand.New(rand.NewPCG(3, 4))
+	ids := make([]snapshot.ProcessID, n)
+	for i := range ids {
+		ids[i] = snapshot.ProcessID(fmt.Sprintf("acct-%05d", i))
+	}
+	c, err := snapshot.NewCoordinator(snapshot.CoordinatorConfig{Mode: snapshot.Epochs})
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := time.Unix(100, 0)
+	sent := make([]map[int]uint64, n) // by sender: count by receiver
+	received := make([]map[int]uint64, n)
+	for i := range n {
+		sent[i], received[i] = map[int]uint64{}, map[int]uint64{}
+	}
+	recs := make([]snapshot.LocalRecord, n)
+	var prev snapshot.SnapshotID
+	entries := 0
+	// prepare makes the next round's records outside the time measured.
+	prepare := func() {
+		outs := make([][]int, n)
+		ins := make([][]int, n)
+		for i := range n {
+			for range fanout {
+				j := r.IntN(n)
+				if j == i {
+					continue
+				}
+				if !slices.Contains(outs[i], j) {
+					outs[i] = append(outs[i], j)
+					ins[j] = append(ins[j], i)
+				}
+				sent[i][j]++
+				received[j][i]++
+			}
+		}
+		entries = 0
+		for i := range n {
+			rec := snapshot.LocalRecord{Process: ids[i], State: []byte{1}, Prev: prev}
+			for _, j := range outs[i] {
+				rec.Sent = append(rec.Sent, snapshot.PeerCount{Peer: ids[j], N: sent[i][j]})
+			}
+			for _, j := range ins[i] {
+				rec.Received = append(rec.Received, snapshot.PeerCount{Peer: ids[j], N: received[i][j]})
+			}
+			entries += len(rec.Sent) + len(rec.Received)
+			recs[i] = rec
+		}
+	}
+	round := func() {
+		id, err := c.Start(now, ids, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.Ready()
+		for i := range recs {
+			recs[i].Snapshot = id
+			if err := c.RecordKept(now, &recs[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		rd := c.Ready()
+		if len(rd.Over) != 1 || rd.Over[0].Global == nil {
+			b.Fatalf("snapshot %d not complete: %+v", id, rd.Over)
+		}
+		prev = id
+	}
+	for range 3 {
+		prepare()
+		round()
+	}
+	b.ReportAllocs()
+	total := 0
+	for b.Loop() {
+		b.StopTimer()
+		prepare()
+		total += entries
+		b.StartTimer()
+		round()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(total), "ns/entry")
+	b.ReportMetric(float64(total)/float64(b.N), "entries/snapshot")
+}
