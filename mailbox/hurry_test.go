@@ -269,3 +269,79 @@ func TestQueuedListsWhatIsLeftInOrder(t *testing.T) {
 	sorted.RegisterHandlers(s, d)
 	assert.False(t, sorted.Queued(func(SenderKey, bool, uint64, interface{}) bool { return true }))
 }
+
+// TestHurriedTurnEndsOnlyWhenWorkRan ends a turn of hurried work
+// (WithTurnEnd) only when the work ran: a run can take the work between
+// runHurried's look and its hold on the mailbox, and the turn it then
+// ended had done nothing.
+func TestHurriedTurnEndsOnlyWhenWorkRan(t *testing.T) {
+	s := &script{}
+	ends := 0
+	m, d := newHurried(s, WithTurnEnd(func() { ends++ }))
+	d.drain()
+	ends = 0
+
+	m.busy.Store(true) // as runHurried holds it
+	m.hurryOnce()      // the work was taken already
+	assert.Zero(t, ends, "a turn with no work ended")
+	assert.Empty(t, s.log)
+
+	m.hurry.Store(true)
+	m.busy.Store(true)
+	m.hurryOnce()
+	assert.Equal(t, 1, ends)
+	assert.Equal(t, "H", s.String())
+	assert.False(t, m.busy.Load())
+}
+
+// TestHurryLeavesTheMailboxToAWaitingRun: urgent work asked for while a
+// run waits for the mailbox (acquire) is left to that run, which does it
+// before its next message, rather than keep the run waiting.
+func TestHurryLeavesTheMailboxToAWaitingRun(t *testing.T) {
+	s := &script{}
+	m, d := newHurried(s)
+	d.drain()
+
+	m.waiting.Add(1) // a run spins in acquire
+	m.hurry.Store(true)
+	m.runHurried()
+	assert.Empty(t, s.log, "hurried work took the mailbox from a waiting run")
+	assert.False(t, m.busy.Load())
+	assert.True(t, m.hurry.Load(), "the work is still asked for")
+
+	m.waiting.Add(-1)
+	m.runHurried()
+	assert.Equal(t, "H", s.String())
+}
+
+// TestHurriesTakeTurnsWithMessages asks for hurried work again from
+// within the work, as hurries asked for faster than their work runs do:
+// a run used to do the work again and again before its next message,
+// for as long as the asking lasted. The run now delivers a message
+// between two hurries.
+func TestHurriesTakeTurnsWithMessages(t *testing.T) {
+	s := &script{}
+	var m *Mailbox
+	var d *urgentDispatcher
+	m, d = newHurried(s)
+	again := 3
+	m.hurried = func() {
+		s.log = append(s.log, "H")
+		if again > 0 {
+			again--
+			m.Hurry()
+		}
+	}
+	d.drain()
+	s.onUser = func(msg interface{}) {
+		if msg == "a" {
+			m.Hurry()
+		}
+	}
+	for _, msg := range []string{"a", "b", "c"} {
+		m.PostUserMessage(msg)
+	}
+	d.drain()
+	assert.Equal(t, "a H b H c H H", s.String())
+	assert.False(t, m.hurry.Load())
+}

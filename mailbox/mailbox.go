@@ -41,6 +41,9 @@ type Mailbox struct {
 	// mailbox, or hurried work (Hurry) outside one.
 	busy  atomic.Bool
 	hurry atomic.Bool // Hurry was called and its work has not run yet
+	// waiting counts the runs spinning in acquire: hurried work asked
+	// for again is left to them rather than keep busy from them.
+	waiting atomic.Int32
 
 	inMu sync.Mutex
 	in   []posted // user messages posted since the last demux, in order
@@ -331,6 +334,11 @@ func (m *Mailbox) run(budget *int) {
 		}
 	}()
 
+	// hurriedLast: hurried work ran since the last user message. Work
+	// asked for again while it ran waits for the next message, so that
+	// hurries asked for faster than their work runs share the actor with
+	// its messages instead of keeping them waiting.
+	hurriedLast := false
 	for {
 
 		// All system messages go before the next user message.
@@ -355,19 +363,24 @@ func (m *Mailbox) run(budget *int) {
 		if m.suspended.Load() {
 			return
 		}
-		if m.hurry.Load() {
+		if m.hurry.Load() && !hurriedLast {
 			// Hurried work goes before the next user message, whatever
 			// the budget left.
 			msg = nil
-			m.runHurry()
+			hurriedLast = m.runHurry()
 			continue
 		}
 		if *budget <= 0 {
 			return
 		}
 		if msg = m.next(); msg == nil {
+			if m.hurry.Load() && hurriedLast {
+				hurriedLast = false // no message to go first
+				continue
+			}
 			return
 		}
+		hurriedLast = false
 		*budget--
 		m.userMessages.Add(-1)
 		if m.current == &m.external {
@@ -386,9 +399,14 @@ func (m *Mailbox) run(budget *int) {
 // (Hurry), on another worker: the run waits its end rather than lose its
 // place in the dispatcher's queue.
 func (m *Mailbox) acquire() {
+	if m.busy.CompareAndSwap(false, true) {
+		return
+	}
+	m.waiting.Add(1)
 	for !m.busy.CompareAndSwap(false, true) {
 		runtime.Gosched()
 	}
+	m.waiting.Add(-1)
 }
 
 // Hurry has the work named by WithHurry run with the actor's exclusive
@@ -398,6 +416,9 @@ func (m *Mailbox) acquire() {
 // of the mailbox is under way, otherwise by a run before its next
 // message (the one under way, or one Hurry schedules on a dispatcher
 // that takes no urgent work). Calls before the work runs run it once.
+// Asked for again while it runs, it runs again, but a run of the mailbox
+// delivers its next message first: hurries asked for faster than their
+// work runs take turns with the messages rather than hold them back.
 // The work is certain to run once asked for, unless the actor stops: a
 // mailbox suspended (the actor restarting after a failure) keeps it for
 // its first run after it resumes, and one not started yet for its first
@@ -418,17 +439,21 @@ func (m *Mailbox) Hurry() {
 }
 
 // runHurried runs the hurried work on a dispatcher's worker, unless a run
-// of the mailbox holds it: that run takes it before its next message, or
-// once over finds it asked for and runs again. Work asked for while this
-// one ran (the urgent work scheduled for it found the mailbox busy) runs
-// here after it, since no run may be under way to take it.
+// of the mailbox holds it, or waits for it (acquire): that run takes it
+// before its next message, or once over finds it asked for and runs
+// again. Work asked for while this one ran (the urgent work scheduled for
+// it found the mailbox busy) runs here after it, unless a run waits:
+// hurried work asked for faster than it runs would otherwise keep busy
+// from the run for as long as the asking lasts.
 func (m *Mailbox) runHurried() {
-	for m.hurry.Load() && !m.suspended.Load() && m.busy.CompareAndSwap(false, true) {
+	for m.hurry.Load() && !m.suspended.Load() && m.waiting.Load() == 0 && m.busy.CompareAndSwap(false, true) {
 		m.hurryOnce()
 	}
 }
 
-// hurryOnce is one turn of runHurried; the caller took busy.
+// hurryOnce is one turn of runHurried; the caller took busy. It ends the
+// turn (WithTurnEnd) only if the work ran: a run may have taken it
+// between runHurried's look and its hold.
 func (m *Mailbox) hurryOnce() {
 	defer m.busy.Store(false)
 	defer func() {
@@ -436,18 +461,19 @@ func (m *Mailbox) hurryOnce() {
 			m.invoker.EscalateFailure(r, nil)
 		}
 	}()
-	m.runHurry()
-	if m.turnEnd != nil {
+	if m.runHurry() && m.turnEnd != nil {
 		m.turnEnd()
 	}
 }
 
 // runHurry runs the hurried work unless the mailbox is suspended, which
-// keeps it asked for. The caller holds busy.
-func (m *Mailbox) runHurry() {
+// keeps it asked for, and reports whether it ran. The caller holds busy.
+func (m *Mailbox) runHurry() bool {
 	if !m.suspended.Load() && m.hurry.Swap(false) {
 		m.hurried()
+		return true
 	}
+	return false
 }
 
 // Queued calls f with the user messages posted and not yet delivered, in
