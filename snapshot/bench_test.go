@@ -201,11 +201,7 @@ func BenchmarkCoordinatorEpoch(b *testing.B) {
 			}
 			var completion time.Duration
 			round := func() {
-				id, err := c.Start(now, ids, "")
-				if err != nil {
-					b.Fatal(err)
-				}
-				c.Ready()
+				id := benchStart(b, c, now, ids)
 				// A participant's record, then what it captured, as its
 				// reports come.
 				for i := range recs {
@@ -229,10 +225,7 @@ func BenchmarkCoordinatorEpoch(b *testing.B) {
 						completion += time.Since(start)
 					}
 				}
-				rd := c.Ready()
-				if len(rd.Over) != 1 || rd.Over[0].Global == nil {
-					b.Fatalf("snapshot %d not complete: %+v", id, rd.Over)
-				}
+				benchComplete(b, c, id)
 			}
 			for range 3 { // the Numbering of a complete snapshot, as under load
 				prepare()
@@ -314,21 +307,14 @@ func BenchmarkCoordinatorDense(b *testing.B) {
 		}
 	}
 	round := func() {
-		id, err := c.Start(now, ids, "")
-		if err != nil {
-			b.Fatal(err)
-		}
-		c.Ready()
+		id := benchStart(b, c, now, ids)
 		for i := range recs {
 			recs[i].Snapshot = id
 			if err := c.RecordKept(now, &recs[i]); err != nil {
 				b.Fatal(err)
 			}
 		}
-		rd := c.Ready()
-		if len(rd.Over) != 1 || rd.Over[0].Global == nil {
-			b.Fatalf("snapshot %d not complete: %+v", id, rd.Over)
-		}
+		benchComplete(b, c, id)
 		prev = id
 	}
 	for range 3 {
@@ -346,4 +332,23 @@ func BenchmarkCoordinatorDense(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(total), "ns/entry")
 	b.ReportMetric(float64(total)/float64(b.N), "entries/snapshot")
+}
+
+// benchStart starts a snapshot of ids on c and takes the start's
+// actions.
+func benchStart(b *testing.B, c *snapshot.Coordinator, now time.Time, ids []snapshot.ProcessID) snapshot.SnapshotID {
+	id, err := c.Start(now, ids, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.Ready()
+	return id
+}
+
+// benchComplete fails b unless snapshot id is the one over, complete.
+func benchComplete(b *testing.B, c *snapshot.Coordinator, id snapshot.SnapshotID) {
+	rd := c.Ready()
+	if len(rd.Over) != 1 || rd.Over[0].Global == nil {
+		b.Fatalf("snapshot %d not complete: %+v", id, rd.Over)
+	}
 }
