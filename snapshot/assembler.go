@@ -41,10 +41,11 @@ type AssemblerConfig struct {
 	// Ledger, in the Epochs mode, holds the counters that records which
 	// list only what changed (LocalRecord.Prev) leave out: every record
 	// goes through Ledger.Apply before it is given here. The channels
-	// judged are those the records and reports name, those the Ledger
-	// changed while the snapshot ran, and those it shows with messages in
-	// flight once every participant recorded; the Global lists only the
-	// channels with messages in flight.
+	// judged are those the reports and the records of every counter
+	// name, those the Ledger changed while the snapshot ran, and those
+	// it shows with messages in flight once every participant recorded
+	// (a record of changes names none: addChanges); the Global lists
+	// only the channels with messages in flight.
 	Ledger *Ledger
 }
 
@@ -579,6 +580,9 @@ func (a *Assembler) addRecord(p int32, r *LocalRecord) error {
 	}
 	var sh []int32
 	if a.ledger != nil {
+		if resolved := a.ledger.resolvedOf(r); resolved != nil && r.Prev != 0 {
+			return a.addChanges(p, r, resolved)
+		}
 		sh = a.ledgerShape(p, r)
 	} else {
 		sh = a.shape(p, r)
@@ -612,6 +616,54 @@ func (a *Assembler) addRecord(p int32, r *LocalRecord) error {
 		}
 	}
 	return nil
+}
+
+// addChanges is addRecord for a record of changes (LocalRecord.Prev)
+// that the Ledger applied last, of process p, recorded: its channels are
+// not numbered here. Their counts at this cut are the Ledger's until a
+// later record of either end changes them, and that record's Apply hands
+// the old ones to this Assembler (capture); once every participant
+// recorded, the sweep judges the Ledger's channels in flight, and every
+// other channel balances. So the channels of a record of changes need
+// judging here only as the Ledger finds them in flight, not one by one:
+// on a dense graph they are tens of thousands a snapshot, most never
+// in flight. What the record's peers still decide here is who takes
+// part: a peer that a count names is required, or stands in departed.
+func (a *Assembler) addChanges(p int32, r *LocalRecord, resolved []*ledgerChan) error {
+	peer := func(q *ledgerProc) int32 {
+		if q.gen != a.gen {
+			q.gen, q.idx = a.gen, a.proc(q.id)
+		}
+		return q.idx
+	}
+	for k, pc := range r.Sent {
+		if e := resolved[k]; e != nil {
+			a.named(peer(e.to), pc.N)
+		}
+	}
+	for k, pc := range r.Received {
+		if e := resolved[len(r.Sent)+k]; e != nil {
+			a.named(peer(e.from), pc.N)
+		}
+	}
+	// The channels numbered here (a recording, a capture) that waited for
+	// this end.
+	for _, c := range a.procs[p].chans {
+		if err := a.settle(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// named takes in a peer q of a record's process whose channel counts n:
+// one that stopped before the snapshot stands in departed, and one that
+// a message crossed to or from must record.
+func (a *Assembler) named(q int32, n uint64) {
+	a.askDeparted(q)
+	if n > 0 {
+		a.require(q)
+	}
 }
 
 // shape returns the channels r names, sent then received, numbering

@@ -157,3 +157,32 @@ func TestCoordinatorAsksForCountersAgain(t *testing.T) {
 	require.Len(t, rd.Over, 1)
 	assert.NotNil(t, rd.Over[0].Global, "every counter again: complete")
 }
+
+// A peer that a record's counts name, not among the participants given,
+// must record too: a message crossed between it and the process before
+// the cut. Records of every counter and records of changes both say so.
+func TestLedgerRecordsRequireTheirPeers(t *testing.T) {
+	for _, changes := range []bool{false, true} {
+		l := snapshot.NewLedger()
+		var prev snapshot.SnapshotID
+		if changes {
+			// a's first record, of every counter, goes before: the next
+			// lists only what changed.
+			first := snapshot.LocalRecord{Snapshot: 1, Process: "a", Sent: []snapshot.PeerCount{{Peer: "b", N: 1}}}
+			require.NoError(t, l.Apply(&first, nil))
+			prev = 1
+		}
+		asm, err := snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: 2, Mode: snapshot.Epochs, Participants: ids("a"), Ledger: l})
+		require.NoError(t, err)
+		rec := snapshot.LocalRecord{Snapshot: 2, Process: "a", Prev: prev, Sent: []snapshot.PeerCount{{Peer: "b", N: 3}}}
+		require.NoError(t, l.Apply(&rec, []*snapshot.Assembler{asm}))
+		require.NoError(t, asm.AddRecord(rec))
+		assert.Equal(t, snapshot.Pending, asm.Status(time.Time{}).State, "changes %v", changes)
+		assert.Equal(t, ids("b"), asm.Missing().Participants, "changes %v", changes)
+
+		b := snapshot.LocalRecord{Snapshot: 2, Process: "b", Received: []snapshot.PeerCount{{Peer: "a", N: 3}}}
+		require.NoError(t, l.Apply(&b, []*snapshot.Assembler{asm}))
+		require.NoError(t, asm.AddRecord(b))
+		assert.Equal(t, snapshot.Complete, asm.Status(time.Time{}).State, "changes %v", changes)
+	}
+}
