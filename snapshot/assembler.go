@@ -630,20 +630,14 @@ func (a *Assembler) addRecord(p int32, r *LocalRecord) error {
 // in flight. What the record's peers still decide here is who takes
 // part: a peer that a count names is required, or stands in departed.
 func (a *Assembler) addChanges(p int32, r *LocalRecord, resolved []*ledgerChan) error {
-	peer := func(q *ledgerProc) int32 {
-		if q.gen != a.gen {
-			q.gen, q.idx = a.gen, a.proc(q.id)
-		}
-		return q.idx
-	}
 	for k, pc := range r.Sent {
 		if e := resolved[k]; e != nil {
-			a.named(peer(e.to), pc.N)
+			a.named(a.ledgerProc(e.to), pc.N)
 		}
 	}
 	for k, pc := range r.Received {
 		if e := resolved[len(r.Sent)+k]; e != nil {
-			a.named(peer(e.from), pc.N)
+			a.named(a.ledgerProc(e.from), pc.N)
 		}
 	}
 	// The channels numbered here (a recording, a capture) that waited for
@@ -993,6 +987,16 @@ func (a *Assembler) recordedProc(lp *ledgerProc) (int32, bool) {
 	return i, a.procs[i].record != nil
 }
 
+// ledgerProc returns the number of the Ledger's process q, numbering it
+// if new: the number is kept in q for this Assembler, so that a process
+// named by thousands of records is looked up by name once.
+func (a *Assembler) ledgerProc(q *ledgerProc) int32 {
+	if q.gen != a.gen {
+		q.gen, q.idx = a.gen, a.proc(q.id)
+	}
+	return q.idx
+}
+
 // ledgerChannel returns the number of the Ledger's channel e, from
 // process from to process to, numbering it if new.
 func (a *Assembler) ledgerChannel(e *ledgerChan, from, to int32) int32 {
@@ -1010,22 +1014,16 @@ func (a *Assembler) ledgerShape(p int32, r *LocalRecord) []int32 {
 		return a.shape(p, r)
 	}
 	sh := make([]int32, 0, len(r.Sent)+len(r.Received))
-	peer := func(q *ledgerProc) int32 {
-		if q.gen != a.gen {
-			q.gen, q.idx = a.gen, a.proc(q.id)
-		}
-		return q.idx
-	}
 	for k, pc := range r.Sent {
 		if e := resolved[k]; e != nil {
-			sh = append(sh, a.ledgerChannel(e, p, peer(e.to)))
+			sh = append(sh, a.ledgerChannel(e, p, a.ledgerProc(e.to)))
 		} else {
 			sh = append(sh, a.channel(p, a.proc(pc.Peer)))
 		}
 	}
 	for k, pc := range r.Received {
 		if e := resolved[len(r.Sent)+k]; e != nil {
-			sh = append(sh, a.ledgerChannel(e, peer(e.from), p))
+			sh = append(sh, a.ledgerChannel(e, a.ledgerProc(e.from), p))
 		} else {
 			sh = append(sh, a.channel(a.proc(pc.Peer), p))
 		}
