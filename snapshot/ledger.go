@@ -3,6 +3,7 @@ package snapshot
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Ledger is the book of every channel's counters in the Epochs mode, as
@@ -65,8 +66,12 @@ type ledgerProc struct {
 	idx   int32
 	last  SnapshotID // the snapshot of its last record applied
 	stale bool       // a record was refused: only a full one is taken
-	out   map[ProcessID]*ledgerChan
-	in    map[ProcessID]*ledgerChan
+	// Its outgoing channels by receiver. Its incoming ones are found in
+	// their senders' tables: one table entry a channel, not one at each
+	// end, for a graph that makes thousands of channels a snapshot.
+	out map[ProcessID]*ledgerChan
+	// Its incoming channels, in the order they were made.
+	ins []*ledgerChan
 	// The channels its last record named, in its order: a process names
 	// the same ones in the same order record after record when the same
 	// counters change (all of them, on a ring), found then without a
@@ -109,7 +114,7 @@ func NewLedger() *Ledger {
 func (l *Ledger) proc(id ProcessID) *ledgerProc {
 	lp := l.procs[id]
 	if lp == nil {
-		lp = &ledgerProc{id: id, out: make(map[ProcessID]*ledgerChan), in: make(map[ProcessID]*ledgerChan)}
+		lp = &ledgerProc{id: id, out: make(map[ProcessID]*ledgerChan)}
 		l.procs[id] = lp
 	}
 	return lp
@@ -160,43 +165,67 @@ func (l *Ledger) materialize(lp *ledgerProc, runs []*Assembler) {
 	sentAll, receivedAll := lp.fullSent, lp.fullReceived
 	lp.full, lp.fullSent, lp.fullReceived = false, nil, nil
 	sameOut := sameShape(lp.shapeOut, sentAll, true) && len(lp.out) == len(sentAll)
-	sameIn := sameShape(lp.shapeIn, receivedAll, false) && len(lp.in) == len(receivedAll)
+	sameIn := sameShape(lp.shapeIn, receivedAll, false) && len(lp.ins) == len(receivedAll)
 	if !sameOut {
-		l.zeroUnlisted(lp.out, sentAll, true, runs)
+		l.zeroUnlisted(lp, sentAll, true, runs)
 	}
 	if !sameIn {
-		l.zeroUnlisted(lp.in, receivedAll, false, runs)
+		l.zeroUnlisted(lp, receivedAll, false, runs)
 	}
 	l.resolved = l.resolved[:0]
 	l.update(lp, sentAll, receivedAll, runs)
 }
 
-// zeroUnlisted sets to zero the counts, at their end of byPeer's owner
-// (the sender's if sender), of the channels in byPeer that a record of
-// all of them, listed, does not name: they had not been used there when
-// it was made. In the order of their peers.
-func (l *Ledger) zeroUnlisted(byPeer map[ProcessID]*ledgerChan, listed []PeerCount, sender bool, runs []*Assembler) {
+// zeroUnlisted sets to zero the counts, at lp's end (the sender's if
+// sender), of lp's channels (outgoing if sender) that a record of all of
+// them, listed, does not name: they had not been used there when it was
+// made. In the order of their peers.
+func (l *Ledger) zeroUnlisted(lp *ledgerProc, listed []PeerCount, sender bool, runs []*Assembler) {
 	l.marks++
 	named := 0
 	for _, pc := range listed {
-		if e := byPeer[pc.Peer]; e != nil && e.mark != l.marks {
+		if e := l.find(lp, pc.Peer, sender); e != nil && e.mark != l.marks {
 			e.mark = l.marks
 			named++
 		}
 	}
-	if named == len(byPeer) {
-		return // every one is listed
-	}
-	unlisted := make([]ProcessID, 0, len(byPeer)-named)
-	for peer, e := range byPeer {
-		if e.mark != l.marks {
-			unlisted = append(unlisted, peer)
+	var unlisted []*ledgerChan
+	if sender {
+		if named == len(lp.out) {
+			return // every one is listed
 		}
+		for _, e := range lp.out {
+			if e.mark != l.marks {
+				unlisted = append(unlisted, e)
+			}
+		}
+		slices.SortFunc(unlisted, func(x, y *ledgerChan) int { return strings.Compare(string(x.ch.To), string(y.ch.To)) })
+	} else {
+		if named == len(lp.ins) {
+			return
+		}
+		for _, e := range lp.ins {
+			if e.mark != l.marks {
+				unlisted = append(unlisted, e)
+			}
+		}
+		slices.SortFunc(unlisted, func(x, y *ledgerChan) int { return strings.Compare(string(x.ch.From), string(y.ch.From)) })
 	}
-	slices.Sort(unlisted)
-	for _, peer := range unlisted {
-		l.set(byPeer[peer], sender, 0, runs)
+	for _, e := range unlisted {
+		l.set(e, sender, 0, runs)
 	}
+}
+
+// find returns lp's channel to peer (from peer, if not sender), if the
+// Ledger holds it: an incoming one is in its sender's table.
+func (l *Ledger) find(lp *ledgerProc, peer ProcessID, sender bool) *ledgerChan {
+	if sender {
+		return lp.out[peer]
+	}
+	if q := l.procs[peer]; q != nil {
+		return q.out[lp.id]
+	}
+	return nil
 }
 
 // update sets the counts a record of lp's lists, resolving its channels
@@ -209,9 +238,9 @@ func (l *Ledger) update(lp *ledgerProc, sent, received []PeerCount, runs []*Asse
 // updateSide is update for one direction: the counts at lp of its
 // outgoing channels (sender) or of its incoming ones.
 func (l *Ledger) updateSide(lp *ledgerProc, cs []PeerCount, sender bool, runs []*Assembler) {
-	shape, byPeer := &lp.shapeIn, lp.in
+	shape := &lp.shapeIn
 	if sender {
-		shape, byPeer = &lp.shapeOut, lp.out
+		shape = &lp.shapeOut
 	}
 	first := len(l.resolved)
 	same := sameShape(*shape, cs, sender)
@@ -219,7 +248,7 @@ func (l *Ledger) updateSide(lp *ledgerProc, cs []PeerCount, sender bool, runs []
 		var e *ledgerChan
 		if same {
 			e = (*shape)[k]
-		} else if e = byPeer[pc.Peer]; e == nil && pc.N > 0 {
+		} else if e = l.find(lp, pc.Peer, sender); e == nil && pc.N > 0 {
 			if sender {
 				e = l.channel(Channel{From: lp.id, To: pc.Peer}, lp, l.proc(pc.Peer))
 			} else {
@@ -286,7 +315,7 @@ func (l *Ledger) openChans() []*ledgerChan {
 func (l *Ledger) channel(ch Channel, from, to *ledgerProc) *ledgerChan {
 	e := &ledgerChan{ch: ch, from: from, to: to}
 	from.out[ch.To] = e
-	to.in[ch.From] = e
+	to.ins = append(to.ins, e)
 	return e
 }
 
@@ -317,7 +346,7 @@ func (l *Ledger) chansOf(p ProcessID) []Channel {
 	if lp == nil {
 		return nil
 	}
-	out := make([]Channel, 0, len(lp.out)+len(lp.in))
+	out := make([]Channel, 0, len(lp.out)+len(lp.ins))
 	for _, pc := range lp.fullSent {
 		out = append(out, Channel{From: p, To: pc.Peer})
 	}
@@ -327,7 +356,7 @@ func (l *Ledger) chansOf(p ProcessID) []Channel {
 	for _, e := range lp.out {
 		out = append(out, e.ch)
 	}
-	for _, e := range lp.in {
+	for _, e := range lp.ins {
 		if e.ch.From != p { // a channel to itself is in both
 			out = append(out, e.ch)
 		}
@@ -372,17 +401,20 @@ func (l *Ledger) drop(p ProcessID) {
 	if lp == nil {
 		return
 	}
-	for peer, e := range lp.out {
+	// Each receiver's list lets go of its channels from p once, whatever
+	// their number.
+	receivers := make(map[*ledgerProc]bool, len(lp.out))
+	for _, e := range lp.out {
 		e.dropped = true
-		if op := l.procs[peer]; op != nil {
-			delete(op.in, p)
-		}
+		receivers[e.to] = true
 	}
-	for peer, e := range lp.in {
+	for _, e := range lp.ins {
 		e.dropped = true
-		if op := l.procs[peer]; op != nil {
-			delete(op.out, p)
-		}
+		delete(e.from.out, p)
+	}
+	dropped := func(e *ledgerChan) bool { return e.dropped }
+	for q := range receivers {
+		q.ins = slices.DeleteFunc(q.ins, dropped)
 	}
 	delete(l.procs, p)
 }
