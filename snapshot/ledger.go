@@ -189,28 +189,29 @@ func (l *Ledger) zeroUnlisted(lp *ledgerProc, listed []PeerCount, sender bool, r
 			named++
 		}
 	}
-	var unlisted []*ledgerChan
+	peer, total := func(e *ledgerChan) ProcessID { return e.ch.From }, len(lp.ins)
 	if sender {
-		if named == len(lp.out) {
-			return // every one is listed
-		}
-		for _, e := range lp.out {
-			if e.mark != l.marks {
-				unlisted = append(unlisted, e)
-			}
-		}
-		slices.SortFunc(unlisted, func(x, y *ledgerChan) int { return strings.Compare(string(x.ch.To), string(y.ch.To)) })
-	} else {
-		if named == len(lp.ins) {
-			return
-		}
-		for _, e := range lp.ins {
-			if e.mark != l.marks {
-				unlisted = append(unlisted, e)
-			}
-		}
-		slices.SortFunc(unlisted, func(x, y *ledgerChan) int { return strings.Compare(string(x.ch.From), string(y.ch.From)) })
+		peer, total = func(e *ledgerChan) ProcessID { return e.ch.To }, len(lp.out)
 	}
+	if named == total {
+		return // every one is listed
+	}
+	unlisted := make([]*ledgerChan, 0, total-named)
+	keep := func(e *ledgerChan) {
+		if e.mark != l.marks {
+			unlisted = append(unlisted, e)
+		}
+	}
+	if sender {
+		for _, e := range lp.out {
+			keep(e)
+		}
+	} else {
+		for _, e := range lp.ins {
+			keep(e)
+		}
+	}
+	slices.SortFunc(unlisted, func(x, y *ledgerChan) int { return strings.Compare(string(peer(x)), string(peer(y))) })
 	for _, e := range unlisted {
 		l.set(e, sender, 0, runs)
 	}
