@@ -182,17 +182,34 @@ func (s *System) deadlocks(ctx context.Context) ([]snapshot.Deadlock, snapshot.S
 }
 
 // ProbableLossError is AwaitQuiescence's answer when successive cuts
-// find the same channel short of messages its sender counted, with the
-// same counts each time: messages were probably lost (sent to a
-// participant that stopped, say), and the system will not look idle.
+// find the same channel, or in the epoch mode the same receiver, short
+// of messages their senders counted, with the same counts each time:
+// messages were probably lost (sent to a participant that stopped, say),
+// and the system will not look idle.
 type ProbableLossError struct {
-	Channel        snapshot.Channel
+	// Channel is the channel short of messages, in the marker modes.
+	Channel snapshot.Channel
+	// Receiver is the receiver short of messages, in the epoch mode,
+	// which counts what each participant received from all its senders
+	// together.
+	Receiver       snapshot.ProcessID
 	Sent, Received uint64
 	Cuts           int
 }
 
 func (e *ProbableLossError) Error() string {
-	return fmt.Sprintf("actors: probable message loss on %s: %d sent, %d received in %d cuts in a row", e.Channel, e.Sent, e.Received, e.Cuts)
+	on := e.Channel.String()
+	if e.Receiver != "" {
+		on = "the way to " + string(e.Receiver)
+	}
+	return fmt.Sprintf("actors: probable message loss on %s: %d sent, %d received in %d cuts in a row", on, e.Sent, e.Received, e.Cuts)
+}
+
+// shortGap is a shortfall a cut found: a channel's, or a receiver's.
+type shortGap struct {
+	channel                  snapshot.Channel
+	receiver                 snapshot.ProcessID
+	sent, received, recorded uint64
 }
 
 // lossCuts is how many cuts in a row must find the same shortfall before
@@ -208,7 +225,7 @@ const lossCuts = 3
 // finding a channel short of the same messages.
 func (s *System) AwaitQuiescence(ctx context.Context) error {
 	pause := time.Millisecond
-	var short snapshot.ChannelGap
+	var short shortGap
 	shortCuts := 0
 	for {
 		g, err := s.take(ctx, true)
@@ -230,7 +247,7 @@ func (s *System) AwaitQuiescence(ctx context.Context) error {
 					short, shortCuts = gap, 1
 				}
 				if shortCuts >= lossCuts {
-					return &ProbableLossError{Channel: gap.Channel, Sent: gap.Sent, Received: gap.Received, Cuts: shortCuts}
+					return &ProbableLossError{Channel: gap.channel, Receiver: gap.receiver, Sent: gap.sent, Received: gap.received, Cuts: shortCuts}
 				}
 			} else {
 				shortCuts = 0
@@ -247,26 +264,34 @@ func (s *System) AwaitQuiescence(ctx context.Context) error {
 	}
 }
 
-// shortfall returns the channel a cut that err aborted found short of
-// messages its sender counted, when that is why it aborted: a channel
-// that cannot balance, or a deadline met with every participant recorded
-// and channels still short (a recording waits for a message that does
-// not come).
-func shortfall(err error) (snapshot.ChannelGap, bool) {
+// shortfall returns the channel or receiver a cut that err aborted found
+// short of messages their senders counted, when that is why it aborted:
+// counts that cannot balance, or a deadline met with every participant
+// recorded and counts still short (a recording waits for a message that
+// does not come).
+func shortfall(err error) (shortGap, bool) {
 	var be *snapshot.BalanceError
 	if errors.As(err, &be) && be.Received+be.Recorded < be.Sent {
-		return snapshot.ChannelGap{Channel: be.Channel, Sent: be.Sent, Received: be.Received, Recorded: be.Recorded}, true
+		return shortGap{channel: be.Channel, sent: be.Sent, received: be.Received, recorded: be.Recorded}, true
+	}
+	var rbe *snapshot.ReceiverBalanceError
+	if errors.As(err, &rbe) && rbe.Lost() {
+		return shortGap{receiver: rbe.Receiver, sent: rbe.Sent, received: rbe.Received, recorded: rbe.Recorded}, true
 	}
 	var ae *snapshot.AbortError
 	if errors.As(err, &ae) && errors.Is(err, snapshot.ErrTimeout) && len(ae.Missing.Participants) == 0 {
 		for _, c := range ae.Missing.Channels {
 			if c.Received+c.Recorded < c.Sent {
-				c.Open = false
-				return c, true
+				return shortGap{channel: c.Channel, sent: c.Sent, received: c.Received, recorded: c.Recorded}, true
+			}
+		}
+		for _, r := range ae.Missing.Receivers {
+			if r.Received+r.Recorded < r.Sent {
+				return shortGap{receiver: r.Receiver, sent: r.Sent, received: r.Received, recorded: r.Recorded}, true
 			}
 		}
 	}
-	return snapshot.ChannelGap{}, false
+	return shortGap{}, false
 }
 
 // WithDeadlockCheck looks for deadlocks (System.Deadlocks) every d: each

@@ -251,6 +251,8 @@ func (w *frameWriter) record(r *snapshot.LocalRecord) {
 		w.blob(r.Waits)
 	}
 	w.uvarint(uint64(r.Prev))
+	w.uvarint(r.ReceivedTotal)
+	w.uvarint(uint64(r.Epoch))
 }
 
 func (w *frameWriter) channel(c *wireChannel) {
@@ -482,6 +484,8 @@ func (r *frameReader) record(names *interner) *snapshot.LocalRecord {
 		}
 	}
 	rec.Prev = snapshot.SnapshotID(r.uvarint())
+	rec.ReceivedTotal = r.uvarint()
+	rec.Epoch = snapshot.SnapshotID(r.uvarint())
 	return rec
 }
 

@@ -83,7 +83,7 @@ func randomFrame(rng *rand.Rand) *frame {
 	}
 	f.IDs, f.Left = ids(), ids()
 	if maybe() {
-		f.Rec = &snapshot.LocalRecord{Snapshot: snapshot.SnapshotID(rng.Uint64()), Process: id(), Kind: "bank", State: bytes(), Sent: counts(), Received: counts(), Prev: snapshot.SnapshotID(rng.IntN(3))}
+		f.Rec = &snapshot.LocalRecord{Snapshot: snapshot.SnapshotID(rng.Uint64()), Process: id(), Kind: "bank", State: bytes(), Sent: counts(), Received: counts(), Prev: snapshot.SnapshotID(rng.IntN(3)), ReceivedTotal: rng.Uint64N(1 << uint(rng.IntN(64))), Epoch: snapshot.SnapshotID(rng.IntN(5))}
 		if maybe() {
 			f.Rec.Waits = &snapshot.Waits{Any: maybe(), Edges: []snapshot.Wait{{To: id(), Request: 3, Type: "q"}}}
 		}

@@ -706,6 +706,10 @@ func (g *guardian) explain(err error) error {
 	if errors.As(err, &be) && be.Received+be.Recorded < be.Sent && g.s.reg.isStopped(be.Channel.To) {
 		return fmt.Errorf("%w: %s, with messages from %s still on their way to it: %w", ErrParticipantStopped, be.Channel.To, be.Channel.From, err)
 	}
+	var rbe *snapshot.ReceiverBalanceError
+	if errors.As(err, &rbe) && rbe.Lost() && g.s.reg.isStopped(rbe.Receiver) {
+		return fmt.Errorf("%w: %s, with messages still on their way to it: %w", ErrParticipantStopped, rbe.Receiver, err)
+	}
 	return err
 }
 

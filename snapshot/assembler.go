@@ -38,14 +38,15 @@ type AssemblerConfig struct {
 	// ever stopped adds only those this snapshot's records name, instead
 	// of all of them (and every one of them in the Global).
 	Departed func(ProcessID) (LocalRecord, bool)
-	// Ledger, in the Epochs mode, holds the counters that records which
-	// list only what changed (LocalRecord.Prev) leave out: every record
-	// goes through Ledger.Apply before it is given here. The channels
-	// judged are those the reports and the records of every counter
-	// name, those the Ledger changed while the snapshot ran, and those
-	// it shows with messages in flight once every participant recorded
-	// (a record of changes names none: addChanges); the Global lists
-	// only the channels with messages in flight.
+	// Ledger, in the Epochs mode, holds the sent counts that records
+	// which list only what changed (LocalRecord.Prev) leave out: every
+	// record goes through Ledger.Apply before it is given here. With a
+	// Ledger, completion is judged per receiver rather than per channel,
+	// once every participant recorded: what was sent to it before its
+	// senders' records (the Ledger's sum, less what records after this
+	// cut added) = what it received before its record
+	// (LocalRecord.ReceivedTotal) + what it reported in flight. The
+	// Global lists only the channels with messages in flight.
 	Ledger *Ledger
 }
 
@@ -88,6 +89,19 @@ type Missing struct {
 	// of a closed recording; a channel whose receiver still records it shows
 	// Recorded 0 and Open true.
 	Channels []ChannelGap
+	// Receivers that do not balance yet, sorted: in the Epochs mode with
+	// a Ledger, which judges a receiver's incoming channels together.
+	Receivers []ReceiverGap
+}
+
+// ReceiverGap is one receiver whose counts do not balance yet: Sent to
+// it before its senders' records, Received before its own, Recorded in
+// flight to it since.
+type ReceiverGap struct {
+	Receiver ProcessID
+	Sent     uint64
+	Received uint64
+	Recorded uint64
 }
 
 // ChannelGap is one channel whose counters do not balance yet.
@@ -100,7 +114,9 @@ type ChannelGap struct {
 }
 
 // Empty reports whether nothing is missing.
-func (m Missing) Empty() bool { return len(m.Participants) == 0 && len(m.Channels) == 0 }
+func (m Missing) Empty() bool {
+	return len(m.Participants) == 0 && len(m.Channels) == 0 && len(m.Receivers) == 0
+}
 
 // missingShown is how many participants and channels Missing.String
 // names; the full lists stay in Missing (AbortError.Missing).
@@ -125,10 +141,13 @@ func (m Missing) String() string {
 		}
 		parts = append(parts, fmt.Sprintf("channel %s %s: sent %d, received %d, recorded %d", g.Channel, state, g.Sent, g.Received, g.Recorded))
 	}
+	for _, g := range m.Receivers[:min(len(m.Receivers), missingShown)] {
+		parts = append(parts, fmt.Sprintf("receiver %s: sent to it %d, received %d, recorded %d", g.Receiver, g.Sent, g.Received, g.Recorded))
+	}
 	if len(parts) == 0 {
 		return "nothing missing"
 	}
-	return strings.Join(parts, "; ") + more(len(m.Channels), " channels")
+	return strings.Join(parts, "; ") + more(len(m.Channels), " channels") + more(len(m.Receivers), " receivers")
 }
 
 // more says how many of n items Missing.String leaves out.
@@ -168,6 +187,12 @@ type procAcc struct {
 	asked    bool    // AssemblerConfig.Departed was asked about it
 	stopped  bool    // Stopped: it will report nothing more
 	chans    []int32 // channels with this process at either end
+	// With a Ledger, as a receiver: received before its record, reported
+	// in flight to it, sent to it by records after this cut (Ledger.set),
+	// and whether it does not balance yet (counted in unsettled).
+	total, reported, late uint64
+	pending               bool
+	lp                    *ledgerProc // its entry in the Ledger, once found
 }
 
 // chanAcc accumulates what the records say of one channel.
@@ -178,9 +203,6 @@ type chanAcc struct {
 	record   *ChannelRecord
 	pending  bool // both ends recorded and not balanced: counted in unsettled
 	seen     bool // named in this snapshot (not only numbered by an earlier one)
-	// With a Ledger: sent, received hold the count of this snapshot's
-	// cut (from a record, or taken from the Ledger).
-	hasSent, hasReceived bool
 }
 
 // Numbering is how an Assembler numbered processes and channels, and which
@@ -261,13 +283,12 @@ type Assembler struct {
 	global    *Global
 	numbering *Numbering // this one's, once asked for
 	ledger    *Ledger    // AssemblerConfig.Ledger
-	swept     bool       // the Ledger's channels in flight were added
+	swept     bool       // with a Ledger: every participant recorded, and its receivers were judged
 	gen       uint64     // tells this Assembler in the Ledger's caches
 	recs      slab[LocalRecord]
 	chanRecs  slab[ChannelRecord]
 	// The channels with a recording (chanAcc.record), in the order the
-	// first of each came: with a Ledger, the only ones build can find
-	// in flight.
+	// first of each came: with a Ledger, the only ones build lists.
 	withRecs []int32
 }
 
@@ -504,6 +525,7 @@ func (a *Assembler) require(p int32) {
 	pa.required = true
 	if pa.record == nil {
 		a.unrecord++
+		a.swept = false // its record may add to the sums: judged again
 	}
 }
 
@@ -578,15 +600,10 @@ func (a *Assembler) addRecord(p int32, r *LocalRecord) error {
 	if a.procs[p].required {
 		a.unrecord--
 	}
-	var sh []int32
 	if a.ledger != nil {
-		if resolved := a.ledger.resolvedOf(r); resolved != nil && r.Prev != 0 {
-			return a.addChanges(p, r, resolved)
-		}
-		sh = a.ledgerShape(p, r)
-	} else {
-		sh = a.shape(p, r)
+		return a.addLedgerRecord(p, r)
 	}
+	sh := a.shape(p, r)
 	if a.cfg.Departed != nil {
 		for _, ci := range sh {
 			q := a.chans[ci].to
@@ -598,14 +615,14 @@ func (a *Assembler) addRecord(p int32, r *LocalRecord) error {
 	}
 	for k, pc := range r.Sent {
 		c := &a.chans[sh[k]]
-		c.sent, c.hasSent = pc.N, true
+		c.sent = pc.N
 		if pc.N > 0 {
 			a.require(c.to)
 		}
 	}
 	for k, pc := range r.Received {
 		c := &a.chans[sh[len(r.Sent)+k]]
-		c.received, c.hasReceived = pc.N, true
+		c.received = pc.N
 		if pc.N > 0 {
 			a.require(c.from)
 		}
@@ -618,34 +635,39 @@ func (a *Assembler) addRecord(p int32, r *LocalRecord) error {
 	return nil
 }
 
-// addChanges is addRecord for a record of changes (LocalRecord.Prev)
-// that the Ledger applied last, of process p, recorded: its channels are
-// not numbered here. Their counts at this cut are the Ledger's until a
-// later record of either end changes them, and that record's Apply hands
-// the old ones to this Assembler (capture); once every participant
-// recorded, the sweep judges the Ledger's channels in flight, and every
-// other channel balances. So the channels of a record of changes need
-// judging here only as the Ledger finds them in flight, not one by one:
-// on a dense graph they are tens of thousands a snapshot, most never
-// in flight. What the record's peers still decide here is who takes
-// part: a peer that a count names is required, or stands in departed.
-func (a *Assembler) addChanges(p int32, r *LocalRecord, resolved []*ledgerChan) error {
+// addLedgerRecord is addRecord with a Ledger, which applied r: its
+// channels are not numbered here. What its counts decide is who takes
+// part (a receiver it sent to must record, or stands in departed; so
+// must a sender a record of every counter names) and, as a receiver,
+// what it received before its record. Its sent counts are in the
+// Ledger's sums, which the sweep reads once every participant recorded.
+func (a *Assembler) addLedgerRecord(p int32, r *LocalRecord) error {
+	resolved := a.ledger.resolvedOf(r)
 	for k, pc := range r.Sent {
-		if e := resolved[k]; e != nil {
-			a.named(a.ledgerProc(e.to), pc.N)
+		if resolved != nil && resolved[k] != nil {
+			a.named(a.ledgerProc(resolved[k].to), pc.N)
+		} else {
+			a.named(a.proc(pc.Peer), pc.N)
 		}
 	}
-	for k, pc := range r.Received {
-		if e := resolved[len(r.Sent)+k]; e != nil {
-			a.named(a.ledgerProc(e.from), pc.N)
+	total := r.ReceivedTotal
+	if r.Prev == 0 {
+		// Every channel is listed: its total is their sum. (A departed
+		// process's final record, which stands in, is not judged as a
+		// receiver; the names dropped since are taken off its lists.)
+		var sum uint64
+		for _, pc := range r.Received {
+			sum += pc.N
+			a.named(a.proc(pc.Peer), pc.N)
 		}
+		if total != 0 && total != sum && !a.procs[p].departed {
+			return a.fail(fmt.Errorf("%w: record of %s: received %d in total, but its channels add up to %d", ErrProtocol, r.Process, total, sum))
+		}
+		total = sum
 	}
-	// The channels numbered here (a recording, a capture) that waited for
-	// this end.
-	for _, c := range a.procs[p].chans {
-		if err := a.settle(c); err != nil {
-			return err
-		}
+	a.procs[p].total = total
+	if l := a.ledger; l.resolvedFor.ok && l.resolvedFor.process == r.Process && l.resolvedFor.snapshot == r.Snapshot {
+		a.procs[p].lp = l.last
 	}
 	return nil
 }
@@ -721,6 +743,12 @@ func (a *Assembler) Stopped(p ProcessID) error {
 	}
 	q := a.proc(p)
 	a.procs[q].stopped = true
+	if a.ledger != nil {
+		if a.swept {
+			return a.judge(q)
+		}
+		return nil
+	}
 	for _, ci := range a.procs[q].chans {
 		if a.chans[ci].to == q {
 			if err := a.settle(ci); err != nil {
@@ -777,6 +805,14 @@ func (a *Assembler) AddChannel(cr ChannelRecord) error {
 	if len(cr.Messages) > 0 {
 		a.require(from)
 	}
+	if a.ledger != nil {
+		to := a.chans[c].to
+		a.procs[to].reported += uint64(len(cr.Messages))
+		if a.swept {
+			return a.judge(to)
+		}
+		return nil
+	}
 	return a.settle(c)
 }
 
@@ -799,20 +835,6 @@ func (a *Assembler) settle(ci int32) error {
 	c := &a.chans[ci]
 	if a.procs[c.from].record == nil || a.procs[c.to].record == nil {
 		return nil
-	}
-	if a.ledger != nil && !c.seen {
-		return nil // numbered by an earlier snapshot, named by nothing here
-	}
-	if a.ledger != nil && !(c.hasSent && c.hasReceived) {
-		// Both ends recorded, and a record since that changed either
-		// end would have set it (capture): the Ledger holds this cut's.
-		s, r := a.ledger.counts(a.name(c))
-		if !c.hasSent {
-			c.sent, c.hasSent = s, true
-		}
-		if !c.hasReceived {
-			c.received, c.hasReceived = r, true
-		}
 	}
 	if a.procs[c.to].departed {
 		if c.pending {
@@ -908,6 +930,14 @@ func (a *Assembler) Owed() (owed []ProcessID, ok bool) {
 		return nil, true
 	}
 	var out []ProcessID
+	if a.ledger != nil {
+		for i := range a.procs {
+			if pa := &a.procs[i]; pa.pending && !pa.departed && !pa.stopped {
+				out = append(out, pa.id)
+			}
+		}
+		return out, true
+	}
 	var named []bool // by process number
 	for i := range a.chans {
 		c := &a.chans[i]
@@ -925,66 +955,83 @@ func (a *Assembler) Owed() (owed []ProcessID, ok bool) {
 	return out, true
 }
 
-// sweep adds, once every participant recorded, the channels the Ledger
-// shows with messages in flight that no record or report named: their
-// counts are this cut's, since a record that changed one since would have
-// set it here.
+// sweep judges, once every participant recorded, every receiver that
+// recorded: the Ledger's sums are then complete for this cut but for
+// what records after it added, which each run set aside (later).
 func (a *Assembler) sweep() {
 	a.swept = true
-	// In the order they opened, the same run after run: the same abort.
-	for _, e := range a.ledger.openChans() {
-		from, okf := a.recordedProc(e.from)
-		to, okt := a.recordedProc(e.to)
-		if !okf || !okt {
-			continue // an end took no part: nothing of this cut crossed it
-		}
-		if err := a.settle(a.ledgerChannel(e, from, to)); err != nil {
-			return
+	a.unsettled = 0
+	for i := range a.procs {
+		a.procs[i].pending = false
+	}
+	for i := range a.procs {
+		if pa := &a.procs[i]; pa.record != nil && !pa.departed {
+			if a.judge(int32(i)) != nil {
+				return
+			}
 		}
 	}
 }
 
-// capture sets channel ch's end at the sender (or the receiver) to n,
-// the count it had when that end's process recorded this snapshot, unless
-// a record here set it: the Ledger is about to change it.
-func (a *Assembler) capture(e *ledgerChan, sender bool, n uint64) {
+// judge recomputes, after the sweep, whether receiver q balances: sent
+// to it before its senders' records = received before its record +
+// reported in flight since. One that falls short waits for its reports,
+// unless it stopped; one over may still be made up by a participant
+// required late, whose record adds to the sums.
+func (a *Assembler) judge(q int32) error {
+	pa := &a.procs[q]
+	if pa.record == nil || pa.departed {
+		return nil
+	}
+	sent := a.sentTo(pa) - pa.late
+	got := pa.total + pa.reported
+	ok := got == sent
+	if !ok && pa.stopped {
+		return a.fail(&ReceiverBalanceError{Snapshot: a.cfg.Snapshot, Receiver: pa.id, Sent: sent, Received: pa.total, Recorded: pa.reported})
+	}
+	if ok == pa.pending {
+		pa.pending = !ok
+		if ok {
+			a.unsettled--
+		} else {
+			a.unsettled++
+		}
+	}
+	return nil
+}
+
+// sentTo returns the Ledger's sum of what was sent to process pa.
+func (a *Assembler) sentTo(pa *procAcc) uint64 {
+	if pa.lp == nil {
+		pa.lp = a.ledger.procs[pa.id]
+		if pa.lp == nil {
+			return 0
+		}
+	}
+	return pa.lp.sentTo
+}
+
+// after reports whether what rec adds to the Ledger's sums comes after
+// this snapshot's cut: a record of a later snapshot, or a final record
+// (Snapshot zero) of a process whose epoch had reached this snapshot (it
+// recorded it, or was born after its cut). The final record of one that
+// had not stands in for its record, so counts at its cut, whether or not
+// this snapshot knows of it yet (its birth and its stop may come in
+// either order).
+func (a *Assembler) after(rec *LocalRecord) bool {
 	if a.abort != nil || a.global != nil {
-		return
+		return false
 	}
-	end := e.to
-	if sender {
-		end = e.from
+	if rec.Snapshot != 0 {
+		return rec.Snapshot > a.cfg.Snapshot
 	}
-	if _, ok := a.recordedProc(end); !ok {
-		return
-	}
-	ci := a.ledgerChannel(e, a.proc(e.ch.From), a.proc(e.ch.To))
-	c := &a.chans[ci]
-	if sender {
-		if c.hasSent {
-			return
-		}
-		c.sent, c.hasSent = n, true
-	} else {
-		if c.hasReceived {
-			return
-		}
-		c.received, c.hasReceived = n, true
-	}
-	_ = a.settle(ci) // an abort stays in a.abort
+	return rec.Epoch >= a.cfg.Snapshot
 }
 
-// recordedProc returns the number of the Ledger's process lp here, if
-// it recorded.
-func (a *Assembler) recordedProc(lp *ledgerProc) (int32, bool) {
-	i, ok := lp.idx, lp.gen == a.gen
-	if !ok {
-		if i, ok = a.lookup(lp.id); !ok {
-			return 0, false
-		}
-		lp.gen, lp.idx = a.gen, i
-	}
-	return i, a.procs[i].record != nil
+// later sets aside d, added to the sum of receiver lp by a record after
+// this cut.
+func (a *Assembler) later(lp *ledgerProc, d uint64) {
+	a.procs[a.ledgerProc(lp)].late += d
 }
 
 // ledgerProc returns the number of the Ledger's process q, numbering it
@@ -995,40 +1042,6 @@ func (a *Assembler) ledgerProc(q *ledgerProc) int32 {
 		q.gen, q.idx = a.gen, a.proc(q.id)
 	}
 	return q.idx
-}
-
-// ledgerChannel returns the number of the Ledger's channel e, from
-// process from to process to, numbering it if new.
-func (a *Assembler) ledgerChannel(e *ledgerChan, from, to int32) int32 {
-	if e.gen != a.gen {
-		e.gen, e.idx = a.gen, a.channel(from, to)
-	}
-	return e.idx
-}
-
-// ledgerShape is shape with a Ledger: r's channels, found through the
-// Ledger's, which Apply made or found for r.
-func (a *Assembler) ledgerShape(p int32, r *LocalRecord) []int32 {
-	resolved := a.ledger.resolvedOf(r)
-	if resolved == nil {
-		return a.shape(p, r)
-	}
-	sh := make([]int32, 0, len(r.Sent)+len(r.Received))
-	for k, pc := range r.Sent {
-		if e := resolved[k]; e != nil {
-			sh = append(sh, a.ledgerChannel(e, p, a.ledgerProc(e.to)))
-		} else {
-			sh = append(sh, a.channel(p, a.proc(pc.Peer)))
-		}
-	}
-	for k, pc := range r.Received {
-		if e := resolved[len(r.Sent)+k]; e != nil {
-			sh = append(sh, a.ledgerChannel(e, a.ledgerProc(e.from), p))
-		} else {
-			sh = append(sh, a.channel(a.proc(pc.Peer), p))
-		}
-	}
-	return sh
 }
 
 // Peers returns the processes that recorded (not departed ones) and share
@@ -1106,33 +1119,28 @@ func (a *Assembler) Missing() Missing {
 		m.Channels = append(m.Channels, g)
 	}
 	slices.SortFunc(m.Channels, func(x, y ChannelGap) int { return x.Channel.compare(y.Channel) })
+	if a.ledger != nil && a.swept {
+		for i := range a.procs {
+			if pa := &a.procs[i]; pa.pending {
+				m.Receivers = append(m.Receivers, ReceiverGap{Receiver: pa.id, Sent: a.sentTo(pa) - pa.late, Received: pa.total, Recorded: pa.reported})
+			}
+		}
+		slices.SortFunc(m.Receivers, func(x, y ReceiverGap) int { return strings.Compare(string(x.Receiver), string(y.Receiver)) })
+	}
 	return m
 }
 
-// inFlight reports whether channel c, with a Ledger, is one the Global
-// lists: both ends recorded, and messages in flight or counts that differ.
-func (a *Assembler) inFlight(c *chanAcc) bool {
-	if a.procs[c.from].record == nil || a.procs[c.to].record == nil {
-		return false
-	}
-	return c.sent != c.received || (c.record != nil && len(c.record.Messages) > 0)
-}
-
 // inFlightChans returns, with a Ledger, the channels the Global of a
-// complete snapshot lists (seen, both ends recorded, the receiver not
-// departed, and in flight), by their senders' ranks, then their
-// receivers'. It looks only at the channels with a recording: once the
-// snapshot is complete, every channel without one has sent = received,
-// so is not in flight. For settle judges a seen
-// channel whose ends both recorded whenever that comes to hold (the
-// second end's record, or the channel first named by a record, a report,
-// a capture or the sweep) and after every change of its counts or its
-// recording, and one that does not balance, sent = received + recorded,
-// stays pending, which keeps the snapshot from completing, or aborts it.
+// complete snapshot lists (both ends recorded, the receiver not departed,
+// and messages in flight), by their senders' ranks, then their
+// receivers'. Only a channel with a recording can be in flight: every
+// receiver balances once the snapshot is complete, and a message sent to
+// it before its sender's record and received after its own was reported.
 func (a *Assembler) inFlightChans(rank []int32) []int32 {
 	listed := make([]int32, 0, len(a.withRecs))
 	for _, ci := range a.withRecs {
-		if c := &a.chans[ci]; c.seen && !a.procs[c.to].departed && a.inFlight(c) {
+		if c := &a.chans[ci]; c.seen && !a.procs[c.to].departed && a.procs[c.from].record != nil && a.procs[c.to].record != nil &&
+			len(c.record.Messages) > 0 {
 			listed = append(listed, ci)
 		}
 	}
@@ -1231,6 +1239,12 @@ func (a *Assembler) build(end time.Time) *Global {
 		cs := ChannelState{Channel: a.name(c), Sent: c.sent, Received: c.received}
 		if c.record != nil {
 			cs.Messages = c.record.Messages
+		}
+		if a.ledger != nil {
+			// Counts are kept per receiver: a channel's follow from its
+			// messages, one sequence number after the other.
+			ms := cs.Messages
+			cs.Received, cs.Sent = ms[0].Seq-1, ms[len(ms)-1].Seq
 		}
 		g.Channels = append(g.Channels, cs)
 	}

@@ -279,10 +279,11 @@ func TestCoordinatorRecapture(t *testing.T) {
 	assert.Empty(t, rd.Recapture)
 
 	// Nothing owed when every participant recorded: nobody is named.
-	id, _ = c.Start(t0, ids("a", "b"), "")
+	id, _ = c.Start(t0, ids("a", "b", "c"), "")
 	c.Ready()
 	require.NoError(t, c.Record(t0, rec(id, "a", one("b", 3), nil)))
-	require.NoError(t, c.Record(t0, rec(id, "b", nil, one("a", 3))))
+	require.NoError(t, c.Record(t0, rec(id, "c", one("b", 2), nil)))
+	require.NoError(t, c.Record(t0, rec(id, "b", nil, []snapshot.PeerCount{pc("a", 3), pc("c", 2)})))
 	rd = c.Ready()
 	require.Len(t, rd.Over, 1)
 	assert.Empty(t, rd.Recapture)

@@ -48,7 +48,11 @@
 // snapshot complete once every participant recorded and every channel
 // balances, sent-before = received-before + recorded. The same check,
 // Global.Verify, proves a stored snapshot consistent and catches a lost or
-// duplicated message.
+// duplicated message. In the Epochs mode with a Ledger the channels into
+// one receiver are judged together: the sum of what was sent to it before
+// its senders' records = what it received before its record + what it
+// reported; the epoch rule keeps every channel from being over, so the
+// sum balances only when each channel does.
 //
 // # Driving a Process
 //
@@ -152,9 +156,11 @@
 //     it. departed: how a stopped participant stands in a snapshot it had
 //     not recorded (Participant.Departed): no state, its final counters.
 //     lost: a message that reached a stopped participant.
-//   - ledger (Epochs mode): the counters kept across snapshots, so that
-//     a record lists only those that changed since the process's
-//     previous one (LocalRecord.Prev); resync: a process asked to list
+//   - ledger (Epochs mode): the sent counts kept across snapshots, with
+//     their sum per receiver, so that a record lists only those that
+//     changed since the process's previous one (LocalRecord.Prev) and
+//     one number for all it received (LocalRecord.ReceivedTotal), and
+//     completion is judged per receiver; resync: a process asked to list
 //     them all again.
 //   - drained: a stopped participant every message of which a complete
 //     snapshot shows received. dropped: drained and forgotten by its

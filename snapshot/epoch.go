@@ -83,13 +83,10 @@ func (p *Process) receiveEpoch(c *inChan, st *Stamp, payload any) error {
 	}
 	c.epoch = st.Epoch
 	c.received = st.Seq
+	p.receivedTotal++
 	var from, through SnapshotID // what a capture reported it for
 	if len(c.capt) > 0 {
 		from, through = c.reported(st.Seq)
-	}
-	if !c.changed {
-		c.changed = true
-		p.changedIn = append(p.changedIn, c)
 	}
 	if st.Epoch == p.epoch {
 		return nil
@@ -144,7 +141,7 @@ func (p *Process) advance(id SnapshotID) error {
 		}
 		*s = snap{id: next, recorded: true, finished: true}
 		p.snaps = append(p.snaps, s)
-		p.ready.Records = append(p.ready.Records, LocalRecord{Snapshot: next, Process: p.id, Sent: sent, Received: received, Prev: prev})
+		p.ready.Records = append(p.ready.Records, LocalRecord{Snapshot: next, Process: p.id, Sent: sent, Received: received, Prev: prev, ReceivedTotal: p.receivedTotal})
 		// Nothing is open: what comes in flight is reported as it comes.
 		p.ready.Finished = append(p.ready.Finished, next)
 	}
@@ -155,34 +152,32 @@ func (p *Process) advance(id SnapshotID) error {
 // deltaMinChannels is Config.DeltaMin's default.
 const deltaMinChannels = 64
 
-// epochCounters returns the counters of a record in the Epochs mode: those
-// of the channels that changed since the last record, which prev names,
-// or every channel with prev zero when the record must list them all.
-// Either way the channels count as unchanged from now on.
+// epochCounters returns the counters of a record in the Epochs mode: the
+// sent counts of the outgoing channels that changed since the last
+// record, which prev names, and no received ones (the record's
+// ReceivedTotal stands for them); or every channel's counts with prev
+// zero when the record must list them all. Either way the channels count
+// as unchanged from now on.
 func (p *Process) epochCounters() (prev SnapshotID, sent, received []PeerCount) {
-	// Few channels, or more than a quarter of them changed (every one, on
-	// a ring under load): all the counters cost the coordinator less than
-	// a Ledger kept up for them, whose work per counter is several times
-	// that of a record's (benchmarks.md, "Records of what changed"). Once
-	// the last record listed what changed, more than half must have
-	// changed: the Ledger takes every counter in again at the first
-	// record of changes after one of all, so a process whose changes
-	// hover about a quarter would otherwise pay that at every other
-	// record.
-	n, changed := len(p.outs)+len(p.ins), len(p.changedOut)+len(p.changedIn)
+	// Few channels, or more than a quarter of the outgoing ones changed
+	// (every one, on a ring under load): all the counters cost the
+	// coordinator about what the changes would, and spare it a lookup
+	// per channel when the same ones come in the same order. Once the
+	// last record listed what changed, more than half must have changed,
+	// so that a process whose changes hover about a quarter does not
+	// switch at every other record.
+	n, changed := len(p.outs)+len(p.ins), len(p.changedOut)
 	share := 4
 	if p.deltas {
 		share = 2
 	}
-	if p.full || (p.deltaMin > 0 && (n < p.deltaMin || share*changed > n)) {
+	if p.full || (p.deltaMin > 0 && (n < p.deltaMin || share*changed > len(p.outs))) {
 		p.full, p.deltas = false, false
 		for _, c := range p.changedOut {
 			c.changed = false
 		}
-		for _, c := range p.changedIn {
-			c.changed = false
-		}
-		p.changedOut, p.changedIn = p.changedOut[:0], p.changedIn[:0]
+		clear(p.changedOut)
+		p.changedOut = p.changedOut[:0]
 		c := p.Counters()
 		return 0, c.Sent, c.Received
 	}
@@ -191,28 +186,17 @@ func (p *Process) epochCounters() (prev SnapshotID, sent, received []PeerCount) 
 	// a record naming the same channels as the last names them in the same
 	// order, which the Ledger matches without a lookup.
 	slices.SortFunc(p.changedOut, func(x, y *outChan) int { return int(x.slot - y.slot) })
-	slices.SortFunc(p.changedIn, func(x, y *inChan) int { return int(x.slot - y.slot) })
-	// One allocation for both lists, as Counters makes.
-	counts := make([]PeerCount, len(p.changedOut)+len(p.changedIn))
-	sent = counts[:0:len(p.changedOut)]
+	sent = make([]PeerCount, 0, len(p.changedOut))
 	for _, c := range p.changedOut {
 		c.changed = false
 		if !c.dropped {
 			sent = append(sent, PeerCount{Peer: c.to, N: c.sent})
 		}
 	}
-	received = counts[len(p.changedOut):len(p.changedOut)]
-	for _, c := range p.changedIn {
-		c.changed = false
-		if !c.dropped {
-			received = append(received, PeerCount{Peer: c.from, N: c.received})
-		}
-	}
 	clear(p.changedOut)
-	clear(p.changedIn)
-	p.changedOut, p.changedIn = p.changedOut[:0], p.changedIn[:0]
+	p.changedOut = p.changedOut[:0]
 	p.deltas = true
-	return p.lastRecord, sent, received
+	return p.lastRecord, sent, nil
 }
 
 // Resync makes the next record in the Epochs mode list every channel's

@@ -90,7 +90,6 @@ type inChan struct {
 	open     int        // snapshots recording this channel
 	departed bool       // the sender stopped: nothing more will come
 	epoch    SnapshotID // Epochs mode: the last message's
-	changed  bool       // Epochs mode: received on since the last record (in Process.changedIn)
 	// Epochs mode: what captures reported of its messages not received
 	// yet, by increasing sequence number (capture.go); empty when none.
 	capt []capSeg
@@ -171,17 +170,19 @@ type Process struct {
 	// spareSnap is a snapshot forgotten in the Epochs mode, for the next
 	// record to take.
 	spareSnap *snap
-	// Epochs mode: the channels whose counters changed since the last
-	// record, which the next record lists; that record's snapshot;
+	// Epochs mode: the outgoing channels whose counters changed since the
+	// last record, which the next record lists; that record's snapshot;
 	// whether the next record lists every channel instead (the first, and
 	// the first after Resync); whether the last listed only changes;
 	// Config.DeltaMin.
 	changedOut []*outChan
-	changedIn  []*inChan
 	lastRecord SnapshotID
 	full       bool
 	deltas     bool // the last record listed only what changed
 	deltaMin   int
+	// receivedTotal is the sum of the incoming channels' counts
+	// (LocalRecord.ReceivedTotal).
+	receivedTotal uint64
 
 	// gone holds senders that are no more, with no channel here: those
 	// that departed before any message of theirs came (Departed on an
@@ -234,6 +235,7 @@ func NewProcess(cfg Config) (*Process, error) {
 	}
 	for _, pc := range cfg.Received {
 		c := p.inChannel(pc.Peer)
+		p.receivedTotal += pc.N - c.received
 		c.received, c.base = pc.N, pc.N
 	}
 	p.done.horizon = cfg.Horizon
@@ -401,6 +403,7 @@ func (p *Process) receive(c *inChan, from ProcessID, st Stamp, payload any) erro
 		}
 	}
 	c.received = st.Seq
+	p.receivedTotal++
 	if c.open > 0 {
 		c.log = append(c.log, Message{Seq: st.Seq, Payload: payload})
 		p.logged++
@@ -591,6 +594,7 @@ func (p *Process) DropPeer(peer ProcessID) {
 		p.logged -= len(c.log)
 		c.log = nil
 		c.dropped = true
+		p.receivedTotal -= c.received
 		delete(p.in, peer)
 		p.ins = slices.DeleteFunc(p.ins, func(x *inChan) bool { return x == c })
 		for i, x := range p.ins {
@@ -956,7 +960,7 @@ func (p *Process) Received(from ProcessID) uint64 {
 // final record (Assembler.AddDeparted).
 func (p *Process) Counters() LocalRecord {
 	counts := make([]PeerCount, len(p.outs)+len(p.ins)) // one allocation for both
-	rec := LocalRecord{Process: p.id, Sent: counts[:len(p.outs):len(p.outs)], Received: counts[len(p.outs):]}
+	rec := LocalRecord{Process: p.id, Sent: counts[:len(p.outs):len(p.outs)], Received: counts[len(p.outs):], ReceivedTotal: p.receivedTotal, Epoch: p.epoch}
 	for i, c := range p.outs {
 		rec.Sent[i] = PeerCount{Peer: c.to, N: c.sent}
 	}

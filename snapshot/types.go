@@ -152,8 +152,21 @@ type LocalRecord struct {
 	// record: Sent and Received then list only the channels whose counters
 	// changed since that record, and the Ledger holds the others. Zero:
 	// they list every channel (a process's first record, or the first
-	// after Resync), as in the other modes.
+	// after Resync), as in the other modes. A record of changes lists no
+	// Received: the coordinator judges each receiver by ReceivedTotal.
 	Prev SnapshotID
+	// ReceivedTotal, in the Epochs mode, counts the messages the process
+	// received before the record on every channel it has (the sum of
+	// Received when that lists them all). Completion there is judged per
+	// receiver, not per channel: everything sent to a process before its
+	// senders' records equals what it received before its own record plus
+	// what it reported in flight.
+	ReceivedTotal uint64
+	// Epoch, on a final record (Process.Counters) in the Epochs mode, is
+	// the process's epoch when it stopped: what it sent counts after the
+	// cut of every snapshot up to it (it recorded them, or was born after
+	// their cut), and before the cut of the others.
+	Epoch SnapshotID
 }
 
 // ChannelRecord is the closed recording of one incoming channel for one
@@ -233,3 +246,28 @@ func (e *BalanceError) Error() string {
 
 // Unwrap returns ErrImbalance.
 func (e *BalanceError) Unwrap() error { return ErrImbalance }
+
+// ReceiverBalanceError describes a receiver whose counts do not balance,
+// in the Epochs mode with a Ledger, where channels are judged together
+// per receiver: Sent (to it, by every sender before its record) !=
+// Received (before its own record, from everyone) + Recorded (reported in
+// flight to it).
+type ReceiverBalanceError struct {
+	Snapshot SnapshotID
+	Receiver ProcessID
+	Sent     uint64
+	Received uint64
+	Recorded uint64
+}
+
+func (e *ReceiverBalanceError) Error() string {
+	return fmt.Sprintf("snapshot %d: receiver %s does not balance: sent to it %d before records, received %d before its record, recorded %d",
+		e.Snapshot, e.Receiver, e.Sent, e.Received, e.Recorded)
+}
+
+// Unwrap returns ErrImbalance.
+func (e *ReceiverBalanceError) Unwrap() error { return ErrImbalance }
+
+// Lost reports whether the imbalance is a shortfall (messages sent and
+// neither received nor recorded) rather than a surplus.
+func (e *ReceiverBalanceError) Lost() bool { return e.Received+e.Recorded < e.Sent }

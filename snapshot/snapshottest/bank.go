@@ -290,12 +290,19 @@ func (br BankRun) stops() []stop {
 // lostWithStop reports whether err aborted a snapshot because a message on
 // its way at the cut to a process that stopped was lost with it.
 func (n *Network) lostWithStop(err error) bool {
+	var receiver snapshot.ProcessID
 	var be *snapshot.BalanceError
-	if !errors.As(err, &be) {
+	var rbe *snapshot.ReceiverBalanceError
+	switch {
+	case errors.As(err, &be) && be.Received+be.Recorded < be.Sent:
+		receiver = be.Channel.To
+	case errors.As(err, &rbe) && rbe.Lost():
+		receiver = rbe.Receiver
+	default:
 		return false
 	}
-	to, ok := n.index[be.Channel.To]
-	return ok && (n.stopped[to] || n.incarnation[to] > 0) && be.Received+be.Recorded < be.Sent
+	to, ok := n.index[receiver]
+	return ok && (n.stopped[to] || n.incarnation[to] > 0)
 }
 
 // LeftBefore is the money that left the bank before the cut of g: the
