@@ -192,6 +192,7 @@ type procAcc struct {
 	// and whether it does not balance yet (counted in unsettled).
 	total, reported, late uint64
 	pending               bool
+	named                 bool        // judge looked its record's senders up
 	lp                    *ledgerProc // its entry in the Ledger, once found
 }
 
@@ -637,10 +638,12 @@ func (a *Assembler) addRecord(p int32, r *LocalRecord) error {
 
 // addLedgerRecord is addRecord with a Ledger, which applied r: its
 // channels are not numbered here. What its counts decide is who takes
-// part (a receiver it sent to must record, or stands in departed; so
-// must a sender a record of every counter names) and, as a receiver,
-// what it received before its record. Its sent counts are in the
-// Ledger's sums, which the sweep reads once every participant recorded.
+// part (a receiver it sent to must record, or stands in departed) and,
+// as a receiver, what it received before its record. Its sent counts are
+// in the Ledger's sums, which the sweep reads once every participant
+// recorded. The senders a record of every counter names are looked up
+// only if its process is found over (judge): one not known here would
+// have to record.
 func (a *Assembler) addLedgerRecord(p int32, r *LocalRecord) error {
 	resolved := a.ledger.resolvedOf(r)
 	for k, pc := range r.Sent {
@@ -658,7 +661,6 @@ func (a *Assembler) addLedgerRecord(p int32, r *LocalRecord) error {
 		var sum uint64
 		for _, pc := range r.Received {
 			sum += pc.N
-			a.named(a.proc(pc.Peer), pc.N)
 		}
 		if total != 0 && total != sum && !a.procs[p].departed {
 			return a.fail(fmt.Errorf("%w: record of %s: received %d in total, but its channels add up to %d", ErrProtocol, r.Process, total, sum))
@@ -986,6 +988,16 @@ func (a *Assembler) judge(q int32) error {
 	sent := a.sentTo(pa) - pa.late
 	got := pa.total + pa.reported
 	ok := got == sent
+	if got > sent && !pa.named && pa.record.Prev == 0 {
+		// Over: a sender it counted may be one this snapshot does not
+		// know yet, which must record (its record adds to the sums).
+		pa.named = true
+		r := pa.record
+		for _, pc := range r.Received {
+			a.named(a.proc(pc.Peer), pc.N)
+		}
+		pa = &a.procs[q] // named may have grown a.procs
+	}
 	if !ok && pa.stopped {
 		return a.fail(&ReceiverBalanceError{Snapshot: a.cfg.Snapshot, Receiver: pa.id, Sent: sent, Received: pa.total, Recorded: pa.reported})
 	}

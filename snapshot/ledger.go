@@ -139,25 +139,25 @@ func (l *Ledger) Apply(rec *LocalRecord, runs []*Assembler) error {
 			l.after = append(l.after, a)
 		}
 	}
-	if rec.Prev == 0 {
-		l.zeroUnlisted(lp, rec.Sent)
-	}
 	l.resolved = l.resolved[:0]
 	l.resolvedFor.process, l.resolvedFor.snapshot, l.resolvedFor.ok = rec.Process, rec.Snapshot, true
 	l.last = lp
-	l.update(lp, rec.Sent)
+	same := l.update(lp, rec.Sent)
+	if rec.Prev == 0 && !(same && len(lp.out) == len(rec.Sent)) {
+		l.zeroUnlisted(lp, l.resolved)
+	}
 	clear(l.after)
 	return nil
 }
 
 // zeroUnlisted sets to zero the sent counts of lp's channels that a
-// record of all of them, listed, does not name: they had not been used
-// when it was made. In the order of their receivers.
-func (l *Ledger) zeroUnlisted(lp *ledgerProc, listed []PeerCount) {
+// record of all of them, whose channels are listed, does not name: they
+// had not been used when it was made. In the order of their receivers.
+func (l *Ledger) zeroUnlisted(lp *ledgerProc, listed []*ledgerChan) {
 	l.marks++
 	named := 0
-	for _, pc := range listed {
-		if e := lp.out[pc.Peer]; e != nil && e.mark != l.marks {
+	for _, e := range listed {
+		if e != nil && e.mark != l.marks {
 			e.mark = l.marks
 			named++
 		}
@@ -178,8 +178,9 @@ func (l *Ledger) zeroUnlisted(lp *ledgerProc, listed []PeerCount) {
 }
 
 // update sets the sent counts a record of lp's lists, resolving its
-// channels into l.resolved.
-func (l *Ledger) update(lp *ledgerProc, sent []PeerCount) {
+// channels into l.resolved, and reports whether they are those of its
+// last record, in order.
+func (l *Ledger) update(lp *ledgerProc, sent []PeerCount) bool {
 	same := sameShape(lp.shape, sent)
 	for k, pc := range sent {
 		var e *ledgerChan
@@ -196,6 +197,7 @@ func (l *Ledger) update(lp *ledgerProc, sent []PeerCount) {
 	if !same && len(sent) > 0 && !slices.Contains(l.resolved, nil) {
 		lp.shape = slices.Clone(l.resolved)
 	}
+	return same
 }
 
 // sameShape reports whether the channels of shape are those cs names, in

@@ -224,3 +224,22 @@ func TestFinalRecordBeforeBirthCountsAtTheCut(t *testing.T) {
 		assert.True(t, p.Departed)
 	}
 }
+
+// A receiver found over (it counted more than the Ledger's sum says was
+// sent to it) names the senders of its record of every counter: one the
+// snapshot did not know must record, and its record makes up the sum.
+func TestLedgerReceiverOverRequiresItsSenders(t *testing.T) {
+	l := snapshot.NewLedger()
+	asm, err := snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: 1, Mode: snapshot.Epochs, Participants: ids("r"), Ledger: l})
+	require.NoError(t, err)
+	add := func(rec snapshot.LocalRecord) {
+		t.Helper()
+		require.NoError(t, l.Apply(&rec, []*snapshot.Assembler{asm}))
+		require.NoError(t, asm.AddRecord(rec))
+	}
+	add(snapshot.LocalRecord{Snapshot: 1, Process: "r", Received: []snapshot.PeerCount{{Peer: "s", N: 1}}})
+	assert.Equal(t, snapshot.Pending, asm.Status(time.Time{}).State)
+	assert.Equal(t, ids("s"), asm.Missing().Participants, "r counted a message of s")
+	add(snapshot.LocalRecord{Snapshot: 1, Process: "s", Sent: []snapshot.PeerCount{{Peer: "r", N: 1}}})
+	assert.Equal(t, snapshot.Complete, asm.Status(time.Time{}).State)
+}
