@@ -839,10 +839,7 @@ func (a *Assembler) settle(ci int32) error {
 		return nil
 	}
 	if a.procs[c.to].departed {
-		if c.pending {
-			c.pending = false
-			a.unsettled--
-		}
+		a.setPending(&c.pending, false)
 		return nil
 	}
 	var k uint64
@@ -865,15 +862,22 @@ func (a *Assembler) settle(ci int32) error {
 		// stopped cannot be mended.
 		return a.fail(&BalanceError{Snapshot: a.cfg.Snapshot, Channel: a.name(c), Sent: c.sent, Received: c.received, Recorded: k})
 	}
-	if ok == c.pending {
-		c.pending = !ok
-		if ok {
-			a.unsettled--
-		} else {
-			a.unsettled++
-		}
-	}
+	a.setPending(&c.pending, !ok)
 	return nil
+}
+
+// setPending marks a channel or a receiver as not balanced (pending) or
+// balanced, keeping the count of those that are not.
+func (a *Assembler) setPending(flag *bool, pending bool) {
+	if *flag == pending {
+		return
+	}
+	*flag = pending
+	if pending {
+		a.unsettled++
+	} else {
+		a.unsettled--
+	}
 }
 
 func (a *Assembler) fail(reason error) error {
@@ -1001,14 +1005,7 @@ func (a *Assembler) judge(q int32) error {
 	if !ok && pa.stopped {
 		return a.fail(&ReceiverBalanceError{Snapshot: a.cfg.Snapshot, Receiver: pa.id, Sent: sent, Received: pa.total, Recorded: pa.reported})
 	}
-	if ok == pa.pending {
-		pa.pending = !ok
-		if ok {
-			a.unsettled--
-		} else {
-			a.unsettled++
-		}
-	}
+	a.setPending(&pa.pending, !ok)
 	return nil
 }
 
