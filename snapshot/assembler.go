@@ -1219,9 +1219,15 @@ func (a *Assembler) build(end time.Time) *Global {
 	for _, p := range order {
 		pa := &a.procs[p]
 		if r := pa.record; r != nil {
-			g.Participants = append(g.Participants, Participant{ID: r.Process, Kind: r.Kind, State: r.State, Departed: pa.departed, Waits: r.Waits})
+			pt := Participant{ID: r.Process, Kind: r.Kind, State: r.State, Departed: pa.departed, Waits: r.Waits}
+			if a.ledger != nil && !pa.departed {
+				// What it was judged by, for Verify to check again.
+				pt.SentTo, pt.Received = a.sentTo(pa)-pa.late, pa.total
+			}
+			g.Participants = append(g.Participants, pt)
 		}
 	}
+	g.ReceiverCounts = a.ledger != nil
 	var chans []int32
 	if a.ledger != nil {
 		chans = a.inFlightChans(rank)

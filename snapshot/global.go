@@ -22,6 +22,13 @@ type Global struct {
 	// completed (actors.WithInvariant); none when it broke none or no
 	// invariant was given.
 	Violations []Violation
+	// ReceiverCounts says that each participant's SentTo and Received
+	// are kept: the numbers an Epochs snapshot judged per receiver was
+	// judged by. Such a snapshot lists only the channels with messages in
+	// flight, so these are what lets Verify prove that none is left out.
+	// False in the other modes, and in epoch snapshots stored before the
+	// counts were (file format 4, PostgreSQL row format 3).
+	ReceiverCounts bool
 }
 
 // Participant is one process's recorded state.
@@ -35,6 +42,11 @@ type Participant struct {
 	Departed bool
 	// Waits is what it waited for when it recorded; nil when nothing.
 	Waits *Waits
+	// SentTo counts the messages sent to it before their senders
+	// recorded; Received those it received before it recorded. Kept when
+	// Global.ReceiverCounts (zero for a departed participant): SentTo
+	// then equals Received plus the messages in flight to it.
+	SentTo, Received uint64
 }
 
 // ChannelState is one channel's part of a snapshot.
@@ -51,13 +63,18 @@ type ChannelState struct {
 
 // Participant returns the recorded participant id.
 func (g *Global) Participant(id ProcessID) (Participant, bool) {
-	i, ok := slices.BinarySearchFunc(g.Participants, id, func(p Participant, id ProcessID) int {
-		return strings.Compare(string(p.ID), string(id))
-	})
+	i, ok := g.index(id)
 	if !ok {
 		return Participant{}, false
 	}
 	return g.Participants[i], true
+}
+
+// index returns the index of participant id in Participants.
+func (g *Global) index(id ProcessID) (int, bool) {
+	return slices.BinarySearchFunc(g.Participants, id, func(p Participant, id ProcessID) int {
+		return strings.Compare(string(p.ID), string(id))
+	})
 }
 
 // State returns the recorded state of id.
@@ -103,7 +120,10 @@ func (g *Global) TotalStateBytes() int {
 // channels are sorted and unique; every channel balances, Sent = Received +
 // len(Messages), its endpoints are participants when anything crossed it,
 // and its messages carry the sequence numbers Received+1 to Sent in order.
-// The error names the first channel at fault and its counts.
+// With ReceiverCounts, every participant that had not departed balances
+// too: SentTo = Received + the messages in flight to it (a
+// *ReceiverBalanceError otherwise). The error names the first channel or
+// receiver at fault and its counts.
 func (g *Global) Verify() error {
 	for i := 1; i < len(g.Participants); i++ {
 		if strings.Compare(string(g.Participants[i-1].ID), string(g.Participants[i].ID)) >= 0 {
@@ -113,12 +133,18 @@ func (g *Global) Verify() error {
 	// Receivers are looked up in a set when channels are many (a binary
 	// search per channel was the guardian's largest cost at 1,000 actors),
 	// by binary search otherwise.
-	var receivers map[ProcessID]struct{}
+	var receivers map[ProcessID]int
 	if len(g.Participants) > 64 && len(g.Channels) >= len(g.Participants)/2 {
-		receivers = make(map[ProcessID]struct{}, len(g.Participants))
+		receivers = make(map[ProcessID]int, len(g.Participants))
 		for i := range g.Participants {
-			receivers[g.Participants[i].ID] = struct{}{}
+			receivers[g.Participants[i].ID] = i
 		}
+	}
+	// With receiver counts, what is in flight to each receiver, by its
+	// index; only receivers with something in flight are in it.
+	var inFlight map[int]uint64
+	if g.ReceiverCounts {
+		inFlight = make(map[int]uint64)
 	}
 	from := 0 // cursor into Participants
 	for i, c := range g.Channels {
@@ -139,11 +165,11 @@ func (g *Global) Verify() error {
 		if from == len(g.Participants) || g.Participants[from].ID != c.Channel.From {
 			return fmt.Errorf("snapshot %d: channel %s: %s is not a participant", g.ID, c.Channel, c.Channel.From)
 		}
-		ok := false
+		to, ok := -1, false
 		if receivers != nil {
-			_, ok = receivers[c.Channel.To]
+			to, ok = receivers[c.Channel.To]
 		} else {
-			_, ok = g.Participant(c.Channel.To)
+			to, ok = g.index(c.Channel.To)
 		}
 		if !ok {
 			return fmt.Errorf("snapshot %d: channel %s: %s is not a participant", g.ID, c.Channel, c.Channel.To)
@@ -152,6 +178,27 @@ func (g *Global) Verify() error {
 			if want := c.Received + 1 + uint64(j); m.Seq != want {
 				return fmt.Errorf("snapshot %d: channel %s: message %d has sequence %d, want %d", g.ID, c.Channel, j, m.Seq, want)
 			}
+		}
+		if inFlight != nil {
+			inFlight[to] += k
+		}
+	}
+	if !g.ReceiverCounts {
+		return nil
+	}
+	// Each receiver balances: every channel to it is listed when it has
+	// something in flight, so one left out, or a message left out of one,
+	// shows as a receiver sent more than it received and holds in flight.
+	for i := range g.Participants {
+		p := &g.Participants[i]
+		if p.Departed {
+			if p.SentTo != 0 || p.Received != 0 {
+				return fmt.Errorf("snapshot %d: departed participant %s has receiver counts", g.ID, p.ID)
+			}
+			continue
+		}
+		if k := inFlight[i]; p.Received > p.SentTo || p.Received+k != p.SentTo {
+			return &ReceiverBalanceError{Snapshot: g.ID, Receiver: p.ID, Sent: p.SentTo, Received: p.Received, Recorded: k}
 		}
 	}
 	return nil

@@ -90,6 +90,9 @@ func TestLedgerKeepsEachCutsCounts(t *testing.T) {
 	require.Len(t, g2.Channels, 1)
 	assert.Equal(t, uint64(4), g2.Channels[0].Sent)
 	assert.Equal(t, uint64(2), g2.Channels[0].Received)
+	assert.True(t, g2.ReceiverCounts)
+	b, _ := g2.Participant("b")
+	assert.Equal(t, [2]uint64{4, 2}, [2]uint64{b.SentTo, b.Received}, "what b was judged by")
 
 	// Snapshot 3: 6 sent, 5 received, one in flight.
 	require.Equal(t, snapshot.Pending, s3.Status(time.Time{}).State)
@@ -242,4 +245,50 @@ func TestLedgerReceiverOverRequiresItsSenders(t *testing.T) {
 	assert.Equal(t, ids("s"), asm.Missing().Participants, "r counted a message of s")
 	add(snapshot.LocalRecord{Snapshot: 1, Process: "s", Sent: []snapshot.PeerCount{{Peer: "r", N: 1}}})
 	assert.Equal(t, snapshot.Complete, asm.Status(time.Time{}).State)
+}
+
+// A stored epoch snapshot lists only the channels with messages in
+// flight; its receiver counts are what let Verify find one left out, or
+// a message left off the end of one, which the channels alone cannot.
+func TestVerifyChecksReceiverCounts(t *testing.T) {
+	good := func() *snapshot.Global {
+		return &snapshot.Global{ID: 7, Mode: snapshot.Epochs, ReceiverCounts: true,
+			Participants: []snapshot.Participant{
+				{ID: "a", SentTo: 1, Received: 1},
+				{ID: "b", SentTo: 5, Received: 2},
+				{ID: "c", Departed: true},
+			},
+			Channels: []snapshot.ChannelState{
+				{Channel: snapshot.Channel{From: "a", To: "b"}, Sent: 4, Received: 2, Messages: []snapshot.Message{{Seq: 3}, {Seq: 4}}},
+				{Channel: snapshot.Channel{From: "c", To: "b"}, Sent: 1, Received: 0, Messages: []snapshot.Message{{Seq: 1}}},
+			}}
+	}
+	require.NoError(t, good().Verify())
+
+	g := good()
+	g.Channels = g.Channels[:1] // c->b left out
+	var rb *snapshot.ReceiverBalanceError
+	require.ErrorAs(t, g.Verify(), &rb)
+	assert.Equal(t, snapshot.ReceiverBalanceError{Snapshot: 7, Receiver: "b", Sent: 5, Received: 2, Recorded: 2}, *rb)
+
+	g = good()
+	g.Channels[0].Sent, g.Channels[0].Messages = 3, g.Channels[0].Messages[:1] // message 4 left off
+	require.ErrorAs(t, g.Verify(), &rb)
+	assert.Equal(t, snapshot.ReceiverBalanceError{Snapshot: 7, Receiver: "b", Sent: 5, Received: 2, Recorded: 2}, *rb)
+
+	g = good()
+	g.Participants[0].Received = 2 // received more than was sent to it
+	require.ErrorAs(t, g.Verify(), &rb)
+	assert.Equal(t, snapshot.ProcessID("a"), rb.Receiver)
+
+	g = good()
+	g.Participants[2].SentTo = 1
+	assert.ErrorContains(t, g.Verify(), "departed participant c has receiver counts")
+
+	// Without receiver counts (other modes, older files), the channels
+	// alone are checked.
+	g = good()
+	g.Channels = g.Channels[:1]
+	g.ReceiverCounts = false
+	require.NoError(t, g.Verify())
 }
