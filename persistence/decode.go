@@ -448,12 +448,14 @@ var recordedBoxer = boxed.New[RecordedMessage]()
 // Verify must be added here too (the race detector's runs catch one that
 // is not, where a test meets it).
 func (d *decoder) global() (g *snapshot.Global, vouched bool, err error) {
-	fields := 10
+	fields := 11
 	switch d.version {
 	case 1:
 		fields = 8
 	case 2:
 		fields = 9
+	case 3:
+		fields = 10
 	}
 	if err := d.tuple(fields, "snapshot"); err != nil {
 		return nil, false, err
@@ -632,7 +634,44 @@ func (d *decoder) global() (g *snapshot.Global, vouched bool, err error) {
 			return nil, false, err
 		}
 	}
+	if d.version >= 4 {
+		if g.ReceiverCounts, err = d.receiverCounts(ps); err != nil {
+			return nil, false, err
+		}
+		if g.ReceiverCounts {
+			vouched = false // Verify checks the receivers' balance
+		}
+	}
 	return g, vouched, nil
+}
+
+// receiverCounts reads a version-4 body's last field into ps: nil when
+// the snapshot keeps no receiver counts, else SentTo and Received of each
+// participant in turn. It reports whether they were kept.
+func (d *decoder) receiverCounts(ps []snapshot.Participant) (bool, error) {
+	if c, err := d.peek("receiver counts"); err != nil {
+		return false, err
+	} else if c == msgpcode.Nil {
+		d.pos++
+		return false, nil
+	}
+	off := d.pos
+	n, err := d.arrayLen("receiver counts")
+	if err != nil {
+		return false, err
+	}
+	if n != 2*len(ps) {
+		return false, d.corrupt(off, "receiver counts: %d numbers for %d participants, want %d", n, len(ps), 2*len(ps))
+	}
+	for i := range ps {
+		if ps[i].SentTo, err = d.uint("sent to a participant"); err != nil {
+			return false, err
+		}
+		if ps[i].Received, err = d.uint("received by a participant"); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // violations reads the violations of a version-3 body; nil when none.

@@ -158,15 +158,16 @@
 //
 // Both files share one envelope, the same in every format version: an
 // 8-byte magic ("ASNAPGLB" for a snapshot, "ASNAPMAN" for a manifest), the
-// format version as a big-endian uint16 (FormatVersion, now 3), a msgpack
+// format version as a big-endian uint16 (FormatVersion, now 4), a msgpack
 // body, and the CRC-32C (Castagnoli) of everything before it as a
-// big-endian uint32. The body of a snapshot, version 3, is the array
+// big-endian uint32. The body of a snapshot, version 4, is the array
 //
 //	[id, mode, start seconds, start nanoseconds, end seconds, end nanoseconds,
 //	 [[process id, kind, state (bin or nil), departed, waits (only if any)], ...],
 //	 in-flight message count,
 //	 [[from, to, sent, received, [[message type, message data (bin or nil)], ...]], ...],
-//	 [[invariant, error], ...]]
+//	 [[invariant, error], ...],
+//	 receiver counts: nil, or [sent to, received, sent to, received, ...]]
 //
 // with times in Unix seconds and nanoseconds (kept as instants, in UTC).
 // A participant whose Waits is nil has four fields, as in version 2; one
@@ -182,8 +183,11 @@
 // name (a channel nothing crossed may have one; a wait may be for any
 // process). Message sequence numbers are not stored: Verify holds them to
 // received+1 onwards. The violations are the snapshot's, in their order,
-// an empty array when there are none. The manifest's body is [id, [[name,
-// size, crc32c], ...]].
+// an empty array when there are none. The receiver counts are nil unless
+// Global.ReceiverCounts, else two numbers per participant in its order,
+// its SentTo and its Received: an epoch snapshot lists only the channels
+// with messages in flight, and these let the decoder's Verify find one
+// left out. The manifest's body is [id, [[name, size, crc32c], ...]].
 //
 // The MAC file shares the envelope too (magic "ASNAPMAC"); its body is
 // [id, key id, mac]. The MAC is HMAC-SHA256, under the key the key id
@@ -199,10 +203,13 @@
 // data file, so a build without keys checks its checksum and loads the
 // snapshot as before; the format version does not change.
 //
-// Earlier builds wrote versions 1 and 2, which this one still reads;
-// neither keeps waits or violations, so a snapshot of either loads with
-// none. Version 2 differs from version 3 only in the snapshot's body: 9
-// fields, without the violations, and participants of four fields only.
+// Earlier builds wrote versions 1 to 3, which this one still reads.
+// Version 3 differs from version 4 only in the snapshot's body: 10 fields,
+// without the receiver counts, so a snapshot of it loads without them
+// (Verify then checks its channels alone). Versions 1 and 2 keep no waits
+// or violations either, so a snapshot of either loads with none. Version
+// 2 differs from version 3 only in the snapshot's body: 9 fields, without
+// the violations, and participants of four fields only.
 // Version 1 differs from version 2 in turn: 8 fields, without the message
 // count, and a channel's ends are always names.
 //
@@ -215,13 +222,14 @@
 // checks that as it goes, with a comparison per participant and channel
 // (from version 2 a channel's ends are participants by construction and
 // compare as integers); where its
-// check cannot vouch for the snapshot it runs Verify itself, and under the
+// check cannot vouch for the snapshot (one with receiver counts, whose
+// balance it leaves to Verify) it runs Verify itself, and under the
 // race detector or the invariants build tag it runs Verify always and
 // panics if the two disagree. Bytes of another format version are refused
 // with ErrFormatVersion.
 //
 // The codec is written by hand over bytes in memory. Decoding versions 2
-// and 3 allocates the participants, the channels, the messages and their
+// to 4 allocates the participants, the channels, the messages and their
 // payloads as one slice each, and the waits and their edges in a few
 // blocks; DecodeGlobal copies names into a few shared blocks, and the
 // FileStore's Load lets names, states and message data share the one

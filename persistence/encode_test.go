@@ -75,15 +75,26 @@ func canonical(g *snapshot.Global) *snapshot.Global {
 	return &c
 }
 
-// withoutWaits returns a copy of g without its waits and violations, as
-// format versions 1 and 2 store it.
+// withoutWaits returns a copy of g as versions 1 and 2 keep it: without
+// its waits, violations and receiver counts. g is not changed.
 func withoutWaits(g *snapshot.Global) *snapshot.Global {
-	c := *g
-	c.Participants = slices.Clone(g.Participants)
+	c := withoutCounts(g)
 	for i := range c.Participants {
 		c.Participants[i].Waits = nil
 	}
 	c.Violations = nil
+	return c
+}
+
+// withoutCounts returns a copy of g as version 3 keeps it: without its
+// receiver counts. g is not changed.
+func withoutCounts(g *snapshot.Global) *snapshot.Global {
+	c := *g
+	c.ReceiverCounts = false
+	c.Participants = slices.Clone(g.Participants)
+	for i := range c.Participants {
+		c.Participants[i].SentTo, c.Participants[i].Received = 0, 0
+	}
 	return &c
 }
 

@@ -160,9 +160,10 @@ func FuzzDecodeOwner(f *testing.F) {
 // FuzzRoundTrip encodes and decodes random valid snapshots built from a
 // seed: names with odd bytes, nil and empty states and data, extreme
 // counters and times, waits and violations. encode(g) must be what the
-// package documentation describes (encodeV3), decode(encode(g)) must be
-// g, and the decoding of g in format versions 1 and 2 must be g without
-// its waits and violations.
+// package documentation describes (encodeV4), decode(encode(g)) must be
+// g, and the decoding of g in format versions 1 to 3 must be g without
+// what they do not keep (waits and violations before 3, receiver counts
+// before 4).
 //
 //	go test ./persistence -run '^$' -fuzz FuzzRoundTrip -fuzztime 30s
 func FuzzRoundTrip(f *testing.F) {
@@ -179,13 +180,13 @@ func FuzzRoundTrip(f *testing.F) {
 		r := bytes.NewReader(b[persistence.HeaderSize : len(b)-4])
 		require.NoError(t, msgpack.NewDecoder(r).Decode(&body))
 		require.Zero(t, r.Len())
-		require.Equal(t, encodeV3(t, g), b)
+		require.Equal(t, encodeV4(t, g), b)
 		// What versions 1 and 2 wrote decodes to the same, but for what
 		// they do not keep.
 		for _, enc := range []struct {
 			b    []byte
 			want *snapshot.Global
-		}{{b, g}, {encodeV1(t, g), withoutWaits(g)}, {encodeV2(t, g), withoutWaits(g)}} {
+		}{{b, g}, {encodeV1(t, g), withoutWaits(g)}, {encodeV2(t, g), withoutWaits(g)}, {encodeV3(t, g), withoutCounts(g)}} {
 			for _, alias := range []bool{false, true} {
 				got, alloc, err := persistence.DecodeGlobalCounted(enc.b, alias)
 				require.NoError(t, err)
@@ -315,5 +316,20 @@ func randomGlobal(rng *rand.Rand, size int) *snapshot.Global {
 		}
 		return strings.Compare(string(x.Channel.To), string(y.Channel.To))
 	})
+	if rng.IntN(2) == 0 {
+		// Receiver counts that balance: each receiver's Received drawn,
+		// its SentTo that plus what is in flight to it.
+		g.ReceiverCounts = true
+		inFlight := map[snapshot.ProcessID]uint64{}
+		for _, c := range g.Channels {
+			inFlight[c.Channel.To] += uint64(len(c.Messages))
+		}
+		for i := range g.Participants {
+			if p := &g.Participants[i]; !p.Departed {
+				p.Received = min(number(), math.MaxUint64-inFlight[p.ID])
+				p.SentTo = p.Received + inFlight[p.ID]
+			}
+		}
+	}
 	return g
 }

@@ -23,12 +23,16 @@ import (
 func encodeV2(t testing.TB, g *snapshot.Global) []byte { return encodeIndexed(t, g, 2) }
 
 // encodeV3 is encodeV2 for format version 3, which keeps the waits and the
-// violations: what the package documentation describes, written apart
-// from the encoder under test.
+// violations.
 func encodeV3(t testing.TB, g *snapshot.Global) []byte { return encodeIndexed(t, g, 3) }
 
-// encodeIndexed writes g in format version 2 or 3, whose channel ends
-// (and, in version 3, wait targets) are indices of participants.
+// encodeV4 is encodeV3 for format version 4, which keeps the receiver
+// counts too: what the package documentation describes, written apart
+// from the encoder under test.
+func encodeV4(t testing.TB, g *snapshot.Global) []byte { return encodeIndexed(t, g, 4) }
+
+// encodeIndexed writes g in format version 2, 3 or 4, whose channel ends
+// (and, from version 3, wait targets) are indices of participants.
 func encodeIndexed(t testing.TB, g *snapshot.Global, version uint16) []byte {
 	var buf bytes.Buffer
 	buf.WriteString("ASNAPGLB\x00")
@@ -107,6 +111,17 @@ func encodeIndexed(t testing.TB, g *snapshot.Global, version uint16) []byte {
 			must(e.EncodeArrayLen(2))
 			must(e.EncodeString(v.Invariant))
 			must(e.EncodeString(v.Err))
+		}
+	}
+	if version >= 4 {
+		if g.ReceiverCounts {
+			must(e.EncodeArrayLen(2 * len(g.Participants)))
+			for _, p := range g.Participants {
+				must(e.EncodeUint(p.SentTo))
+				must(e.EncodeUint(p.Received))
+			}
+		} else {
+			must(e.EncodeNil())
 		}
 	}
 	buf.Write(make([]byte, 4))

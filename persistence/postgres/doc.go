@@ -121,7 +121,8 @@
 //
 //	snapshots     one header row per snapshot
 //	  id            bigint primary key (snapshot ids must be at most 2^63-1)
-//	  format        smallint, the row format (1; 2 from version 3)
+//	  format        smallint, the row format (1; 2 from version 3; 3 from
+//	                version 5)
 //	  mode          smallint
 //	  start_sec, start_nsec, end_sec, end_nsec   the instants, in Unix
 //	                seconds and nanoseconds (timestamptz keeps microseconds)
@@ -159,6 +160,19 @@
 //
 //	snapshots     + mac_key text, mac bytea   both NULL for a snapshot
 //	              saved without a Keyring
+//
+// Version 5 keeps the receiver counts of an epoch snapshot
+// (Global.ReceiverCounts), in row format 3 (rows of formats 1 and 2 stay
+// as they were, keep no counts, and load as before):
+//
+//	snapshots     + receiver_counts boolean, whether the snapshot keeps
+//	              them (false before format 3)
+//	participants  + sent_to, received bigint, the participant's SentTo and
+//	              Received; 0 in a snapshot that keeps none
+//
+// Whether it keeps them is the snapshot's, not each row's: a snapshot of
+// no participants has it too, and every row of one that keeps none holds
+// 0, as Load requires.
 //
 // ord is a row's position in the Global (participants sorted by id,
 // channels by sender then receiver, a channel's messages in FIFO order, a
@@ -215,13 +229,14 @@
 // bytes), the row's position (4 bytes each: ord, or channel_ord or
 // participant_ord and ord), then its columns in order: byte strings as a
 // 4-byte length and the bytes (length 0xffffffff for NULL), numbers in 8
-// bytes (since_nsec in 4), booleans in one; every number is big-endian. In
-// format 2 a participant's wait flags are one byte after departed: 0 for
-// none, else 1 plus 2 for wait_any and 4 for wait_timer. The header's
-// checksum is the CRC-32C of 'h', the id, format, mode, instants and
-// counts (in format 2 the counts of waits and violations too), then of
-// every row's crc in order: participants, channels, messages, waits,
-// violations. A row moved to another snapshot or position, changed, added
+// bytes (since_nsec in 4), booleans in one; every number is big-endian.
+// From format 2 a participant's wait flags are one byte after departed: 0
+// for none, else 1 plus 2 for wait_any and 4 for wait_timer; in format 3
+// its sent_to and received follow them. The header's checksum is the
+// CRC-32C of 'h', the id, format, mode, instants and counts (from format
+// 2 the counts of waits and violations too, and in format 3
+// receiver_counts after them), then of every row's crc in order:
+// participants, channels, messages, waits, violations. A row moved to another snapshot or position, changed, added
 // or removed therefore fails a check.
 //
 // # Reading
@@ -229,15 +244,16 @@
 // Load reads the header and then the rows of each table in ord order, in
 // one read-only REPEATABLE READ transaction: it sees a snapshot being
 // saved or deleted meanwhile wholly or not at all. It checks every row's
-// checksum, the rows' positions and counts against the header, the
-// header's checksum, the format's limits, and finally Verify. A fault is
+// checksum, the rows' positions and counts against the header, that a
+// snapshot that keeps no receiver counts has none, the header's checksum,
+// the format's limits, and finally Verify. A fault is
 // reported as a *persistence.CorruptError whose File is the
 // schema-qualified table (such as "actorsnap.participants") and whose
 // Offset is the row's position among the snapshot's rows of that table
 // (0 for the header), with the row named in the Reason. Whether the waits
 // and violations tables hold rows of a snapshot that counts none is read
 // with the header, at no query of its own. A header of a row format other
-// than 1 and 2 is reported with persistence.ErrFormatVersion.
+// than 1 to 3 is reported with persistence.ErrFormatVersion.
 // Names and byte strings are copied from the connection's buffer into a
 // few shared blocks, so a Global costs a few allocations beyond one per
 // message.

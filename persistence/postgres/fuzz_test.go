@@ -80,7 +80,7 @@ type fuzzTable struct {
 }
 
 var fuzzTables = []fuzzTable{
-	{name: "participants", keys: []string{"ord"}, cols: []string{"snapshot_id", "ord", "process", "kind", "state", "departed", "wait_any", "wait_timer"}, tag: tagParticipant},
+	{name: "participants", keys: []string{"ord"}, cols: []string{"snapshot_id", "ord", "process", "kind", "state", "departed", "wait_any", "wait_timer", "sent_to", "received"}, tag: tagParticipant},
 	{name: "channels", keys: []string{"ord"}, cols: []string{"snapshot_id", "ord", "sender", "receiver", "sent", "received"}, tag: tagChannel},
 	{name: "messages", keys: []string{"channel_ord", "ord"}, cols: []string{"snapshot_id", "channel_ord", "ord", "type", "data"}, tag: tagMessage},
 	{name: "waits", keys: []string{"participant_ord", "ord"}, cols: []string{"snapshot_id", "participant_ord", "ord", "target", "request", "type", "since_sec", "since_nsec"}, tag: tagWait},
@@ -102,6 +102,7 @@ var fuzzColumns = func() []fuzzColumn {
 		{"snapshots", "messages", kindInt32, 0},
 		{"snapshots", "waits", kindInt32, 0},
 		{"snapshots", "violations", kindInt32, 0},
+		{"snapshots", "receiver_counts", kindBool, 0},
 		{"snapshots", "checksum", kindInt64, 0},
 		{"snapshots", "complete", kindBool, 0},
 		{"snapshots", "id", kindInt64, 0},
@@ -112,7 +113,7 @@ var fuzzColumns = func() []fuzzColumn {
 		"process": {kind: kindBytes, limit: persistence.MaxNameSize}, "kind": {kind: kindBytes, limit: persistence.MaxNameSize},
 		"state": {kind: kindNullBytes}, "departed": {kind: kindBool}, "wait_any": {kind: kindNullBool}, "wait_timer": {kind: kindNullBool},
 		"sender": {kind: kindBytes, limit: persistence.MaxNameSize}, "receiver": {kind: kindBytes, limit: persistence.MaxNameSize},
-		"sent": {kind: kindInt64}, "received": {kind: kindInt64},
+		"sent": {kind: kindInt64}, "received": {kind: kindInt64}, "sent_to": {kind: kindInt64},
 		"type": {kind: kindBytes, limit: persistence.MaxNameSize}, "data": {kind: kindNullBytes},
 		"target": {kind: kindBytes, limit: persistence.MaxNameSize}, "request": {kind: kindInt64},
 		"since_sec": {kind: kindInt64}, "since_nsec": {kind: kindInt32},
@@ -145,8 +146,8 @@ type rowsFixture struct {
 
 // fuzzShape is small, and has what every table and check needs: a
 // departed participant, participants with and without waits, channels
-// with messages, and violations.
-var fuzzShape = storetest.Shape{Participants: 4, StateSize: 5, Channels: 3, InFlight: 2, MessageSize: 3, Waiting: 2, Edges: 2, Violations: 2}
+// with messages, violations, and receiver counts.
+var fuzzShape = storetest.Shape{Participants: 4, StateSize: 5, Channels: 3, InFlight: 2, MessageSize: 3, Waiting: 2, Edges: 2, Violations: 2, ReceiverCounts: true}
 
 func fuzzGlobal(id snapshot.SnapshotID) *snapshot.Global {
 	g := storetest.NewGlobal(id, fuzzShape)
@@ -254,8 +255,9 @@ func FuzzLoadRows(f *testing.F) {
 			f.Add(column("snapshots", name), byte(0), byte(howFix), num(n))
 		}
 	}
-	f.Add(column("snapshots", "format"), byte(0), byte(howFix), num(1))
-	f.Add(column("snapshots", "format"), byte(0), byte(howFix), num(3))
+	for _, format := range []int64{1, 2, rowFormat + 1} {
+		f.Add(column("snapshots", "format"), byte(0), byte(howFix), num(format))
+	}
 	f.Add(column("snapshots", "mac_key"), byte(0), byte(howSigned|howAlt), []byte(nil))
 	f.Add(column("snapshots", "mac_key"), byte(0), byte(howSigned), []byte("k2"))
 	f.Add(column("channels", "sent"), byte(1), byte(howFix), num(math.MaxInt64))
@@ -264,6 +266,11 @@ func FuzzLoadRows(f *testing.F) {
 	f.Add(column("waits", "participant_ord"), byte(3), byte(howFix), num(3))
 	f.Add(column("participants", "wait_any"), byte(3), byte(howFix), []byte{1})
 	f.Add(column("messages", "channel_ord"), byte(5), byte(howFix|howAlt), []byte{0xff})
+	// Receiver counts that no longer balance, or that a snapshot claims
+	// to keep none of, with the checksums recomputed.
+	f.Add(column("participants", "sent_to"), byte(1), byte(howFix|howAlt), []byte{1})
+	f.Add(column("participants", "received"), byte(2), byte(howFix), num(-1))
+	f.Add(column("snapshots", "receiver_counts"), byte(0), byte(howFix), []byte{0})
 
 	f.Fuzz(func(t *testing.T, col, row, how byte, value []byte) {
 		fx.run(t, fuzzColumns[int(col)%len(fuzzColumns)], int(row), how, value)
@@ -433,7 +440,7 @@ func columnValue(c fuzzColumn, how byte, value []byte) (any, string) {
 }
 
 // rowSum scans a row of t, as RETURNING gives t.cols, and returns its
-// checksum in row format 2, computed as the loader computes it, and its
+// checksum in row format 3, computed as the loader computes it, and its
 // key (snapshot_id and t.keys).
 func rowSum(h *hasher, t fuzzTable, rows pgx.Rows) (uint32, []any, error) {
 	var (
@@ -447,14 +454,14 @@ func rowSum(h *hasher, t fuzzTable, rows pgx.Rows) (uint32, []any, error) {
 	)
 	switch t.tag {
 	case tagParticipant:
-		if err := rows.Scan(&id, &a, &x, &y, &z, &flag, &waitAny, &waitTimer); err != nil {
+		if err := rows.Scan(&id, &a, &x, &y, &z, &flag, &waitAny, &waitTimer, &u, &v); err != nil {
 			return 0, nil, err
 		}
 		var f byte
 		if waitAny.Valid && waitTimer.Valid {
 			f = waitFlags(&snapshot.Waits{Any: waitAny.Bool, Timer: waitTimer.Bool})
 		}
-		return participantSum(h, rowFormat, id, a, x, y, z, flag, f), []any{id, a}, nil
+		return participantSum(h, rowFormat, id, a, x, y, z, flag, f, uint64(u), uint64(v)), []any{id, a}, nil
 	case tagChannel:
 		if err := rows.Scan(&id, &a, &x, &y, &u, &v); err != nil {
 			return 0, nil, err
@@ -488,11 +495,11 @@ func (fx *rowsFixture) fixHeader(ctx context.Context, tx pgx.Tx, id snapshot.Sna
 	}
 	h := header{id: int64(id)}
 	var sums [5][]int64
-	err := tx.QueryRow(ctx, `SELECT format, mode, start_sec, start_nsec, end_sec, end_nsec, participants, channels, messages, waits, violations, `+
+	err := tx.QueryRow(ctx, `SELECT format, mode, start_sec, start_nsec, end_sec, end_nsec, participants, channels, messages, waits, violations, receiver_counts, `+
 		crcs("participants", "ord")+`, `+crcs("channels", "ord")+`, `+crcs("messages", "channel_ord, ord")+`, `+
 		crcs("waits", "participant_ord, ord")+`, `+crcs("violations", "ord")+`
 		FROM `+t.qSnapshots+` WHERE id = $1`, int64(id)).Scan(
-		&h.format, &h.mode, &h.startSec, &h.startNsec, &h.endSec, &h.endNsec, &h.participants, &h.channels, &h.messages, &h.waits, &h.violations,
+		&h.format, &h.mode, &h.startSec, &h.startNsec, &h.endSec, &h.endNsec, &h.participants, &h.channels, &h.messages, &h.waits, &h.violations, &h.receiverCounts,
 		&sums[0], &sums[1], &sums[2], &sums[3], &sums[4])
 	if err != nil {
 		return false

@@ -108,11 +108,21 @@ var migrations = []string{
 	`ALTER TABLE {schema}.snapshots
 		ADD COLUMN mac_key text,
 		ADD COLUMN mac     bytea;`,
+	// 5: row format 3, which keeps the receiver counts of a snapshot that
+	// has them (Global.ReceiverCounts): the flag in snapshots, each
+	// participant's SentTo and Received, as the bits of a uint64, in
+	// participants. The rows of formats 1 and 2 stay as they are: the
+	// defaults are what they hold, no counts.
+	`ALTER TABLE {schema}.snapshots
+		ADD COLUMN receiver_counts boolean NOT NULL DEFAULT false;
+	ALTER TABLE {schema}.participants
+		ADD COLUMN sent_to  bigint NOT NULL DEFAULT 0,
+		ADD COLUMN received bigint NOT NULL DEFAULT 0;`,
 }
 
 // SchemaVersion is the version of the database schema this build
 // migrates to.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // migrate brings the schema up to SchemaVersion in one transaction, under
 // a transaction-scoped advisory lock of the schema's own: processes

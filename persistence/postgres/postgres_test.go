@@ -197,13 +197,14 @@ func TestCorrupt(t *testing.T) {
 	// with 3 wait-for edges each, so edge (participant p, j) is row 3p+j;
 	// 16 channels of 3 messages each, so message (channel c, j) is row
 	// 3c+j; 2 violations.
-	tests := []struct {
+	type damage struct {
 		name   string
 		sql    string // %[1]s is the schema
 		table  string
 		offset int64
 		reason string
-	}{
+	}
+	tests := []damage{
 		{"state byte",
 			`UPDATE %[1]s.participants SET state = set_byte(state, 7, get_byte(state, 7) # 1) WHERE snapshot_id = 5 AND ord = 3`,
 			"participants", 3, "participant 3: checksum mismatch"},
@@ -280,34 +281,63 @@ func TestCorrupt(t *testing.T) {
 		{"header violation count",
 			`UPDATE %[1]s.snapshots SET violations = 3 WHERE id = 5`,
 			"violations", 2, "2 violation rows, the header counts 3"},
+		{"receiver counts claimed",
+			`UPDATE %[1]s.snapshots SET receiver_counts = true WHERE id = 5`,
+			"snapshots", 0, "header checksum mismatch"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			schema := freshSchema(t)
-			s := open(t, schema)
-			require.NoError(t, s.Save(ctx, storetest.NewGlobal(4, storetest.WithWaits)))
-			require.NoError(t, s.Save(ctx, storetest.NewGlobal(5, storetest.WithWaits)))
-			exec(t, fmt.Sprintf(tt.sql, schema))
+	// The same shape keeping receiver counts: participant p's received
+	// count is p<<33 + 7, its sent count that plus the messages in flight
+	// to it; the departed one's are 0.
+	counted := storetest.WithWaits
+	counted.ReceiverCounts = true
+	countedTests := []damage{
+		{"sent count",
+			`UPDATE %[1]s.participants SET sent_to = sent_to + 1 WHERE snapshot_id = 5 AND ord = 3`,
+			"participants", 3, "participant 3: checksum mismatch"},
+		{"received count's high bit",
+			`UPDATE %[1]s.participants SET received = received # (1::bigint << 63) WHERE snapshot_id = 5 AND ord = 6`,
+			"participants", 6, "participant 6: checksum mismatch"},
+		{"counts given to the departed",
+			`UPDATE %[1]s.participants SET sent_to = 1, received = 1 WHERE snapshot_id = 5 AND ord = 11`,
+			"participants", 11, "participant 11: checksum mismatch"},
+		{"receiver counts disowned",
+			`UPDATE %[1]s.snapshots SET receiver_counts = false WHERE id = 5`,
+			"participants", 0, "participant 0: sent_to 10 and received 7, but the snapshot keeps no receiver counts"},
+	}
+	for _, set := range []struct {
+		shape storetest.Shape
+		tests []damage
+	}{{storetest.WithWaits, tests}, {counted, countedTests}} {
+		for _, tt := range set.tests {
+			t.Run(tt.name, func(t *testing.T) {
+				t.Parallel()
+				ctx := context.Background()
+				schema := freshSchema(t)
+				s := open(t, schema)
+				require.NoError(t, s.Save(ctx, storetest.NewGlobal(4, set.shape)))
+				require.NoError(t, s.Save(ctx, storetest.NewGlobal(5, set.shape)))
+				exec(t, fmt.Sprintf(tt.sql, schema))
 
-			_, err := s.Load(ctx, 5)
-			requireCorrupt(t, err, schema+"."+tt.table, tt.offset, tt.reason)
-			_, err = s.Latest(ctx)
-			requireCorrupt(t, err, schema+"."+tt.table, tt.offset, tt.reason)
+				_, err := s.Load(ctx, 5)
+				requireCorrupt(t, err, 5, schema+"."+tt.table, tt.offset, tt.reason)
+				_, err = s.Latest(ctx)
+				requireCorrupt(t, err, 5, schema+"."+tt.table, tt.offset, tt.reason)
 
-			g, err := s.Load(ctx, 4)
-			require.NoError(t, err)
-			require.NoError(t, storetest.Equal(storetest.NewGlobal(4, storetest.WithWaits), g))
-			require.NoError(t, s.Retain(ctx, 1))
-			ids, err := s.List(ctx)
-			require.NoError(t, err)
-			assert.Equal(t, []snapshot.SnapshotID{4, 5}, ids, "Retain neither counts nor deletes the damaged snapshot")
-		})
+				g, err := s.Load(ctx, 4)
+				require.NoError(t, err)
+				require.NoError(t, storetest.Equal(storetest.NewGlobal(4, set.shape), g))
+				require.NoError(t, s.Retain(ctx, 1))
+				ids, err := s.List(ctx)
+				require.NoError(t, err)
+				assert.Equal(t, []snapshot.SnapshotID{4, 5}, ids, "Retain neither counts nor deletes the damaged snapshot")
+			})
+		}
 	}
 }
 
-func requireCorrupt(t *testing.T, err error, table string, offset int64, reason string) {
+// requireCorrupt requires err to report damage to snapshot id, at the
+// row offset of table.
+func requireCorrupt(t *testing.T, err error, id snapshot.SnapshotID, table string, offset int64, reason string) {
 	t.Helper()
 	require.ErrorIs(t, err, persistence.ErrCorrupt)
 	var ce *persistence.CorruptError
@@ -315,7 +345,7 @@ func requireCorrupt(t *testing.T, err error, table string, offset int64, reason 
 	assert.Equal(t, table, ce.File, "the error names the table: %v", err)
 	assert.Equal(t, offset, ce.Offset, "the error names the row: %v", err)
 	assert.Contains(t, ce.Reason, reason)
-	assert.Contains(t, ce.Reason, "snapshot 5")
+	assert.Contains(t, ce.Reason, fmt.Sprintf("snapshot %d:", id))
 }
 
 // TestSaveCutShort stops a Save at each stage of its transaction, by an
@@ -423,12 +453,21 @@ func TestMigrationsConcurrent(t *testing.T) {
 // schemaV2 returns a fresh schema holding testdata/schema-v2.sql: a
 // store of schema version 2 with one snapshot, as an earlier build left
 // it.
-func schemaV2(t *testing.T) string {
+func schemaV2(t *testing.T) string { return schemaFrom(t, "testdata/schema-v2.sql") }
+
+// schemaV4 returns a fresh schema holding testdata/schema-v4.sql: a
+// store of schema version 4 with two snapshots in row format 2, as the
+// build before version 5 left it.
+func schemaV4(t *testing.T) string { return schemaFrom(t, "testdata/schema-v4.sql") }
+
+// schemaFrom returns a fresh schema made by the SQL of fixture, in which
+// {schema} stands for the schema's quoted name.
+func schemaFrom(t *testing.T, fixture string) string {
 	t.Helper()
 	schema := freshSchema(t)
-	fixture, err := os.ReadFile("testdata/schema-v2.sql")
+	sql, err := os.ReadFile(fixture)
 	require.NoError(t, err)
-	exec(t, strings.ReplaceAll(string(fixture), "{schema}", pgx.Identifier{schema}.Sanitize()))
+	exec(t, strings.ReplaceAll(string(sql), "{schema}", pgx.Identifier{schema}.Sanitize()))
 	return schema
 }
 
@@ -461,7 +500,7 @@ func TestSchemaVersion2(t *testing.T) {
 	assert.Equal(t, []int32{1, 2}, versions(), "MustExist migrates nothing")
 
 	s := open(t, schema)
-	assert.Equal(t, []int32{1, 2, 3, 4}, versions())
+	assert.Equal(t, []int32{1, 2, 3, 4, 5}, versions())
 	g, err = s.Load(ctx, 7)
 	require.NoError(t, err)
 	require.NoError(t, storetest.Equal(old, g))
@@ -482,6 +521,130 @@ func TestSchemaVersion2(t *testing.T) {
 	// then: a snapshot saved since is of a format it cannot read.
 	_, err = ro.Load(ctx, 8)
 	require.ErrorIs(t, err, persistence.ErrFormatVersion)
+}
+
+// schemaV4Globals returns the snapshots of testdata/schema-v4.sql: 7,
+// with waits and violations, and 8, of mode Epochs and signed with k1;
+// neither keeps receiver counts.
+func schemaV4Globals() (waiting, epochs *snapshot.Global) {
+	epochs = storetest.NewGlobal(8, storetest.Small)
+	epochs.Mode = snapshot.Epochs
+	return storetest.NewGlobal(7, storetest.WithWaits), epochs
+}
+
+// TestSchemaVersion4 opens a schema of version 4 holding snapshots in row
+// format 2, as the build before version 5 left it
+// (testdata/schema-v4.sql, kept as written): with MustExist it is read as
+// it is, and changes nothing; opened to write, it is migrated, and its
+// snapshots load as they were saved, keeping no receiver counts (the
+// signed one's MAC still matches), alongside snapshots that keep them.
+func TestSchemaVersion4(t *testing.T) {
+	serverURL(t)
+	t.Parallel()
+	ctx := context.Background()
+	schema := schemaV4(t)
+	versions := func() []int32 {
+		return query[int32](t, `SELECT version FROM `+schema+`.schema_migrations ORDER BY version`)
+	}
+	keys := keyring(t, "k1")
+	waiting, epochs := schemaV4Globals()
+	loads := func(s persistence.Store) {
+		t.Helper()
+		for _, want := range []*snapshot.Global{waiting, epochs} {
+			g, err := s.Load(ctx, want.ID)
+			require.NoError(t, err, "snapshot %d", want.ID)
+			require.NoError(t, storetest.Equal(want, g), "snapshot %d", want.ID)
+		}
+	}
+	shape := storetest.WithWaits
+	shape.ReceiverCounts = true
+	counted := storetest.NewGlobal(9, shape)
+
+	u := withParams(t, serverURL(t), map[string]string{"schema": schema})
+	ro, err := persistence.OpenURL(ctx, u, persistence.MustExist(), persistence.Authenticate(keys))
+	require.NoError(t, err)
+	defer ro.(*postgres.Store).Close()
+	loads(ro)
+	require.ErrorContains(t, ro.Save(ctx, counted), "version 4")
+	assert.Equal(t, []int32{1, 2, 3, 4}, versions(), "MustExist migrates nothing")
+
+	s := openWith(t, schema, postgres.WithKeyring(keys))
+	assert.Equal(t, []int32{1, 2, 3, 4, 5}, versions())
+	loads(s)
+	require.NoError(t, s.Save(ctx, counted))
+	g, err := s.Latest(ctx)
+	require.NoError(t, err)
+	require.NoError(t, storetest.Equal(counted, g))
+	assert.Equal(t, []int16{2, 2, 3}, query[int16](t, `SELECT format FROM `+schema+`.snapshots ORDER BY id`))
+	assert.Equal(t, []bool{false, false, true}, query[bool](t, `SELECT receiver_counts FROM `+schema+`.snapshots ORDER BY id`))
+	require.NoError(t, s.Retain(ctx, 3))
+	ids, err := s.List(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []snapshot.SnapshotID{7, 8, 9}, ids)
+	require.NoError(t, s.Retain(ctx, 1))
+	ids, err = s.List(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []snapshot.SnapshotID{9}, ids)
+
+	// The store opened before the migration reads the schema as it was
+	// then: a snapshot saved since is of a format it cannot read.
+	_, err = ro.Load(ctx, 9)
+	require.ErrorIs(t, err, persistence.ErrFormatVersion)
+}
+
+// TestRowFormat2Damage: the checksums of row format 2 cover no receiver
+// counts, so counts found in a snapshot of that format, in a participant
+// row or as the header's flag, are reported as damage, not loaded.
+func TestRowFormat2Damage(t *testing.T) {
+	serverURL(t)
+	t.Parallel()
+	tests := []struct {
+		name   string
+		sql    string // %[1]s is the schema
+		table  string
+		offset int64
+		reason string
+	}{
+		{"participant counts",
+			`UPDATE %[1]s.participants SET received = 5 WHERE snapshot_id = 7 AND ord = 2`,
+			"participants", 2, "participant 2: sent_to 0 and received 5, but the snapshot keeps no receiver counts (row format 2)"},
+		{"receiver counts claimed",
+			`UPDATE %[1]s.snapshots SET receiver_counts = true WHERE id = 7`,
+			"snapshots", 0, "row format 2 keeps no receiver counts"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			schema := schemaV4(t)
+			s := open(t, schema)
+			exec(t, fmt.Sprintf(tt.sql, schema))
+			_, err := s.Load(ctx, 7)
+			requireCorrupt(t, err, 7, schema+"."+tt.table, tt.offset, tt.reason)
+			_, epochs := schemaV4Globals()
+			g, err := s.Load(ctx, 8)
+			require.NoError(t, err)
+			require.NoError(t, storetest.Equal(epochs, g))
+		})
+	}
+}
+
+// TestCountsOnlyWithReceiverCounts: a participant's counts are kept only
+// when the snapshot keeps receiver counts, as Global documents; without,
+// they are stored as 0, which is what Load requires of them.
+func TestCountsOnlyWithReceiverCounts(t *testing.T) {
+	serverURL(t)
+	t.Parallel()
+	ctx := context.Background()
+	schema := freshSchema(t)
+	s := open(t, schema)
+	g := storetest.NewGlobal(1, storetest.Small)
+	g.Participants[0].SentTo, g.Participants[0].Received = 5, 2
+	require.NoError(t, s.Save(ctx, g))
+	got, err := s.Load(ctx, 1)
+	require.NoError(t, err)
+	require.NoError(t, storetest.Equal(storetest.NewGlobal(1, storetest.Small), got))
+	assert.Equal(t, []int64{0}, query[int64](t, `SELECT DISTINCT sent_to | received FROM `+schema+`.participants`))
 }
 
 // TestSchemaNewer opens a schema migrated by a newer build.
@@ -641,6 +804,12 @@ func TestExecModes(t *testing.T) {
 		},
 		Violations: []snapshot.Violation{{Invariant: "\x00", Err: "\xff"}, {}},
 	}
+	// edge keeping receiver counts at the ends of their range.
+	counted := *edge
+	counted.ID, counted.Mode, counted.ReceiverCounts = 4, snapshot.Epochs, true
+	counted.Participants = slices.Clone(edge.Participants)
+	counted.Participants[1].SentTo, counted.Participants[1].Received = 1<<64-1, 1<<64-1
+	counted.Participants[2].SentTo, counted.Participants[2].Received = 1<<63+1, 1<<63-1
 	for _, mode := range []string{"cache_statement", "cache_describe", "describe_exec", "exec", "simple_protocol"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
@@ -648,7 +817,7 @@ func TestExecModes(t *testing.T) {
 			s, err := postgres.Open(ctx, withParams(t, base, map[string]string{"default_query_exec_mode": mode, "schema": freshSchema(t)}))
 			require.NoError(t, err)
 			defer s.Close()
-			for _, g := range []*snapshot.Global{edge, storetest.NewGlobal(5, storetest.WithWaits)} {
+			for _, g := range []*snapshot.Global{edge, &counted, storetest.NewGlobal(5, storetest.WithWaits)} {
 				require.NoError(t, s.Save(ctx, g))
 				got, err := s.Load(ctx, g.ID)
 				require.NoError(t, err)

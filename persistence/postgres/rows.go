@@ -18,10 +18,15 @@ import (
 )
 
 // rowFormat is the version of the row layout and checksums this build
-// writes, stored in each header row. It reads it and format 1, which has
-// no waits and no violations. A snapshot of another format is listed but
-// refused by Load with persistence.ErrFormatVersion.
-const rowFormat = 2
+// writes, stored in each header row. It reads it and formats 1 and 2:
+// neither keeps receiver counts, and format 1 has no waits and no
+// violations. A snapshot of another format is listed but refused by Load
+// with persistence.ErrFormatVersion.
+const rowFormat = 3
+
+// formatSchema is, for each row format, the schema version whose tables
+// first hold it.
+var formatSchema = [rowFormat + 1]int{1: 1, 2: 3, 3: 5}
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -97,6 +102,7 @@ type header struct {
 	participants, channels int32
 	messages               int32
 	waits, violations      int32 // 0 in format 1
+	receiverCounts         bool  // false before format 3
 	checksum               int64
 	complete               bool
 	// Whether the waits and violations tables hold rows of the snapshot,
@@ -107,18 +113,19 @@ type header struct {
 
 func newHeader(g *snapshot.Global) header {
 	return header{
-		id:           int64(g.ID),
-		format:       rowFormat,
-		mode:         int16(g.Mode),
-		startSec:     g.Start.Unix(),
-		startNsec:    int32(g.Start.Nanosecond()),
-		endSec:       g.End.Unix(),
-		endNsec:      int32(g.End.Nanosecond()),
-		participants: int32(len(g.Participants)),
-		channels:     int32(len(g.Channels)),
-		messages:     int32(g.TotalInFlight()),
-		waits:        int32(totalWaits(g)),
-		violations:   int32(len(g.Violations)),
+		id:             int64(g.ID),
+		format:         rowFormat,
+		mode:           int16(g.Mode),
+		startSec:       g.Start.Unix(),
+		startNsec:      int32(g.Start.Nanosecond()),
+		endSec:         g.End.Unix(),
+		endNsec:        int32(g.End.Nanosecond()),
+		participants:   int32(len(g.Participants)),
+		channels:       int32(len(g.Channels)),
+		messages:       int32(g.TotalInFlight()),
+		waits:          int32(totalWaits(g)),
+		violations:     int32(len(g.Violations)),
+		receiverCounts: g.ReceiverCounts,
 	}
 }
 
@@ -135,15 +142,15 @@ func totalWaits(g *snapshot.Global) int {
 
 // newHeaderSum starts the header's checksum: its own columns, to which
 // the checksum of every row is added in order (participants, channels,
-// messages and, in format 2, waits and violations).
+// messages and, from format 2, waits and violations).
 func newHeaderSum(h header) *hasher {
 	return &hasher{buf: h.appendColumns(make([]byte, 0, 128))}
 }
 
 // appendColumns appends the header's canonical encoding, which its
 // checksum and the snapshot's MAC start with: the tag, the id, format,
-// mode, instants and counts (in format 2 the counts of waits and
-// violations too).
+// mode, instants and counts (from format 2 the counts of waits and
+// violations too), and in format 3 the receiver_counts flag.
 func (h *header) appendColumns(b []byte) []byte {
 	b = append(b, tagHeader)
 	b = binary.BigEndian.AppendUint64(b, uint64(h.id))
@@ -160,6 +167,9 @@ func (h *header) appendColumns(b []byte) []byte {
 		b = binary.BigEndian.AppendUint32(b, uint32(h.waits))
 		b = binary.BigEndian.AppendUint32(b, uint32(h.violations))
 	}
+	if h.format >= 3 {
+		b = append(b, b2u(h.receiverCounts))
+	}
 	return b
 }
 
@@ -175,9 +185,10 @@ func (h *hasher) add(crc uint32) {
 	}
 }
 
-// participantSum is the checksum of a participant's row. In format 2 it
-// covers the row's waits too, as waitFlags gives them.
-func participantSum(h *hasher, format int16, id int64, ord int32, process, kind, state []byte, departed bool, waits byte) uint32 {
+// participantSum is the checksum of a participant's row. From format 2
+// it covers the row's waits too, as waitFlags gives them, and in format 3
+// its receiver counts.
+func participantSum(h *hasher, format int16, id int64, ord int32, process, kind, state []byte, departed bool, waits byte, sentTo, received uint64) uint32 {
 	h.reset()
 	h.u8(tagParticipant)
 	h.u64(uint64(id))
@@ -188,6 +199,10 @@ func participantSum(h *hasher, format int16, id int64, ord int32, process, kind,
 	h.u8(b2u(departed))
 	if format >= 2 {
 		h.u8(waits)
+	}
+	if format >= 3 {
+		h.u64(sentTo)
+		h.u64(received)
 	}
 	return h.sum()
 }
@@ -271,7 +286,7 @@ func strBytes(s string) []byte {
 
 // The columns each COPY writes, in the order of the rows' values.
 var (
-	participantColumns = []string{"snapshot_id", "ord", "process", "kind", "state", "departed", "wait_any", "wait_timer", "crc"}
+	participantColumns = []string{"snapshot_id", "ord", "process", "kind", "state", "departed", "wait_any", "wait_timer", "sent_to", "received", "crc"}
 	channelColumns     = []string{"snapshot_id", "ord", "sender", "receiver", "sent", "received", "crc"}
 	messageColumns     = []string{"snapshot_id", "channel_ord", "ord", "type", "data", "crc"}
 	waitColumns        = []string{"snapshot_id", "participant_ord", "ord", "target", "request", "type", "since_sec", "since_nsec", "crc"}
@@ -308,10 +323,10 @@ type participantRows struct {
 	i    int
 	vals []any
 	row  struct {
-		id, ord, crc         intCell
-		process, kind, state bytesCell
-		departed             boolCell
-		waitAny, waitTimer   nullBoolCell
+		id, ord, sentTo, received, crc intCell
+		process, kind, state           bytesCell
+		departed                       boolCell
+		waitAny, waitTimer             nullBoolCell
 	}
 }
 
@@ -321,7 +336,7 @@ func (r *participantRows) Next() bool {
 	}
 	if r.vals == nil {
 		w := &r.row
-		r.vals = []any{&w.id, &w.ord, &w.process, &w.kind, &w.state, &w.departed, &w.waitAny, &w.waitTimer, &w.crc}
+		r.vals = []any{&w.id, &w.ord, &w.process, &w.kind, &w.state, &w.departed, &w.waitAny, &w.waitTimer, &w.sentTo, &w.received, &w.crc}
 	}
 	p, w := &r.g.Participants[r.i], &r.row
 	w.id.v, w.ord.v = int64(r.g.ID), int64(r.i)
@@ -331,7 +346,16 @@ func (r *participantRows) Next() bool {
 		w.waitAny = nullBoolCell{v: p.Waits.Any, valid: true}
 		w.waitTimer = nullBoolCell{v: p.Waits.Timer, valid: true}
 	}
-	crc := participantSum(&r.h, rowFormat, w.id.v, int32(r.i), w.process.v, w.kind.v, p.State, p.Departed, waitFlags(p.Waits))
+	// A participant's counts are kept only when the snapshot keeps
+	// receiver counts (see snapshot.Participant); otherwise the row holds
+	// 0, as Load requires. They are stored as their bits: bigint has no
+	// unsigned form.
+	var sentTo, received uint64
+	if r.g.ReceiverCounts {
+		sentTo, received = p.SentTo, p.Received
+	}
+	w.sentTo.v, w.received.v = int64(sentTo), int64(received)
+	crc := participantSum(&r.h, rowFormat, w.id.v, int32(r.i), w.process.v, w.kind.v, p.State, p.Departed, waitFlags(p.Waits), sentTo, received)
 	r.sum.add(crc)
 	w.crc.v = int64(crc)
 	r.i++
@@ -592,21 +616,26 @@ func (s *Store) load(c *call, tx pgx.Tx, id snapshot.SnapshotID) (*snapshot.Glob
 			EXISTS (SELECT FROM ` + s.t.qWaits + ` WHERE snapshot_id = $1),
 			EXISTS (SELECT FROM ` + s.t.qViolations + ` WHERE snapshot_id = $1)`
 	}
-	// Nor has one before version 4 the MAC's columns.
+	// Nor has one before version 4 the MAC's columns, nor one before
+	// version 5 the receiver counts.
 	macCols := `NULL::text, NULL::bytea`
 	if s.version >= 4 {
 		macCols = `mac_key, mac`
+	}
+	countsCol := `false`
+	if s.version >= 5 {
+		countsCol = `receiver_counts`
 	}
 	var (
 		macKey *string
 		macSum []byte
 	)
 	err := tx.QueryRow(ctx, `SELECT format, mode, start_sec, start_nsec, end_sec, end_nsec,
-			participants, channels, messages, checksum, complete, `+extra+`, `+macCols+`
+			participants, channels, messages, checksum, complete, `+extra+`, `+macCols+`, `+countsCol+`
 		FROM `+s.t.qSnapshots+` WHERE id = $1`, int64(id)).Scan(
 		&h.format, &h.mode, &h.startSec, &h.startNsec, &h.endSec, &h.endNsec,
 		&h.participants, &h.channels, &h.messages, &h.checksum, &h.complete,
-		&h.waits, &h.violations, &h.strayWaits, &h.strayViolations, &macKey, &macSum)
+		&h.waits, &h.violations, &h.strayWaits, &h.strayViolations, &macKey, &macSum, &h.receiverCounts)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: %d", persistence.ErrNotFound, id)
 	}
@@ -617,7 +646,7 @@ func (s *Store) load(c *call, tx pgx.Tx, id snapshot.SnapshotID) (*snapshot.Glob
 	if h.format < 1 || h.format > rowFormat {
 		return nil, fmt.Errorf("%w: snapshot %d has row format %d, this build reads 1 to %d", persistence.ErrFormatVersion, id, h.format, rowFormat)
 	}
-	if h.format >= 2 && s.version < 3 {
+	if s.version < formatSchema[h.format] {
 		// Saved after the schema was migrated, by another Store.
 		return nil, fmt.Errorf("%w: snapshot %d has row format %d, which schema %s at version %d, as this Store opened it, does not hold; open the store again", persistence.ErrFormatVersion, id, h.format, s.schema, s.version)
 	}
@@ -641,6 +670,8 @@ func (s *Store) load(c *call, tx pgx.Tx, id snapshot.SnapshotID) (*snapshot.Glob
 		return nil, l.corrupt(t, 0, "violation count %d out of range", h.violations)
 	case h.format < 2 && (h.waits != 0 || h.violations != 0):
 		return nil, l.corrupt(t, 0, "row format %d has no waits or violations, but the header counts %d and %d", h.format, h.waits, h.violations)
+	case h.format < 3 && h.receiverCounts:
+		return nil, l.corrupt(t, 0, "row format %d keeps no receiver counts, but the header's receiver_counts is set", h.format)
 	case h.waits == 0 && h.strayWaits:
 		return nil, l.corrupt(s.t.waits, 0, "wait rows, but the header counts none")
 	case h.violations == 0 && h.strayViolations:
@@ -661,10 +692,11 @@ func (s *Store) load(c *call, tx pgx.Tx, id snapshot.SnapshotID) (*snapshot.Glob
 		l.h.mac = mac
 	}
 	g := &snapshot.Global{
-		ID:    id,
-		Mode:  snapshot.Mode(h.mode),
-		Start: time.Unix(h.startSec, int64(h.startNsec)).UTC(),
-		End:   time.Unix(h.endSec, int64(h.endNsec)).UTC(),
+		ID:             id,
+		Mode:           snapshot.Mode(h.mode),
+		Start:          time.Unix(h.startSec, int64(h.startNsec)).UTC(),
+		End:            time.Unix(h.endSec, int64(h.endNsec)).UTC(),
+		ReceiverCounts: h.receiverCounts,
 	}
 	l.sum = newHeaderSum(h)
 	waiting, err := l.participants(tx, g, h.format, int(h.participants))
@@ -711,17 +743,23 @@ func (l *loader) checkCRC(table pgx.Identifier, ord int64, key func() string, st
 
 // participants reads the participants of a snapshot of the given row
 // format, n of them, and returns the ords of those with waits, whose
-// edges l.waits reads.
+// edges l.waits reads. Their receiver counts must be 0 unless
+// g.ReceiverCounts.
 func (l *loader) participants(tx pgx.Tx, g *snapshot.Global, format int16, n int) ([]int32, error) {
 	t := l.s.t.participants
 	ctx, cancel := l.c.stmt()
 	defer cancel()
-	// A schema not yet migrated to version 3 has no wait columns.
+	// A schema not yet migrated to version 3 has no wait columns, nor one
+	// before version 5 the receiver counts.
 	waitCols := `NULL::boolean, NULL::boolean`
 	if l.s.version >= 3 {
 		waitCols = `wait_any, wait_timer`
 	}
-	rows, err := tx.Query(ctx, `SELECT ord, process, kind, state, departed, `+waitCols+`, crc
+	countCols := `0::bigint, 0::bigint`
+	if l.s.version >= 5 {
+		countCols = `sent_to, received`
+	}
+	rows, err := tx.Query(ctx, `SELECT ord, process, kind, state, departed, `+waitCols+`, `+countCols+`, crc
 		FROM `+l.s.t.qParticipants+` WHERE snapshot_id = $1 ORDER BY ord`, int64(l.id))
 	if err != nil {
 		return nil, err
@@ -735,13 +773,14 @@ func (l *loader) participants(tx pgx.Tx, g *snapshot.Global, format int16, n int
 		process, kind, state pgtype.DriverBytes
 		departed             bool
 		waitAny, waitTimer   pgtype.Bool
+		sentTo, received     int64
 		crc                  int64
 		i                    int
 		waiting              []int32
 		flags                []byte // of each participant in waiting
 	)
 	// One slice for every row: a variadic call would allocate one each.
-	dest := []any{&ord, &process, &kind, &state, &departed, &waitAny, &waitTimer, &crc}
+	dest := []any{&ord, &process, &kind, &state, &departed, &waitAny, &waitTimer, &sentTo, &received, &crc}
 	for ; rows.Next(); i++ {
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err
@@ -757,8 +796,11 @@ func (l *loader) participants(tx pgx.Tx, g *snapshot.Global, format int16, n int
 			}
 			f = waitFlags(&snapshot.Waits{Any: waitAny.Bool, Timer: waitTimer.Bool})
 		}
-		if err := l.checkCRC(t, int64(ord), key, crc, participantSum(&l.h, format, int64(l.id), ord, process, kind, state, departed, f)); err != nil {
+		if err := l.checkCRC(t, int64(ord), key, crc, participantSum(&l.h, format, int64(l.id), ord, process, kind, state, departed, f, uint64(sentTo), uint64(received))); err != nil {
 			return nil, err
+		}
+		if !g.ReceiverCounts && (sentTo != 0 || received != 0) {
+			return nil, l.corrupt(t, int64(ord), "%s: sent_to %d and received %d, but the snapshot keeps no receiver counts (row format %d)", key(), uint64(sentTo), uint64(received), format)
 		}
 		if len(process) > persistence.MaxNameSize || len(kind) > persistence.MaxNameSize || len(state) > persistence.MaxStateSize {
 			return nil, l.corrupt(t, int64(ord), "%s exceeds a format limit", key())
@@ -769,6 +811,8 @@ func (l *loader) participants(tx pgx.Tx, g *snapshot.Global, format int16, n int
 			Kind:     l.shared(kind),
 			State:    l.bytes(state),
 			Departed: departed,
+			SentTo:   uint64(sentTo),
+			Received: uint64(received),
 		})
 		if f != 0 {
 			waiting, flags = append(waiting, ord), append(flags, f)

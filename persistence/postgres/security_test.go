@@ -61,9 +61,9 @@ func forge(t *testing.T, schema, from string, id snapshot.SnapshotID) {
 			INSERT INTO %[1]s.%[3]s SELECT * FROM %[2]s.%[3]s WHERE snapshot_id = %[4]d;`, q(schema), q(from), table, id)
 	}
 	fmt.Fprintf(&sql, `UPDATE %[1]s.snapshots a SET (format, mode, start_sec, start_nsec, end_sec, end_nsec,
-			participants, channels, messages, waits, violations, checksum) =
+			participants, channels, messages, waits, violations, receiver_counts, checksum) =
 		(b.format, b.mode, b.start_sec, b.start_nsec, b.end_sec, b.end_nsec,
-			b.participants, b.channels, b.messages, b.waits, b.violations, b.checksum)
+			b.participants, b.channels, b.messages, b.waits, b.violations, b.receiver_counts, b.checksum)
 		FROM %[2]s.snapshots b WHERE a.id = %[3]d AND b.id = %[3]d`, q(schema), q(from), id)
 	exec(t, sql.String())
 }

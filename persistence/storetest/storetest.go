@@ -53,6 +53,10 @@ type Shape struct {
 	Edges int
 	// Violations is the number of invariants the snapshot broke.
 	Violations int
+	// ReceiverCounts makes it an Epochs snapshot that keeps each
+	// receiver's counts (Global.ReceiverCounts), balanced with what is in
+	// flight to it.
+	ReceiverCounts bool
 }
 
 // Small is the shape of most conformance tests.
@@ -131,6 +135,19 @@ func NewGlobal(id snapshot.SnapshotID, s Shape) *snapshot.Global {
 		}
 		p.Waits = w
 	}
+	if s.ReceiverCounts {
+		g.Mode, g.ReceiverCounts = snapshot.Epochs, true
+		inFlight := make(map[snapshot.ProcessID]uint64)
+		for _, c := range g.Channels {
+			inFlight[c.Channel.To] += uint64(len(c.Messages))
+		}
+		for i := range g.Participants {
+			if p := &g.Participants[i]; !p.Departed {
+				p.Received = uint64(i)<<33 + 7
+				p.SentTo = p.Received + inFlight[p.ID]
+			}
+		}
+	}
 	for i := range s.Violations {
 		g.Violations = append(g.Violations, snapshot.Violation{
 			Invariant: fmt.Sprintf("invariant-%d", i),
@@ -166,10 +183,12 @@ func Equal(want, got *snapshot.Global) error {
 		return fmt.Errorf("want %d channels, got %d", len(want.Channels), len(got.Channels))
 	case len(want.Violations) != len(got.Violations):
 		return fmt.Errorf("want %d violations, got %d", len(want.Violations), len(got.Violations))
+	case want.ReceiverCounts != got.ReceiverCounts:
+		return fmt.Errorf("receiver counts: want %v, got %v", want.ReceiverCounts, got.ReceiverCounts)
 	}
 	for i, w := range want.Participants {
 		p := got.Participants[i]
-		if w.ID != p.ID || w.Kind != p.Kind || w.Departed != p.Departed || !bytes.Equal(w.State, p.State) {
+		if w.ID != p.ID || w.Kind != p.Kind || w.Departed != p.Departed || !bytes.Equal(w.State, p.State) || w.SentTo != p.SentTo || w.Received != p.Received {
 			return fmt.Errorf("participant %d: want %+v, got %+v", i, w, p)
 		}
 		if err := equalWaits(w.Waits, p.Waits); err != nil {
@@ -291,10 +310,18 @@ func testRoundTrip(t *testing.T, s persistence.Store) {
 	empty := &snapshot.Global{ID: 1}
 	waiting := NewGlobal(5, Shape{Participants: 300, StateSize: 10, Channels: 100, InFlight: 1, MessageSize: 10, Waiting: 200, Edges: 4, Violations: 3})
 	big := NewGlobal(7, Shape{Participants: 300, StateSize: 100, Channels: 400, InFlight: 4, MessageSize: 40})
-	for _, g := range []*snapshot.Global{empty, edge, waiting, big} {
+	counted := NewGlobal(6, Shape{Participants: 300, StateSize: 10, Channels: 120, InFlight: 2, MessageSize: 10, ReceiverCounts: true})
+	// Receiver counts at the ends of their range.
+	countedEdge := *edge
+	countedEdge.ID, countedEdge.Mode, countedEdge.ReceiverCounts = 4, snapshot.Epochs, true
+	countedEdge.Participants = slices.Clone(edge.Participants)
+	countedEdge.Participants[0].SentTo, countedEdge.Participants[0].Received = 1<<64-1, 1<<64-3
+	countedEdge.Participants[2].SentTo, countedEdge.Participants[2].Received = 1<<63, 1<<63
+	all := []*snapshot.Global{empty, edge, &countedEdge, waiting, counted, big}
+	for _, g := range all {
 		require.NoError(t, s.Save(ctx, g))
 	}
-	for _, g := range []*snapshot.Global{empty, edge, waiting, big} {
+	for _, g := range all {
 		got, err := s.Load(ctx, g.ID)
 		require.NoError(t, err)
 		requireEqual(t, g, got)
