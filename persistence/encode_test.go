@@ -43,6 +43,17 @@ func requireSame(t testing.TB, want, got *snapshot.Global) {
 	require.Equal(t, canonical(want), canonical(got))
 }
 
+// requireDecodes requires b to decode to want, with strings of their own
+// and sharing b's memory.
+func requireDecodes(t testing.TB, b []byte, want *snapshot.Global) {
+	t.Helper()
+	for _, alias := range []bool{false, true} {
+		got, _, err := persistence.DecodeGlobalCounted(b, alias)
+		require.NoError(t, err)
+		requireSame(t, want, got)
+	}
+}
+
 // canonical returns a copy of g with its instants as stored (the start
 // and end zeroed, as requireSame compares them apart) and empty slices
 // nil. g is not changed.

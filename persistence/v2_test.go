@@ -141,10 +141,6 @@ func TestDecodeVersion2(t *testing.T) {
 		storetest.NewGlobal(2, storetest.Small),
 		storetest.NewGlobal(3, storetest.Shape{Participants: 1000, StateSize: 300, Channels: 3000, InFlight: 2, MessageSize: 300}),
 	} {
-		for _, alias := range []bool{false, true} {
-			got, _, err := persistence.DecodeGlobalCounted(encodeV2(t, g), alias)
-			require.NoError(t, err)
-			requireSame(t, g, got)
-		}
+		requireDecodes(t, encodeV2(t, g), g)
 	}
 }

@@ -43,12 +43,10 @@ func TestDecodeVersion3(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "ASNAPGLB\x00\x03", string(stored[:persistence.HeaderSize]))
 	assert.Equal(t, stored, encodeV3(t, waitsGlobal()), "encodeV3 writes what version 3 wrote")
-	for _, alias := range []bool{false, true} {
-		got, _, err := persistence.DecodeGlobalCounted(stored, alias)
-		require.NoError(t, err)
-		requireSame(t, waitsGlobal(), got)
-		require.NoError(t, storetest.Equal(waitsGlobal(), got))
-	}
+	requireDecodes(t, stored, waitsGlobal())
+	got, err := persistence.DecodeGlobal(stored)
+	require.NoError(t, err)
+	require.NoError(t, storetest.Equal(waitsGlobal(), got))
 	for _, g := range []*snapshot.Global{
 		{ID: 1},
 		{ID: 2, Violations: []snapshot.Violation{{Invariant: "i", Err: "e"}}},
@@ -56,11 +54,7 @@ func TestDecodeVersion3(t *testing.T) {
 		storetest.NewGlobal(4, storetest.Shape{Participants: 1000, StateSize: 30, Channels: 3000, InFlight: 2, MessageSize: 30, Waiting: 900, Edges: 5, Violations: 20}),
 	} {
 		b := encodeV3(t, g)
-		for _, alias := range []bool{false, true} {
-			got, _, err := persistence.DecodeGlobalCounted(b, alias)
-			require.NoError(t, err)
-			requireSame(t, g, got)
-		}
+		requireDecodes(t, b, g)
 	}
 }
 

@@ -44,12 +44,10 @@ func TestDecodeVersion4(t *testing.T) {
 	enc, err := persistence.EncodeGlobal(countsGlobal())
 	require.NoError(t, err)
 	assert.Equal(t, stored, enc, "the encoder writes what version 4 wrote")
-	for _, alias := range []bool{false, true} {
-		got, _, err := persistence.DecodeGlobalCounted(stored, alias)
-		require.NoError(t, err)
-		requireSame(t, countsGlobal(), got)
-		require.NoError(t, storetest.Equal(countsGlobal(), got))
-	}
+	requireDecodes(t, stored, countsGlobal())
+	got, err := persistence.DecodeGlobal(stored)
+	require.NoError(t, err)
+	require.NoError(t, storetest.Equal(countsGlobal(), got))
 	for _, g := range []*snapshot.Global{
 		{ID: 1},
 		{ID: 2, ReceiverCounts: true},
@@ -61,11 +59,7 @@ func TestDecodeVersion4(t *testing.T) {
 		enc, err := persistence.EncodeGlobal(g)
 		require.NoError(t, err)
 		require.Equal(t, b, enc, "snapshot %d", g.ID)
-		for _, alias := range []bool{false, true} {
-			got, _, err := persistence.DecodeGlobalCounted(b, alias)
-			require.NoError(t, err)
-			requireSame(t, g, got)
-		}
+		requireDecodes(t, b, g)
 	}
 }
 

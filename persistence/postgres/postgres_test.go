@@ -508,14 +508,8 @@ func TestSchemaVersion2(t *testing.T) {
 	g, err = s.Latest(ctx)
 	require.NoError(t, err)
 	require.NoError(t, storetest.Equal(storetest.NewGlobal(8, storetest.WithWaits), g))
-	require.NoError(t, s.Retain(ctx, 2))
-	ids, err := s.List(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, []snapshot.SnapshotID{7, 8}, ids)
-	require.NoError(t, s.Retain(ctx, 1))
-	ids, err = s.List(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, []snapshot.SnapshotID{8}, ids)
+	requireRetained(t, s, 2, 7, 8)
+	requireRetained(t, s, 1, 8)
 
 	// The store opened before the migration reads the schema as it was
 	// then: a snapshot saved since is of a format it cannot read.
@@ -577,14 +571,8 @@ func TestSchemaVersion4(t *testing.T) {
 	require.NoError(t, storetest.Equal(counted, g))
 	assert.Equal(t, []int16{2, 2, 3}, query[int16](t, `SELECT format FROM `+schema+`.snapshots ORDER BY id`))
 	assert.Equal(t, []bool{false, false, true}, query[bool](t, `SELECT receiver_counts FROM `+schema+`.snapshots ORDER BY id`))
-	require.NoError(t, s.Retain(ctx, 3))
-	ids, err := s.List(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, []snapshot.SnapshotID{7, 8, 9}, ids)
-	require.NoError(t, s.Retain(ctx, 1))
-	ids, err = s.List(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, []snapshot.SnapshotID{9}, ids)
+	requireRetained(t, s, 3, 7, 8, 9)
+	requireRetained(t, s, 1, 9)
 
 	// The store opened before the migration reads the schema as it was
 	// then: a snapshot saved since is of a format it cannot read.
@@ -993,4 +981,15 @@ func TestConcurrentDeletesThroughALease(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, snapshot.SnapshotID(n), o.High)
 	require.NoError(t, l.Release(ctx))
+}
+
+// requireRetained keeps the newest n snapshots of s and requires ids to
+// be what is left.
+func requireRetained(t *testing.T, s *postgres.Store, n int, ids ...snapshot.SnapshotID) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, s.Retain(ctx, n))
+	got, err := s.List(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, ids, got)
 }
