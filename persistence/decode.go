@@ -55,10 +55,16 @@ func decodeGlobal(data []byte, checkSum, alias bool) (*snapshot.Global, int, err
 			if vouched {
 				panic(fmt.Sprintf("persistence: the decoder vouched for a snapshot that fails Verify: %v", err))
 			}
-			return nil, d.alloc, &CorruptError{Offset: headerSize, Reason: "decoded snapshot fails Verify: " + err.Error()}
+			return nil, d.alloc, failsVerify(err)
 		}
 	}
 	return g, d.alloc, nil
+}
+
+// failsVerify is the error of bytes that decode to a snapshot failing
+// Verify with err: corrupt, at the body as a whole.
+func failsVerify(err error) error {
+	return &CorruptError{Offset: headerSize, Reason: "decoded snapshot fails Verify: " + err.Error()}
 }
 
 // decoder reads the msgpack body of an envelope from memory. It is written
@@ -638,8 +644,11 @@ func (d *decoder) global() (g *snapshot.Global, vouched bool, err error) {
 		if g.ReceiverCounts, err = d.receiverCounts(ps); err != nil {
 			return nil, false, err
 		}
-		if g.ReceiverCounts {
-			vouched = false // Verify checks the receivers' balance
+		if vouched {
+			// The rest of Verify was checked as it was read.
+			if err := g.VerifyReceivers(); err != nil {
+				return nil, false, failsVerify(err)
+			}
 		}
 	}
 	return g, vouched, nil

@@ -221,9 +221,9 @@
 // and the decoded snapshot must pass what Verify checks. The decoder
 // checks that as it goes, with a comparison per participant and channel
 // (from version 2 a channel's ends are participants by construction and
-// compare as integers); where its
-// check cannot vouch for the snapshot (one with receiver counts, whose
-// balance it leaves to Verify) it runs Verify itself, and under the
+// compare as integers), and checks the receiver counts with
+// Global.VerifyReceivers, Verify's own check of them; where its
+// check cannot vouch for the snapshot it runs Verify itself, and under the
 // race detector or the invariants build tag it runs Verify always and
 // panics if the two disagree. Bytes of another format version are refused
 // with ErrFormatVersion.
