@@ -317,19 +317,7 @@ func randomGlobal(rng *rand.Rand, size int) *snapshot.Global {
 		return strings.Compare(string(x.Channel.To), string(y.Channel.To))
 	})
 	if rng.IntN(2) == 0 {
-		// Receiver counts that balance: each receiver's Received drawn,
-		// its SentTo that plus what is in flight to it.
-		g.ReceiverCounts = true
-		inFlight := map[snapshot.ProcessID]uint64{}
-		for _, c := range g.Channels {
-			inFlight[c.Channel.To] += uint64(len(c.Messages))
-		}
-		for i := range g.Participants {
-			if p := &g.Participants[i]; !p.Departed {
-				p.Received = min(number(), math.MaxUint64-inFlight[p.ID])
-				p.SentTo = p.Received + inFlight[p.ID]
-			}
-		}
+		storetest.BalanceReceivers(g, func(_ int, k uint64) uint64 { return min(number(), math.MaxUint64-k) })
 	}
 	return g
 }

@@ -19,17 +19,8 @@ import (
 // holds among them.
 func countsGlobal() *snapshot.Global {
 	g := waitsGlobal()
-	g.Mode, g.ReceiverCounts = snapshot.Epochs, true
-	inFlight := map[snapshot.ProcessID]uint64{}
-	for _, c := range g.Channels {
-		inFlight[c.Channel.To] += uint64(len(c.Messages))
-	}
-	for i := range g.Participants {
-		if p := &g.Participants[i]; !p.Departed {
-			p.Received = 1<<64 - 1 - inFlight[p.ID] - uint64(i)
-			p.SentTo = p.Received + inFlight[p.ID]
-		}
-	}
+	g.Mode = snapshot.Epochs
+	storetest.BalanceReceivers(g, func(i int, k uint64) uint64 { return 1<<64 - 1 - k - uint64(i) })
 	return g
 }
 

@@ -136,17 +136,8 @@ func NewGlobal(id snapshot.SnapshotID, s Shape) *snapshot.Global {
 		p.Waits = w
 	}
 	if s.ReceiverCounts {
-		g.Mode, g.ReceiverCounts = snapshot.Epochs, true
-		inFlight := make(map[snapshot.ProcessID]uint64)
-		for _, c := range g.Channels {
-			inFlight[c.Channel.To] += uint64(len(c.Messages))
-		}
-		for i := range g.Participants {
-			if p := &g.Participants[i]; !p.Departed {
-				p.Received = uint64(i)<<33 + 7
-				p.SentTo = p.Received + inFlight[p.ID]
-			}
-		}
+		g.Mode = snapshot.Epochs
+		BalanceReceivers(g, func(i int, _ uint64) uint64 { return uint64(i)<<33 + 7 })
 	}
 	for i := range s.Violations {
 		g.Violations = append(g.Violations, snapshot.Violation{
@@ -155,6 +146,25 @@ func NewGlobal(id snapshot.SnapshotID, s Shape) *snapshot.Global {
 		})
 	}
 	return g
+}
+
+// BalanceReceivers gives g receiver counts (Global.ReceiverCounts) that
+// balance: participant i, unless departed, received received(i, k)
+// before it recorded, k being the messages in flight to it, and was sent
+// that plus k. received(i, k) must not exceed the largest uint64 less k.
+func BalanceReceivers(g *snapshot.Global, received func(i int, inFlight uint64) uint64) {
+	g.ReceiverCounts = true
+	inFlight := make(map[snapshot.ProcessID]uint64)
+	for _, c := range g.Channels {
+		inFlight[c.Channel.To] += uint64(len(c.Messages))
+	}
+	for i := range g.Participants {
+		if p := &g.Participants[i]; !p.Departed {
+			k := inFlight[p.ID]
+			p.Received = received(i, k)
+			p.SentTo = p.Received + k
+		}
+	}
 }
 
 // Equal reports whether got is want as a store must return it: the same
