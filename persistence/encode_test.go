@@ -3,6 +3,7 @@ package persistence_test
 import (
 	"bytes"
 	"errors"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -41,6 +42,18 @@ func requireSame(t testing.TB, want, got *snapshot.Global) {
 	t.Helper()
 	require.True(t, want.Start.Equal(got.Start) && want.End.Equal(got.End), "times: want %v %v, got %v %v", want.Start, want.End, got.Start, got.End)
 	require.Equal(t, canonical(want), canonical(got))
+}
+
+// readFixture returns the snapshot fixture at path, kept as format
+// version wrote it, and requires the test's own encoder of that version
+// to write the same bytes, reference.
+func readFixture(t *testing.T, path string, version byte, reference []byte) []byte {
+	t.Helper()
+	stored, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, "ASNAPGLB\x00"+string([]byte{version}), string(stored[:persistence.HeaderSize]))
+	assert.Equal(t, stored, reference, "the test's encoder writes what version %d wrote", version)
+	return stored
 }
 
 // requireDecodes requires b to decode to want, with strings of their own

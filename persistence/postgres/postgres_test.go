@@ -437,14 +437,11 @@ func TestMigrationsConcurrent(t *testing.T) {
 	for v := int32(1); v <= postgres.SchemaVersion; v++ {
 		want = append(want, v)
 	}
-	versions := func() []int32 {
-		return query[int32](t, `SELECT version FROM `+schema+`.schema_migrations ORDER BY version`)
-	}
-	assert.Equal(t, want, versions())
+	assert.Equal(t, want, migrations(t, schema))
 	require.NoError(t, stores[0].Save(ctx, storetest.NewGlobal(1, storetest.Small)))
 
 	again := open(t, schema)
-	assert.Equal(t, want, versions(), "opening a migrated schema applies nothing")
+	assert.Equal(t, want, migrations(t, schema), "opening a migrated schema applies nothing")
 	g, err := again.Load(ctx, 1)
 	require.NoError(t, err)
 	require.NoError(t, storetest.Equal(storetest.NewGlobal(1, storetest.Small), g))
@@ -481,9 +478,6 @@ func TestSchemaVersion2(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	schema := schemaV2(t)
-	versions := func() []int32 {
-		return query[int32](t, `SELECT version FROM `+schema+`.schema_migrations ORDER BY version`)
-	}
 	old := storetest.NewGlobal(7, storetest.Small)
 
 	u := withParams(t, serverURL(t), map[string]string{"schema": schema})
@@ -497,10 +491,10 @@ func TestSchemaVersion2(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, storetest.Equal(old, g))
 	require.ErrorContains(t, ro.Save(ctx, storetest.NewGlobal(8, storetest.WithWaits)), "version 2")
-	assert.Equal(t, []int32{1, 2}, versions(), "MustExist migrates nothing")
+	assert.Equal(t, []int32{1, 2}, migrations(t, schema), "MustExist migrates nothing")
 
 	s := open(t, schema)
-	assert.Equal(t, []int32{1, 2, 3, 4, 5}, versions())
+	assert.Equal(t, []int32{1, 2, 3, 4, 5}, migrations(t, schema))
 	g, err = s.Load(ctx, 7)
 	require.NoError(t, err)
 	require.NoError(t, storetest.Equal(old, g))
@@ -537,9 +531,6 @@ func TestSchemaVersion4(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	schema := schemaV4(t)
-	versions := func() []int32 {
-		return query[int32](t, `SELECT version FROM `+schema+`.schema_migrations ORDER BY version`)
-	}
 	keys := keyring(t, "k1")
 	waiting, epochs := schemaV4Globals()
 	loads := func(s persistence.Store) {
@@ -560,10 +551,10 @@ func TestSchemaVersion4(t *testing.T) {
 	defer ro.(*postgres.Store).Close()
 	loads(ro)
 	require.ErrorContains(t, ro.Save(ctx, counted), "version 4")
-	assert.Equal(t, []int32{1, 2, 3, 4}, versions(), "MustExist migrates nothing")
+	assert.Equal(t, []int32{1, 2, 3, 4}, migrations(t, schema), "MustExist migrates nothing")
 
 	s := openWith(t, schema, postgres.WithKeyring(keys))
-	assert.Equal(t, []int32{1, 2, 3, 4, 5}, versions())
+	assert.Equal(t, []int32{1, 2, 3, 4, 5}, migrations(t, schema))
 	loads(s)
 	require.NoError(t, s.Save(ctx, counted))
 	g, err := s.Latest(ctx)
@@ -992,4 +983,10 @@ func requireRetained(t *testing.T, s *postgres.Store, n int, ids ...snapshot.Sna
 	got, err := s.List(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, ids, got)
+}
+
+// migrations returns the versions of the migrations applied to schema.
+func migrations(t *testing.T, schema string) []int32 {
+	t.Helper()
+	return query[int32](t, `SELECT version FROM `+schema+`.schema_migrations ORDER BY version`)
 }
