@@ -60,10 +60,23 @@ type variant struct {
 	floor        floorKind       // bank only: rounds that bound what any snapshot costs
 	opts         []actors.Option // appended to the System's options: a snapshot mode, say
 	// counts makes a workload's actors (the dense bank's) count their
-	// messages per channel, on bare Proto.Actor: the least a snapshot
-	// whose completion counts messages per channel pays (floorCounts).
-	counts bool
+	// messages, on bare Proto.Actor: per channel, the least a snapshot
+	// whose completion counts messages per channel pays (floorCounts);
+	// per channel at the sender and in total at the receiver, the least
+	// one that counts per receiver pays (floorSenderCounts); in total at
+	// both ends, the least one that counts at all pays (floorTotalCounts).
+	counts countKind
 }
+
+// countKind is what a floor row's actors count (variant.counts).
+type countKind uint8
+
+const (
+	countNone     countKind = iota
+	countChannels           // each channel, at both ends
+	countSenders            // each channel at its sender; one total at the receiver
+	countTotals             // one total at each end
+)
 
 func passReceive(next actor.ReceiverFunc) actor.ReceiverFunc {
 	return func(c actor.ReceiverContext, env *actor.MessageEnvelope) { next(c, env) }

@@ -344,7 +344,7 @@ type denseAccount struct {
 	f       *flock      `msgpack:"-"`
 	teller  *actor.PID  `msgpack:"-"`
 	rng     *rand.Rand  `msgpack:"-"`
-	counts  *chanCounts `msgpack:"-"` // floorCounts only
+	counts  *chanCounts `msgpack:"-"` // counting floor rows only
 }
 
 func (a *denseAccount) Receive(ctx actor.Context) {
@@ -385,7 +385,7 @@ func (a *denseAccount) pay(ctx actor.Context) {
 // teller keeps the books of every transfer and answers each report.
 type teller struct {
 	Reports, Volume int64
-	counts          *chanCounts `msgpack:"-"` // floorCounts only
+	counts          *chanCounts `msgpack:"-"` // counting floor rows only
 }
 
 // theAck is every answer of the teller: it carries nothing.
@@ -420,29 +420,45 @@ func newDenseBank(b *testing.B, r *rig, n int, seed uint64) *flock {
 // tellerIndex stands for the teller in an account's chanCounts.
 const tellerIndex = -1
 
-// chanCounts is what an actor of the floorCounts row keeps: the messages
-// it sent to and received from each peer, by the peer's index, in maps
-// that hold no pointer (the garbage collector does not scan them). Its
-// methods do nothing on a nil chanCounts, the other rows'.
+// chanCounts is what an actor of a counting floor row keeps: the
+// messages it sent to each peer, by the peer's index, and those it
+// received, from each peer (floorCounts) or in total (floorSenderCounts),
+// in maps that hold no pointer (the garbage collector does not scan
+// them); or only the two totals (floorTotalCounts). Its methods do
+// nothing on a nil chanCounts, the other rows'.
 type chanCounts struct {
-	out, in map[int32]uint64
+	out, in          map[int32]uint64 // nil when only the total is kept
+	sentN, receivedN uint64           // the totals
 }
 
-func newChanCounts(on bool) *chanCounts {
-	if !on {
-		return nil
+func newChanCounts(k countKind) *chanCounts {
+	switch k {
+	case countChannels:
+		return &chanCounts{out: make(map[int32]uint64), in: make(map[int32]uint64)}
+	case countSenders:
+		return &chanCounts{out: make(map[int32]uint64)}
+	case countTotals:
+		return &chanCounts{}
 	}
-	return &chanCounts{out: make(map[int32]uint64), in: make(map[int32]uint64)}
+	return nil
 }
 
 func (c *chanCounts) sent(to int32) {
-	if c != nil {
+	switch {
+	case c == nil:
+	case c.out == nil:
+		c.sentN++
+	default:
 		c.out[to]++
 	}
 }
 
 func (c *chanCounts) received(from int32) {
-	if c != nil {
+	switch {
+	case c == nil:
+	case c.in == nil:
+		c.receivedN++
+	default:
 		c.in[from]++
 	}
 }
@@ -450,16 +466,28 @@ func (c *chanCounts) received(from int32) {
 // floorCounts is bare Proto.Actor with the actors counting their
 // messages per channel at both ends, the sender's index carried in the
 // message: the least that any snapshot whose completion counts messages
-// per channel (every mode here) pays on every message, whatever its
-// plumbing. A new pair of accounts costs a map entry at each end, as the
-// dense bank makes pairs at every transfer for its first seconds.
-var floorCounts = variant{name: "floor-channel-counts", counts: true}
+// per channel pays on every message, whatever its plumbing. A new pair
+// of accounts costs a map entry at each end, as the dense bank makes
+// pairs at every transfer for its first seconds.
+var floorCounts = variant{name: "floor-channel-counts", counts: countChannels}
+
+// floorSenderCounts counts each channel at its sender only, and one
+// total at each receiver: the least that a snapshot judged per receiver
+// (the epoch mode's Ledger) would pay if its receivers kept no count per
+// sender. A new pair costs one map entry, at the sender.
+var floorSenderCounts = variant{name: "floor-sender-counts", counts: countSenders}
+
+// floorTotalCounts counts one total of messages sent and one of messages
+// received at each actor: the least that a snapshot pays whose
+// completion compares the sums over all processes (Mattern's sum
+// counters), with no entry per pair at either end.
+var floorTotalCounts = variant{name: "floor-total-counts", counts: countTotals}
 
 // BenchmarkDenseBank runs denseAccounts accounts paying random others,
 // each transfer reported to one teller. One op is one transfer delivered.
-// Beside the rows of every workload it runs floorCounts.
+// Beside the rows of every workload it runs the three counting floors.
 func BenchmarkDenseBank(b *testing.B) {
-	benchWorkload(b, "transfers", func(b *testing.B, r *rig) workload { return newDenseBank(b, r, denseAccounts, 1) }, floorCounts)
+	benchWorkload(b, "transfers", func(b *testing.B, r *rig) workload { return newDenseBank(b, r, denseAccounts, 1) }, floorCounts, floorSenderCounts, floorTotalCounts)
 }
 
 // --- Running a workload ---
