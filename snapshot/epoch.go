@@ -185,14 +185,23 @@ func (p *Process) epochCounters() (prev SnapshotID, sent, received []PeerCount) 
 	// everywhere, in the Ledger too. In the order of the channels, so that
 	// a record naming the same channels as the last names them in the same
 	// order, which the Ledger matches without a lookup.
-	slices.SortFunc(p.changedOut, func(x, y *outChan) int { return int(x.slot - y.slot) })
+	// Sorted as keys, slot then place in changedOut, each channel read
+	// once: a sort that compared the channels read two of them at every
+	// step, a quarter of a record's time when 30 of 1,000 changed.
+	keys := p.sortKeys[:0]
+	for i, c := range p.changedOut {
+		keys = append(keys, uint64(c.slot)<<32|uint64(i))
+	}
+	slices.Sort(keys)
 	sent = make([]PeerCount, 0, len(p.changedOut))
-	for _, c := range p.changedOut {
+	for _, k := range keys {
+		c := p.changedOut[uint32(k)]
 		c.changed = false
 		if !c.dropped {
 			sent = append(sent, PeerCount{Peer: c.to, N: c.sent})
 		}
 	}
+	p.sortKeys = keys
 	clear(p.changedOut)
 	p.changedOut = p.changedOut[:0]
 	p.deltas = true

@@ -176,6 +176,7 @@ type Process struct {
 	// the first after Resync); whether the last listed only changes;
 	// Config.DeltaMin.
 	changedOut []*outChan
+	sortKeys   []uint64 // epochCounters' scratch
 	lastRecord SnapshotID
 	full       bool
 	deltas     bool // the last record listed only what changed
