@@ -133,12 +133,18 @@ func (g *Global) Verify() error {
 	// Receivers are looked up in a set when channels are many (a binary
 	// search per channel was the guardian's largest cost at 1,000 actors),
 	// by binary search otherwise.
-	var receivers map[ProcessID]struct{}
+	var receivers map[ProcessID]int
 	if len(g.Participants) > 64 && len(g.Channels) >= len(g.Participants)/2 {
-		receivers = make(map[ProcessID]struct{}, len(g.Participants))
+		receivers = make(map[ProcessID]int, len(g.Participants))
 		for i := range g.Participants {
-			receivers[g.Participants[i].ID] = struct{}{}
+			receivers[g.Participants[i].ID] = i
 		}
+	}
+	// With receiver counts, what is in flight to each receiver is summed
+	// as its channels are checked, where each receiver is found anyway.
+	var inFlight []uint64
+	if g.ReceiverCounts {
+		inFlight = make([]uint64, len(g.Participants))
 	}
 	from := 0 // cursor into Participants
 	for i, c := range g.Channels {
@@ -159,11 +165,12 @@ func (g *Global) Verify() error {
 		if from == len(g.Participants) || g.Participants[from].ID != c.Channel.From {
 			return fmt.Errorf("snapshot %d: channel %s: %s is not a participant", g.ID, c.Channel, c.Channel.From)
 		}
+		var to int
 		ok := false
 		if receivers != nil {
-			_, ok = receivers[c.Channel.To]
+			to, ok = receivers[c.Channel.To]
 		} else {
-			_, ok = g.index(c.Channel.To)
+			to, ok = g.index(c.Channel.To)
 		}
 		if !ok {
 			return fmt.Errorf("snapshot %d: channel %s: %s is not a participant", g.ID, c.Channel, c.Channel.To)
@@ -173,8 +180,14 @@ func (g *Global) Verify() error {
 				return fmt.Errorf("snapshot %d: channel %s: message %d has sequence %d, want %d", g.ID, c.Channel, j, m.Seq, want)
 			}
 		}
+		if inFlight != nil {
+			inFlight[to] += k
+		}
 	}
-	return g.VerifyReceivers()
+	if inFlight == nil {
+		return nil
+	}
+	return g.receiversBalance(inFlight)
 }
 
 // VerifyReceivers is the part of Verify that checks the receiver counts;
@@ -201,6 +214,12 @@ func (g *Global) VerifyReceivers() error {
 		}
 		inFlight[to] += uint64(len(c.Messages))
 	}
+	return g.receiversBalance(inFlight)
+}
+
+// receiversBalance checks each participant's receiver counts against
+// inFlight, the messages in flight to it by its index.
+func (g *Global) receiversBalance(inFlight []uint64) error {
 	for i := range g.Participants {
 		p := &g.Participants[i]
 		if p.Departed {
