@@ -253,6 +253,15 @@ func (w *frameWriter) record(r *snapshot.LocalRecord) {
 	w.uvarint(uint64(r.Prev))
 	w.uvarint(r.ReceivedTotal)
 	w.uvarint(uint64(r.Epoch))
+	w.nilable(r.Prior == nil, len(r.Prior))
+	for _, n := range r.Prior {
+		w.uvarint(n)
+	}
+	if r.Changes {
+		w.uvarint(1)
+	} else {
+		w.uvarint(0)
+	}
 }
 
 func (w *frameWriter) channel(c *wireChannel) {
@@ -486,6 +495,13 @@ func (r *frameReader) record(names *interner) *snapshot.LocalRecord {
 	rec.Prev = snapshot.SnapshotID(r.uvarint())
 	rec.ReceivedTotal = r.uvarint()
 	rec.Epoch = snapshot.SnapshotID(r.uvarint())
+	if n := r.nilable(1); n >= 0 {
+		rec.Prior = make([]uint64, n)
+		for i := range rec.Prior {
+			rec.Prior[i] = r.uvarint()
+		}
+	}
+	rec.Changes = r.uvarint() == 1
 	return rec
 }
 

@@ -87,6 +87,13 @@ func randomFrame(rng *rand.Rand) *frame {
 		if maybe() {
 			f.Rec.Waits = &snapshot.Waits{Any: maybe(), Edges: []snapshot.Wait{{To: id(), Request: 3, Type: "q"}}}
 		}
+		if maybe() {
+			f.Rec.Prior = make([]uint64, len(f.Rec.Sent))
+			for i := range f.Rec.Prior {
+				f.Rec.Prior[i] = rng.Uint64N(1 << uint(rng.IntN(64)))
+			}
+		}
+		f.Rec.Changes = maybe()
 	}
 	if maybe() {
 		f.Chans = make([]wireChannel, 1+rng.IntN(3))

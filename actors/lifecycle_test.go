@@ -1247,10 +1247,11 @@ func TestShutdownFinishesAfterItsContext(t *testing.T) {
 }
 
 // A record the coordinator cannot place, because it follows one the
-// coordinator never saw, makes the coordinator ask its participant for
-// all its counters: the participant's next record lists them, and the
-// snapshots after it complete. Without the request its next record would
-// list only what changed, which the coordinator would refuse again.
+// coordinator never saw, makes the coordinator reset its sums and ask
+// every participant for all its counters: their next records list them,
+// and the snapshots after complete. Without the request their next
+// records would list only what changed, which the coordinator would
+// refuse again.
 func TestCoordinatorAsksParticipantForItsCounters(t *testing.T) {
 	var logs testenv.SyncBuffer
 	sys, pids, events := probes(t, 2, withDeltaMin(-1), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
@@ -1260,7 +1261,7 @@ func TestCoordinatorAsksParticipantForItsCounters(t *testing.T) {
 	require.NoError(t, err)
 
 	// As if a record of p0 had been lost on its way.
-	sys.tell(newRecordReport(g.ID, snapshot.LocalRecord{Snapshot: g.ID, Process: "p0", Prev: g.ID + 7}, nil))
+	sys.tell(newRecordReport(g.ID, snapshot.LocalRecord{Snapshot: g.ID, Process: "p0", Prev: g.ID + 7, Changes: true}, nil))
 	deliverNote(t, sys, events, pids[0], pids[1], "b")
 	for range 3 {
 		g, err = sys.Snapshot(context.Background())

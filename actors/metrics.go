@@ -67,7 +67,7 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 
 // record counts a record the coordinator took in.
 func (m *metrics) record(rec *snapshot.LocalRecord) {
-	if rec.Prev == 0 {
+	if !rec.Changes {
 		m.recordsAll.Add(1)
 	} else {
 		m.recordsChanges.Add(1)

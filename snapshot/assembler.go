@@ -38,8 +38,8 @@ type AssemblerConfig struct {
 	// ever stopped adds only those this snapshot's records name, instead
 	// of all of them (and every one of them in the Global).
 	Departed func(ProcessID) (LocalRecord, bool)
-	// Ledger, in the Epochs mode, holds the sent counts that records
-	// which list only what changed (LocalRecord.Prev) leave out: every
+	// Ledger, in the Epochs mode, holds the sums of the sent counts, which
+	// records of what changed (LocalRecord.Changes) add to: every
 	// record goes through Ledger.Apply before it is given here. With a
 	// Ledger, completion is judged per receiver rather than per channel,
 	// once every participant recorded: what was sent to it before its
@@ -584,7 +584,7 @@ func (a *Assembler) admit(r *LocalRecord) (p int32, ok bool, err error) {
 	if a.abort != nil || a.global != nil {
 		return 0, false, nil
 	}
-	if r.Prev != 0 && a.ledger == nil {
+	if r.Changes && a.ledger == nil {
 		return 0, false, a.fail(fmt.Errorf("%w: record of %s lists the counters changed since its record %d, and no Ledger holds the others", ErrProtocol, r.Process, r.Prev))
 	}
 	p = a.proc(r.Process)
@@ -647,14 +647,14 @@ func (a *Assembler) addRecord(p int32, r *LocalRecord) error {
 func (a *Assembler) addLedgerRecord(p int32, r *LocalRecord) error {
 	resolved := a.ledger.resolvedOf(r)
 	for k, pc := range r.Sent {
-		if resolved != nil && resolved[k] != nil {
-			a.named(a.ledgerProc(resolved[k].to), pc.N)
+		if resolved != nil {
+			a.named(a.ledgerProc(resolved[k]), pc.N)
 		} else {
 			a.named(a.proc(pc.Peer), pc.N)
 		}
 	}
 	total := r.ReceivedTotal
-	if r.Prev == 0 {
+	if !r.Changes {
 		// Every channel is listed: its total is their sum. (A departed
 		// process's final record, which stands in, is not judged as a
 		// receiver; the names dropped since are taken off its lists.)
@@ -992,7 +992,7 @@ func (a *Assembler) judge(q int32) error {
 	sent := a.sentTo(pa) - pa.late
 	got := pa.total + pa.reported
 	ok := got == sent
-	if got > sent && !pa.named && pa.record.Prev == 0 {
+	if got > sent && !pa.named && !pa.record.Changes {
 		// Over: a sender it counted may be one this snapshot does not
 		// know yet, which must record (its record adds to the sums).
 		pa.named = true
@@ -1064,11 +1064,7 @@ func (a *Assembler) Peers(id ProcessID) []ProcessID {
 	var out []ProcessID
 	if a.ledger != nil {
 		// Channels no record here named are in the Ledger.
-		for _, ch := range a.ledger.chansOf(id) {
-			o := ch.To
-			if o == id {
-				o = ch.From
-			}
+		for _, o := range a.ledger.peersOf(id) {
 			if i, ok := a.lookup(o); ok && i != q && a.procs[i].record != nil && !a.procs[i].departed {
 				out = append(out, o)
 			}

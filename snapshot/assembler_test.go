@@ -100,13 +100,13 @@ func ledgerListRun(seed uint64) error {
 		c := &cut{id: id, a: a}
 		for i := range n {
 			full := last[i] == 0 || rng.IntN(4) == 0
-			r := snapshot.LocalRecord{Snapshot: id, Process: name(i), State: []byte{byte(i)}}
-			if !full {
-				r.Prev = last[i]
-			}
+			// Each record follows the last, whose counts it gives
+			// (Prior); a record of changes lists only those.
+			r := snapshot.LocalRecord{Snapshot: id, Process: name(i), State: []byte{byte(i)}, Prev: last[i], Changes: !full}
 			for _, e := range edges {
 				if e.from == i && (full || sent[e] != lastSent[e]) {
 					r.Sent = append(r.Sent, pc(name(e.to), sent[e]))
+					r.Prior = append(r.Prior, lastSent[e])
 					lastSent[e] = sent[e]
 				}
 				if e.to == i {

@@ -164,6 +164,8 @@ func BenchmarkCoordinatorEpoch(b *testing.B) {
 			}
 			now := time.Unix(100, 0)
 			var k uint64
+			var prevID snapshot.SnapshotID // the last round's: each record follows it
+			listed := make([]int, n)       // how many of out[i] the last round listed
 			recs := make([]snapshot.LocalRecord, n)
 			chans := make([]snapshot.ChannelRecord, n)
 			// prepare makes the next round's records and reports, outside
@@ -182,9 +184,14 @@ func BenchmarkCoordinatorEpoch(b *testing.B) {
 				}
 				for i := range n {
 					sent := make([]snapshot.PeerCount, len(out[i]))
+					prior := make([]uint64, len(out[i]))
 					for x, j := range out[i] {
 						sent[x] = snapshot.PeerCount{Peer: ids[j], N: 10 * k * uint64(x+1)}
+						if x < listed[i] {
+							prior[x] = 10 * (k - 1) * uint64(x+1)
+						}
 					}
+					listed[i] = len(out[i])
 					received := make([]snapshot.PeerCount, len(in[i]))
 					for x, j := range in[i] {
 						y := slices.Index(out[j], i)
@@ -194,7 +201,7 @@ func BenchmarkCoordinatorEpoch(b *testing.B) {
 						}
 						received[x] = snapshot.PeerCount{Peer: ids[j], N: got}
 					}
-					recs[i] = snapshot.LocalRecord{Process: ids[i], State: []byte{1}, Sent: sent, Received: received}
+					recs[i] = snapshot.LocalRecord{Process: ids[i], State: []byte{1}, Sent: sent, Received: received, Prior: prior}
 					chans[i] = snapshot.ChannelRecord{Channel: snapshot.Channel{From: ids[(i+n-1)%n], To: ids[i]},
 						Messages: []snapshot.Message{{Seq: 10 * k, Payload: k}}}
 				}
@@ -205,7 +212,7 @@ func BenchmarkCoordinatorEpoch(b *testing.B) {
 				// A participant's record, then what it captured, as its
 				// reports come.
 				for i := range recs {
-					recs[i].Snapshot = id
+					recs[i].Snapshot, recs[i].Prev = id, prevID
 					record := c.Record
 					if row.kept {
 						record = func(now time.Time, r snapshot.LocalRecord) error { return c.RecordKept(now, &recs[i]) }
@@ -226,6 +233,7 @@ func BenchmarkCoordinatorEpoch(b *testing.B) {
 					}
 				}
 				benchComplete(b, c, id)
+				prevID = id
 			}
 			for range 3 { // the Numbering of a complete snapshot, as under load
 				prepare()
@@ -250,12 +258,12 @@ func BenchmarkCoordinatorEpoch(b *testing.B) {
 // participants sends to 50 peers drawn at random, most of them a pair
 // never used before (the dense bank's accounts meet new pairs for
 // seconds), and every record after the first lists only the channels
-// whose counters changed (LocalRecord.Prev): the sent counts of those
-// channels, and what the participant received in all. What it prices is
-// the coordinator's work per channel that changed: the Ledger's table of
-// sent counts, which grows toward every pair. Nothing is in flight at
-// the cut. ns/channel is the time a snapshot over the channels whose
-// counts changed.
+// whose counters changed (LocalRecord.Changes): the sent counts of those
+// channels, each with its count as of the last record, and what the
+// participant received in all. What it prices is the coordinator's work
+// per channel that changed, which the Ledger adds to its receiver's sum,
+// keeping nothing per pair. Nothing is in flight at the cut. ns/channel
+// is the time a snapshot over the channels whose counts changed.
 func BenchmarkCoordinatorDense(b *testing.B) {
 	const n, fanout = 1000, 50
 	r := rand.New(rand.NewPCG(3, 4))
@@ -268,10 +276,11 @@ func BenchmarkCoordinatorDense(b *testing.B) {
 		b.Fatal(err)
 	}
 	now := time.Unix(100, 0)
-	sent := make([]map[int]uint64, n) // by sender: count by receiver
+	sent := make([]map[int]uint64, n)   // by sender: count by receiver
+	listed := make([]map[int]uint64, n) // as of the sender's last record
 	received := make([]map[int]uint64, n)
 	for i := range n {
-		sent[i], received[i] = map[int]uint64{}, map[int]uint64{}
+		sent[i], listed[i], received[i] = map[int]uint64{}, map[int]uint64{}, map[int]uint64{}
 	}
 	recs := make([]snapshot.LocalRecord, n)
 	var prev snapshot.SnapshotID
@@ -296,9 +305,11 @@ func BenchmarkCoordinatorDense(b *testing.B) {
 		}
 		entries = 0
 		for i := range n {
-			rec := snapshot.LocalRecord{Process: ids[i], State: []byte{1}, Prev: prev}
+			rec := snapshot.LocalRecord{Process: ids[i], State: []byte{1}, Prev: prev, Changes: prev != 0}
 			for _, j := range outs[i] {
 				rec.Sent = append(rec.Sent, snapshot.PeerCount{Peer: ids[j], N: sent[i][j]})
+				rec.Prior = append(rec.Prior, listed[i][j])
+				listed[i][j] = sent[i][j]
 			}
 			for j, got := range received[i] {
 				if prev == 0 { // the first record lists every counter

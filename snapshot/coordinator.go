@@ -353,12 +353,27 @@ func (c *Coordinator) apply(now time.Time, rec *LocalRecord) error {
 	err := c.ledger.Apply(rec, c.assemblers(rec.Snapshot))
 	if err != nil {
 		var oos *OutOfStepError
-		if errors.As(err, &oos) && oos.First {
+		switch {
+		case errors.As(err, &oos) && oos.Reset:
+			c.resynced(now, err)
+		case oos != nil && oos.First:
 			c.ready.Resync = append(c.ready.Resync, rec.Process)
 		}
 		c.add(now, rec.Snapshot, func(a *Assembler) error { a.Abort(err); return nil })
 	}
 	return err
+}
+
+// resynced follows a reset of the Ledger's sums (err says why): every
+// participant that has not stopped is asked for all its counters, and the
+// snapshots in progress, whose sums are gone, abort.
+func (c *Coordinator) resynced(now time.Time, err error) {
+	c.ready.Resync = append(c.ready.Resync, c.ledger.Resync()...)
+	for _, a := range c.assemblers(0) {
+		a.Abort(err)
+	}
+	c.now = now
+	c.check()
 }
 
 // assemblers returns the Assemblers of the snapshots in progress before
@@ -418,7 +433,14 @@ func (c *Coordinator) Stopped(now time.Time, p ProcessID, final LocalRecord, rec
 		}
 	}
 	if c.ledger != nil {
-		note(c.ledger.Apply(&final, c.assemblers(0))) // a full record: never refused
+		// A record of every counter: taken whole if need be, but one of
+		// p's records before it may have been lost (a reset).
+		if err := c.ledger.Apply(&final, c.assemblers(0)); err != nil {
+			note(err)
+			if oos := (*OutOfStepError)(nil); errors.As(err, &oos) && oos.Reset {
+				c.resynced(now, err)
+			}
+		}
 	}
 	for _, s := range recorded {
 		if r := c.run(s); r != nil {
@@ -651,8 +673,8 @@ func (c *Coordinator) dropDrained() {
 	for p := range gone {
 		delete(c.stopped, p)
 	}
-	if c.ledger != nil {
-		c.ledger.Drop(slices.Collect(maps.Keys(gone))...)
+	if c.ledger != nil && c.ledger.Drop(slices.Collect(maps.Keys(gone))...) {
+		c.ready.Resync = append(c.ready.Resync, c.ledger.Resync()...)
 	}
 	named := func(pc PeerCount) bool { return gone[pc.Peer] }
 	for _, s := range c.stopped {

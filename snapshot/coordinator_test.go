@@ -279,11 +279,18 @@ func TestCoordinatorRecapture(t *testing.T) {
 	assert.Empty(t, rd.Recapture)
 
 	// Nothing owed when every participant recorded: nobody is named.
+	// Each record lists every counter, and follows the last (Prev),
+	// whose counts it gives (Prior).
+	prev := id
+	follow := func(r snapshot.LocalRecord, prior ...uint64) snapshot.LocalRecord {
+		r.Prev, r.Prior = prev, prior
+		return r
+	}
 	id, _ = c.Start(t0, ids("a", "b", "c"), "")
 	c.Ready()
-	require.NoError(t, c.Record(t0, rec(id, "a", one("b", 3), nil)))
-	require.NoError(t, c.Record(t0, rec(id, "c", one("b", 2), nil)))
-	require.NoError(t, c.Record(t0, rec(id, "b", nil, []snapshot.PeerCount{pc("a", 3), pc("c", 2)})))
+	require.NoError(t, c.Record(t0, follow(rec(id, "a", one("b", 3), nil), 3)))
+	require.NoError(t, c.Record(t0, follow(rec(id, "c", one("b", 2), nil), 2)))
+	require.NoError(t, c.Record(t0, follow(rec(id, "b", nil, []snapshot.PeerCount{pc("a", 3), pc("c", 2)}))))
 	rd = c.Ready()
 	require.Len(t, rd.Over, 1)
 	assert.Empty(t, rd.Recapture)

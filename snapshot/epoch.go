@@ -118,6 +118,8 @@ func (p *Process) advance(id SnapshotID) error {
 		return fmt.Errorf("%w: epoch %d is %d snapshots past this process's %d", ErrProtocol, id, id-p.epoch, p.epoch)
 	}
 	var sent, received []PeerCount
+	var prior []uint64
+	changes := false
 	counted := false
 	for next := p.epoch + 1; next <= id; next++ {
 		if p.done.has(next) {
@@ -128,9 +130,9 @@ func (p *Process) advance(id SnapshotID) error {
 			// The first record taken now lists what changed since the
 			// last one; those after it follow it with nothing changed.
 			counted = true
-			prev, sent, received = p.epochCounters()
+			sent, received, prior, changes = p.epochCounters()
 		} else {
-			sent, received = nil, nil
+			sent, received, prior, changes = nil, nil, nil, true
 		}
 		p.lastRecord = next
 		s := p.spareSnap
@@ -141,7 +143,7 @@ func (p *Process) advance(id SnapshotID) error {
 		}
 		*s = snap{id: next, recorded: true, finished: true}
 		p.snaps = append(p.snaps, s)
-		p.ready.Records = append(p.ready.Records, LocalRecord{Snapshot: next, Process: p.id, Sent: sent, Received: received, Prev: prev, ReceivedTotal: p.receivedTotal})
+		p.ready.Records = append(p.ready.Records, LocalRecord{Snapshot: next, Process: p.id, Sent: sent, Received: received, Prev: prev, Prior: prior, Changes: changes, ReceivedTotal: p.receivedTotal})
 		// Nothing is open: what comes in flight is reported as it comes.
 		p.ready.Finished = append(p.ready.Finished, next)
 	}
@@ -154,11 +156,12 @@ const deltaMinChannels = 64
 
 // epochCounters returns the counters of a record in the Epochs mode: the
 // sent counts of the outgoing channels that changed since the last
-// record, which prev names, and no received ones (the record's
-// ReceivedTotal stands for them); or every channel's counts with prev
-// zero when the record must list them all. Either way the channels count
-// as unchanged from now on.
-func (p *Process) epochCounters() (prev SnapshotID, sent, received []PeerCount) {
+// record, and no received ones (the record's ReceivedTotal stands for
+// them), with changes set; or every channel's counts when the record must
+// list them all. prior holds each listed channel's count as of the last
+// record (LocalRecord.Prior). Either way the channels count as unchanged
+// from now on.
+func (p *Process) epochCounters() (sent, received []PeerCount, prior []uint64, changes bool) {
 	// Few channels, or more than a quarter of the outgoing ones changed
 	// (every one, on a ring under load): all the counters cost the
 	// coordinator about what the changes would, and spare it a lookup
@@ -179,7 +182,10 @@ func (p *Process) epochCounters() (prev SnapshotID, sent, received []PeerCount) 
 		clear(p.changedOut)
 		p.changedOut = p.changedOut[:0]
 		c := p.Counters()
-		return 0, c.Sent, c.Received
+		for _, o := range p.outs {
+			o.listed = o.sent
+		}
+		return c.Sent, c.Received, c.Prior, false
 	}
 	// A dropped channel is no longer the process's: its peer is forgotten
 	// everywhere, in the Ledger too. In the order of the channels, so that
@@ -194,22 +200,25 @@ func (p *Process) epochCounters() (prev SnapshotID, sent, received []PeerCount) 
 	}
 	slices.Sort(keys)
 	sent = make([]PeerCount, 0, len(p.changedOut))
+	prior = make([]uint64, 0, len(p.changedOut))
 	for _, k := range keys {
 		c := p.changedOut[uint32(k)]
 		c.changed = false
 		if !c.dropped {
 			sent = append(sent, PeerCount{Peer: c.to, N: c.sent})
+			prior = append(prior, c.listed)
+			c.listed = c.sent
 		}
 	}
 	p.sortKeys = keys
 	clear(p.changedOut)
 	p.changedOut = p.changedOut[:0]
 	p.deltas = true
-	return p.lastRecord, sent, nil
+	return sent, nil, prior, true
 }
 
 // Resync makes the next record in the Epochs mode list every channel's
-// counters (LocalRecord.Prev zero), as a first record does: the
+// counters (LocalRecord.Changes false), as a first record does: the
 // coordinator asks for it when its Ledger lost track of this process's
 // records (Coordinator's Ready.Resync), and a caller that could not hand
 // a record on calls it itself.

@@ -3,7 +3,6 @@ package snapshot
 import (
 	"fmt"
 	"slices"
-	"strings"
 )
 
 // Ledger is the book of what every process has sent, in the Epochs
@@ -13,19 +12,29 @@ import (
 // its senders' records equal those it received before its own record
 // (LocalRecord.ReceivedTotal) plus those it reported in flight. So the
 // Ledger keeps, per receiver, the sum of the sent counts that records
-// gave for its channels, and per channel only the sender's count, which
-// a record of changes (LocalRecord.Prev; Config.DeltaMin says when) sets
-// anew. A receiver's records name no channel: the work per record is
-// its sent counts that changed, whatever the number of channels a
-// workload ever used.
+// gave for its channels, and nothing per channel: each record says, for
+// each channel it lists, the count as of the process's previous record
+// (LocalRecord.Prior), and the Ledger adds the difference. The work per
+// record is its sent counts listed, and the memory is per process, not
+// per channel: a workload whose pairs keep forming costs the Ledger no
+// more than one whose channels stay the same.
 //
 // Every record of the mode must pass through Apply, in the order each
 // process made them, before it is given to its snapshot's Assembler (the
-// Assembler's config names the Ledger): a record the Ledger did not see
-// leaves it behind that process, and the next one is refused with an
-// *OutOfStepError until the process sends all its counters again
-// (Process.Resync). The sender's count kept per channel is what lets
-// that one record repair the sums.
+// Assembler's config names the Ledger). A process is in step when the
+// sums hold its counts as of its last record applied; the next record
+// must follow that one (LocalRecord.Prev). A process not in step (new to
+// the Ledger, or after a reset) has no share in the sums, and a record of
+// all its counters gives it one; a record of changes from it is refused
+// with an *OutOfStepError until the process sends all its counters
+// (Process.Resync). A record that does not follow the last applied of a
+// process in step means one was lost, and the Ledger cannot take that
+// process's share off channel by channel: it resets every sum, and every
+// process is asked for all its counters (OutOfStepError.Reset).
+//
+// A stopped process's final record (Snapshot zero) is kept until the
+// process is dropped, to take its share off its receivers' sums then and
+// to name its peers; a reset adds it again.
 //
 // Snapshots overlap: what a record adds after a snapshot's cut (a record
 // of a later snapshot, or the final record of a process that recorded
@@ -33,9 +42,9 @@ import (
 // off the sums when it judges its receivers.
 type Ledger struct {
 	procs map[ProcessID]*ledgerProc
-	// resolved are the channels of the last record's Sent, in its order
-	// (nil for a zero count on a channel never used), for its Assembler.
-	resolved []*ledgerChan
+	// resolved are the receivers of the last record's Sent, in its order,
+	// for its Assembler.
+	resolved []*ledgerProc
 	// resolvedFor names that record (its process and snapshot), or
 	// nothing (ok false).
 	resolvedFor struct {
@@ -45,16 +54,6 @@ type Ledger struct {
 	}
 	last  *ledgerProc  // the process of the record last applied
 	after []*Assembler // Apply's runs for which its record is after the cut
-	marks uint64       // zeroUnlisted's calls
-}
-
-// ledgerChan is one channel: its sender's count, as the latest record of
-// the sender gave it.
-type ledgerChan struct {
-	from, to *ledgerProc
-	sent     uint64
-	dropped  bool   // its process was dropped: in no map
-	mark     uint64 // Ledger.marks when zeroUnlisted last found it listed
 }
 
 type ledgerProc struct {
@@ -62,25 +61,33 @@ type ledgerProc struct {
 	gen  uint64 // the last Assembler to number it, and its number there
 	idx  int32
 	last SnapshotID // the snapshot of its last record applied
-	// stale: a record was refused, and only a full one is taken.
-	stale bool
-	// sentTo is the sum of its incoming channels' sent counts: what was
-	// sent to it as of each sender's last record.
+	// inStep: the sums hold its counts as of last (or its final record's).
+	inStep bool
+	// asked: it is not in step and was asked for all its counters.
+	asked   bool
+	dropped bool // Drop removed it: in no map
+	// sentTo is the sum of what its senders' records say they sent to it.
 	sentTo uint64
-	// Its outgoing channels by receiver; its incoming ones in the order
-	// they were made.
-	out map[ProcessID]*ledgerChan
-	ins []*ledgerChan
-	// The channels its last record named, in its order: a process names
-	// the same ones in the same order record after record when the same
-	// counters change (all of them, on a ring), found then without a
-	// lookup.
-	shape []*ledgerChan
+	// senders are the processes whose records named a channel to it
+	// since it, or they, came into the Ledger (or since a reset): each
+	// once per channel, when the channel was new to the sender (its
+	// Prior zero). They are told to forget it when it is dropped.
+	senders []*ledgerProc
+	// shape are the receivers its last record named, in its order: a
+	// process names the same ones in the same order record after record
+	// when the same counters change (all of them, on a ring), found then
+	// without a lookup.
+	shape []*ledgerProc
+	// final is its final record, once it stopped: its Sent and Received.
+	final *LocalRecord
 }
 
 // OutOfStepError refuses a record that follows one the Ledger did not
-// apply: its counters cannot be completed. The process is to send all of
-// them again (Process.Resync); the snapshot is lost.
+// apply: its counters cannot be completed, and the snapshot is lost. With
+// Reset the process was in step, so a record of it was lost: every sum
+// was reset, and every process that has not stopped is to send all its
+// counters again (Process.Resync); the snapshots in progress are lost.
+// Without it the process alone is to send them.
 type OutOfStepError struct {
 	Process ProcessID
 	Record  SnapshotID // the record refused
@@ -89,9 +96,14 @@ type OutOfStepError struct {
 	// First is set on the first record refused since the process was in
 	// step: its counters are to be asked for then, once.
 	First bool
+	Reset bool
 }
 
 func (e *OutOfStepError) Error() string {
+	if e.Reset {
+		return fmt.Sprintf("snapshot: record %d of %s follows record %d, but the coordinator's last of it is %d: every participant's counters are asked for again",
+			e.Record, e.Process, e.Prev, e.Last)
+	}
 	return fmt.Sprintf("snapshot: record %d of %s follows record %d, but the coordinator's last of it is %d: its counters are asked for again",
 		e.Record, e.Process, e.Prev, e.Last)
 }
@@ -107,7 +119,7 @@ func NewLedger() *Ledger {
 func (l *Ledger) proc(id ProcessID) *ledgerProc {
 	lp := l.procs[id]
 	if lp == nil {
-		lp = &ledgerProc{id: id, out: make(map[ProcessID]*ledgerChan)}
+		lp = &ledgerProc{id: id}
 		l.procs[id] = lp
 	}
 	return lp
@@ -117,21 +129,40 @@ func (l *Ledger) proc(id ProcessID) *ledgerProc {
 // Assemblers of the snapshots in progress that rec may come after: each
 // for which it does (a record of a later snapshot; the final record of a
 // process that recorded the run's, or took no part in it) sets aside what
-// rec adds. A final record (Process.Counters of a process that stopped)
-// is taken as a record listing every channel. It returns an
-// *OutOfStepError for a record that does not follow the last applied.
+// rec adds. A final record (Snapshot zero: Process.Counters of a process
+// that stopped) lists every channel. It returns an *OutOfStepError for a
+// record that does not follow the last applied; with Reset set, every
+// sum was reset, and the runs given must be aborted.
 func (l *Ledger) Apply(rec *LocalRecord, runs []*Assembler) error {
 	lp := l.proc(rec.Process)
-	if rec.Prev != 0 && (lp.stale || lp.last != rec.Prev) {
-		err := &OutOfStepError{Process: rec.Process, Record: rec.Snapshot, Prev: rec.Prev, Last: lp.last, First: !lp.stale}
-		lp.stale = true
+	var reset *OutOfStepError
+	whole := false // its counts replace a share of zero
+	switch {
+	case lp.inStep && rec.Prev == lp.last && lp.final == nil:
+		if len(rec.Prior) != len(rec.Sent) {
+			return fmt.Errorf("%w: record %d of %s lists %d sent counts and %d prior ones", ErrProtocol, rec.Snapshot, rec.Process, len(rec.Sent), len(rec.Prior))
+		}
+	case lp.inStep:
+		// A record of it was lost, or it listed its counters anew after
+		// one it could not hand on: its share is in the sums, and cannot
+		// be taken off channel by channel. A record of every counter (a
+		// final one among them) then gives it its share at once.
+		reset = &OutOfStepError{Process: rec.Process, Record: rec.Snapshot, Prev: rec.Prev, Last: lp.last, First: true, Reset: true}
+		l.reset()
+		if rec.Changes {
+			return reset
+		}
+		whole = true
+	case rec.Changes:
+		err := &OutOfStepError{Process: rec.Process, Record: rec.Snapshot, Prev: rec.Prev, Last: lp.last, First: !lp.asked}
+		lp.asked = true
 		return err
+	default:
+		whole = true
 	}
+	lp.inStep, lp.asked = true, false
 	if rec.Snapshot != 0 {
 		lp.last = rec.Snapshot
-	}
-	if rec.Prev == 0 {
-		lp.stale = false
 	}
 	l.after = l.after[:0]
 	for _, a := range runs {
@@ -142,161 +173,199 @@ func (l *Ledger) Apply(rec *LocalRecord, runs []*Assembler) error {
 	l.resolved = l.resolved[:0]
 	l.resolvedFor.process, l.resolvedFor.snapshot, l.resolvedFor.ok = rec.Process, rec.Snapshot, true
 	l.last = lp
-	same := l.update(lp, rec.Sent)
-	if rec.Prev == 0 && !(same && len(lp.out) == len(rec.Sent)) {
-		l.zeroUnlisted(lp, l.resolved)
+	l.update(lp, rec, whole)
+	if rec.Snapshot == 0 {
+		lp.final = &LocalRecord{Process: rec.Process, Sent: slices.Clone(rec.Sent), Received: slices.Clone(rec.Received)}
 	}
 	clear(l.after)
+	if reset != nil {
+		return reset
+	}
 	return nil
 }
 
-// zeroUnlisted sets to zero the sent counts of lp's channels that a
-// record of all of them, whose channels are listed, does not name: they
-// had not been used when it was made. In the order of their receivers.
-func (l *Ledger) zeroUnlisted(lp *ledgerProc, listed []*ledgerChan) {
-	l.marks++
-	named := 0
-	for _, e := range listed {
-		if e != nil && e.mark != l.marks {
-			e.mark = l.marks
-			named++
-		}
-	}
-	if named == len(lp.out) {
-		return // every one is listed
-	}
-	unlisted := make([]*ledgerChan, 0, len(lp.out)-named)
-	for _, e := range lp.out {
-		if e.mark != l.marks {
-			unlisted = append(unlisted, e)
-		}
-	}
-	slices.SortFunc(unlisted, func(x, y *ledgerChan) int { return strings.Compare(string(x.to.id), string(y.to.id)) })
-	for _, e := range unlisted {
-		l.set(e, 0)
-	}
-}
-
-// update sets the sent counts a record of lp's lists, resolving its
-// channels into l.resolved, and reports whether they are those of its
-// last record, in order.
-func (l *Ledger) update(lp *ledgerProc, sent []PeerCount) bool {
+// update adds what a record of lp's changed to its receivers' sums,
+// resolving them into l.resolved: each count less its prior one, or the
+// whole count when lp had no share.
+func (l *Ledger) update(lp *ledgerProc, rec *LocalRecord, whole bool) {
+	sent := rec.Sent
 	same := sameShape(lp.shape, sent)
 	for k, pc := range sent {
-		var e *ledgerChan
+		var q *ledgerProc
 		if same {
-			e = lp.shape[k]
-		} else if e = lp.out[pc.Peer]; e == nil && pc.N > 0 {
-			e = l.channel(lp, l.proc(pc.Peer))
+			q = lp.shape[k]
+		} else {
+			q = l.proc(pc.Peer)
 		}
-		if e != nil {
-			l.set(e, pc.N)
+		l.resolved = append(l.resolved, q)
+		var prior uint64
+		if !whole {
+			prior = rec.Prior[k]
 		}
-		l.resolved = append(l.resolved, e)
+		if pc.N != 0 && (whole || prior == 0) {
+			q.senders = append(q.senders, lp)
+		}
+		l.add(q, pc.N-prior) // modulo 2^64: a count that went down subtracts
 	}
-	if !same && len(sent) > 0 && !slices.Contains(l.resolved, nil) {
-		lp.shape = slices.Clone(l.resolved)
+	if !same && len(sent) > 0 {
+		lp.shape = append(lp.shape[:0], l.resolved...)
 	}
-	return same
 }
 
-// sameShape reports whether the channels of shape are those cs names, in
+// sameShape reports whether the receivers of shape are those cs names, in
 // order, none of them dropped since.
-func sameShape(shape []*ledgerChan, cs []PeerCount) bool {
+func sameShape(shape []*ledgerProc, cs []PeerCount) bool {
 	if len(shape) != len(cs) || len(cs) == 0 {
 		return false
 	}
 	for k, pc := range cs {
-		if e := shape[k]; e.dropped || e.to.id != pc.Peer {
+		if q := shape[k]; q.dropped || q.id != pc.Peer {
 			return false
 		}
 	}
 	return true
 }
 
-// resolvedOf returns the channels of rec's Sent, if it is the record last
-// applied.
-func (l *Ledger) resolvedOf(rec *LocalRecord) []*ledgerChan {
+// add adds d to the sum of receiver q, and sets it aside in the runs the
+// record comes after.
+func (l *Ledger) add(q *ledgerProc, d uint64) {
+	if d == 0 {
+		return
+	}
+	q.sentTo += d
+	for _, a := range l.after {
+		a.later(q, d)
+	}
+}
+
+// reset empties every sum: no process is in step but the stopped ones,
+// whose final records are added again, and every other is asked for all
+// its counters (Resync lists them).
+func (l *Ledger) reset() {
+	for _, lp := range l.procs {
+		lp.sentTo, lp.senders, lp.shape = 0, nil, nil
+		if lp.final == nil && lp.inStep {
+			lp.inStep, lp.asked = false, true
+		}
+	}
+	l.resolvedFor.ok = false
+	l.after = l.after[:0]
+	for _, lp := range l.procs {
+		if f := lp.final; f != nil {
+			for _, pc := range f.Sent {
+				q := l.proc(pc.Peer)
+				if pc.N != 0 {
+					q.senders = append(q.senders, lp)
+				}
+				q.sentTo += pc.N
+			}
+		}
+	}
+}
+
+// Resync returns the processes a reset asks for all their counters,
+// sorted: every one not in step whose records the Ledger refused or reset
+// (one that never recorded lists them all in its first record).
+func (l *Ledger) Resync() []ProcessID {
+	var out []ProcessID
+	for id, lp := range l.procs {
+		if lp.asked && !lp.inStep {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// resolvedOf returns the receivers of rec's Sent, if it is the record
+// last applied.
+func (l *Ledger) resolvedOf(rec *LocalRecord) []*ledgerProc {
 	if f := &l.resolvedFor; !f.ok || f.process != rec.Process || f.snapshot != rec.Snapshot || len(l.resolved) != len(rec.Sent) {
 		return nil
 	}
 	return l.resolved
 }
 
-// channel adds the channel from process from to process to.
-func (l *Ledger) channel(from, to *ledgerProc) *ledgerChan {
-	e := &ledgerChan{from: from, to: to}
-	from.out[to.id] = e
-	to.ins = append(to.ins, e)
-	return e
-}
-
-// set sets e's sent count to n, adding the change to its receiver's sum,
-// and setting it aside in the runs it comes after.
-func (l *Ledger) set(e *ledgerChan, n uint64) {
-	if e.sent == n {
-		return
-	}
-	d := n - e.sent // modulo 2^64: a count that went down subtracts
-	e.sent = n
-	e.to.sentTo += d
-	for _, a := range l.after {
-		a.later(e.to, d)
-	}
-}
-
-// chansOf returns the channels with p at either end that the Ledger
-// holds, sorted.
-func (l *Ledger) chansOf(p ProcessID) []Channel {
+// peersOf returns the processes that share a channel with p, as the
+// Ledger knows them, sorted: those whose records named a channel to it,
+// and, once it stopped, those its final record names.
+func (l *Ledger) peersOf(p ProcessID) []ProcessID {
 	lp := l.procs[p]
 	if lp == nil {
 		return nil
 	}
-	out := make([]Channel, 0, len(lp.out)+len(lp.ins))
-	for _, e := range lp.out {
-		out = append(out, Channel{From: p, To: e.to.id})
+	var out []ProcessID
+	for _, s := range lp.senders {
+		out = append(out, s.id)
 	}
-	for _, e := range lp.ins {
-		if e.from != lp { // a channel to itself is in both
-			out = append(out, Channel{From: e.from.id, To: p})
+	if f := lp.final; f != nil {
+		for _, pc := range f.Sent {
+			out = append(out, pc.Peer)
+		}
+		for _, pc := range f.Received {
+			out = append(out, pc.Peer)
 		}
 	}
-	slices.SortFunc(out, Channel.compare)
-	return out
+	slices.Sort(out)
+	out = slices.Compact(out)
+	return slices.DeleteFunc(out, func(q ProcessID) bool { return q == p })
 }
 
-// Drop forgets the processes gone and every channel with one of them at
-// either end: they stopped and were dropped (Coordinator's Ready.Drops),
-// and their names may be given again. What a process dropped had sent
-// leaves its receivers' sums, as its receivers forget what they received
-// from it (Process.DropPeer): it was all received, or it would not be
-// dropped.
-func (l *Ledger) Drop(gone ...ProcessID) {
+// Drop forgets the processes gone: they stopped and were dropped
+// (Coordinator's Ready.Drops), and their names may be given again. What a
+// process dropped had sent, as its final record gives it, leaves its
+// receivers' sums, as its receivers forget what they received from it
+// (Process.DropPeer): it was all received, or it would not be dropped;
+// and the final records kept of the others forget it. It reports whether
+// it reset every sum: a process dropped without a final record, and in
+// step, had a share it cannot take off (Ledger's doc).
+func (l *Ledger) Drop(gone ...ProcessID) (reset bool) {
+	set := make(map[*ledgerProc]bool, len(gone))
+	ids := make(map[ProcessID]bool, len(gone))
 	for _, p := range gone {
-		l.drop(p)
+		if lp := l.procs[p]; lp != nil {
+			set[lp], ids[p] = true, true
+		}
 	}
-}
-
-func (l *Ledger) drop(p ProcessID) {
-	lp := l.procs[p]
-	if lp == nil {
-		return
+	for lp := range set {
+		if lp.final == nil && lp.inStep {
+			reset = true
+		}
+		lp.dropped = true
+		delete(l.procs, lp.id)
 	}
-	// Each receiver's list lets go of its channels from p once, whatever
-	// their number.
-	receivers := make(map[*ledgerProc]bool, len(lp.out))
-	for _, e := range lp.out {
-		e.dropped = true
-		e.to.sentTo -= e.sent
-		receivers[e.to] = true
+	if reset {
+		l.reset()
+		return true
 	}
-	for _, e := range lp.ins {
-		e.dropped = true
-		delete(e.from.out, p)
+	isGone := func(q *ledgerProc) bool { return q.dropped }
+	named := func(pc PeerCount) bool { return ids[pc.Peer] }
+	for lp := range set {
+		f := lp.final
+		if f == nil {
+			continue
+		}
+		// Its receivers, and the finals of those it shared a channel
+		// with, forget it.
+		for _, pc := range f.Sent {
+			if q := l.procs[pc.Peer]; q != nil {
+				q.sentTo -= pc.N
+				q.senders = slices.DeleteFunc(q.senders, isGone)
+				if q.final != nil {
+					q.final.Received = slices.DeleteFunc(q.final.Received, named)
+				}
+			}
+		}
+		for _, s := range lp.senders {
+			if !s.dropped && s.final != nil {
+				s.final.Sent = slices.DeleteFunc(s.final.Sent, named)
+			}
+		}
+		for _, pc := range f.Received {
+			if q := l.procs[pc.Peer]; q != nil && q.final != nil {
+				q.final.Sent = slices.DeleteFunc(q.final.Sent, named)
+			}
+		}
 	}
-	dropped := func(e *ledgerChan) bool { return e.dropped }
-	for q := range receivers {
-		q.ins = slices.DeleteFunc(q.ins, dropped)
-	}
-	delete(l.procs, p)
+	return false
 }

@@ -20,24 +20,34 @@ func TestEpochRecordsListWhatChanged(t *testing.T) {
 	a.Send("c")
 	require.NoError(t, a.Start(1))
 	rec := take(a).Records[0]
-	assert.Zero(t, rec.Prev, "the first record lists every counter")
+	assert.Zero(t, rec.Prev, "the first record")
+	assert.False(t, rec.Changes, "the first record lists every counter")
 	assert.ElementsMatch(t, []snapshot.PeerCount{{Peer: "b", N: 1}, {Peer: "c", N: 1}}, rec.Sent)
+	assert.Equal(t, []uint64{0, 0}, rec.Prior)
 
 	a.Send("c")
 	require.NoError(t, a.Start(2))
 	rec = take(a).Records[0]
 	assert.Equal(t, snapshot.SnapshotID(1), rec.Prev)
+	assert.True(t, rec.Changes)
 	assert.Equal(t, []snapshot.PeerCount{{Peer: "c", N: 2}}, rec.Sent, "b did not change")
+	assert.Equal(t, []uint64{1}, rec.Prior, "c's count as of record 1")
 
 	require.NoError(t, a.Start(3))
 	rec = take(a).Records[0]
 	assert.Equal(t, snapshot.SnapshotID(2), rec.Prev)
+	assert.True(t, rec.Changes)
 	assert.Empty(t, rec.Sent)
 
 	a.Resync()
 	require.NoError(t, a.Start(4))
 	rec = take(a).Records[0]
-	assert.Zero(t, rec.Prev, "after Resync, every counter again")
+	assert.False(t, rec.Changes, "after Resync, every counter again")
+	assert.Equal(t, snapshot.SnapshotID(3), rec.Prev, "still following the last")
+	require.Len(t, rec.Sent, 2)
+	for k, pc := range rec.Sent {
+		assert.Equal(t, pc.N, rec.Prior[k], "%s unchanged since record 3", pc.Peer)
+	}
 	assert.ElementsMatch(t, []snapshot.PeerCount{{Peer: "b", N: 1}, {Peer: "c", N: 2}}, rec.Sent)
 }
 
@@ -72,10 +82,10 @@ func TestLedgerKeepsEachCutsCounts(t *testing.T) {
 
 	s2, s3 := asm(2), asm(3)
 	runs := []*snapshot.Assembler{s2, s3}
-	add(snapshot.LocalRecord{Snapshot: 2, Process: "b", Prev: 1, ReceivedTotal: 2}, runs...) // nothing changed at b
-	add(snapshot.LocalRecord{Snapshot: 3, Process: "b", Prev: 2, ReceivedTotal: 5}, runs...)
-	add(snapshot.LocalRecord{Snapshot: 2, Process: "a", Prev: 1, Sent: []snapshot.PeerCount{{Peer: "b", N: 4}}}, runs...)
-	add(snapshot.LocalRecord{Snapshot: 3, Process: "a", Prev: 2, Sent: []snapshot.PeerCount{{Peer: "b", N: 6}}}, runs...)
+	add(snapshot.LocalRecord{Snapshot: 2, Process: "b", Prev: 1, Changes: true, ReceivedTotal: 2}, runs...) // nothing changed at b
+	add(snapshot.LocalRecord{Snapshot: 3, Process: "b", Prev: 2, Changes: true, ReceivedTotal: 5}, runs...)
+	add(snapshot.LocalRecord{Snapshot: 2, Process: "a", Prev: 1, Changes: true, Sent: []snapshot.PeerCount{{Peer: "b", N: 4}}, Prior: []uint64{2}}, runs...)
+	add(snapshot.LocalRecord{Snapshot: 3, Process: "a", Prev: 2, Changes: true, Sent: []snapshot.PeerCount{{Peer: "b", N: 6}}, Prior: []uint64{4}}, runs...)
 
 	require.Equal(t, snapshot.Pending, s2.Status(time.Time{}).State, "b: 4 sent to it at the cut, 2 received: 2 in flight")
 	m := s2.Missing()
@@ -104,31 +114,57 @@ func TestLedgerKeepsEachCutsCounts(t *testing.T) {
 	// 3 still is: the Ledger's sum for b shows it, and no record names
 	// the channel.
 	s4 := asm(4)
-	add(snapshot.LocalRecord{Snapshot: 4, Process: "a", Prev: 3}, s4)
-	add(snapshot.LocalRecord{Snapshot: 4, Process: "b", Prev: 3, ReceivedTotal: 5}, s4)
+	add(snapshot.LocalRecord{Snapshot: 4, Process: "a", Prev: 3, Changes: true}, s4)
+	add(snapshot.LocalRecord{Snapshot: 4, Process: "b", Prev: 3, Changes: true, ReceivedTotal: 5}, s4)
 	require.Equal(t, snapshot.Pending, s4.Status(time.Time{}).State, "a->b still carries message 6")
 	require.NoError(t, s4.AddChannel(snapshot.ChannelRecord{Snapshot: 4, Channel: snapshot.Channel{From: "a", To: "b"},
 		Messages: []snapshot.Message{{Seq: 6, Payload: "m6"}}}))
 	require.Equal(t, snapshot.Complete, s4.Status(time.Time{}).State)
 }
 
-// A record that follows one the Ledger never applied is refused, once
-// with First set; a record listing every counter puts the process back
-// in step. A delta record without a Ledger is refused too.
+// A record of changes that follows one the Ledger never applied is
+// refused, once with First set; a record listing every counter gives the
+// process its share. A record that does not follow the last applied of a
+// process in step means one was lost: every sum is reset, every process
+// in step before is asked for all its counters, and the sums built again
+// from those count nothing twice. A delta record without a Ledger is
+// refused too.
 func TestLedgerRefusesRecordsOutOfStep(t *testing.T) {
 	l := snapshot.NewLedger()
-	r := snapshot.LocalRecord{Snapshot: 5, Process: "a", Prev: 4, Sent: []snapshot.PeerCount{{Peer: "b", N: 1}}}
+	apply := func(r snapshot.LocalRecord) error { return l.Apply(&r, nil) }
 	var oos *snapshot.OutOfStepError
-	require.ErrorAs(t, l.Apply(&r, nil), &oos)
+	require.ErrorAs(t, apply(snapshot.LocalRecord{Snapshot: 5, Process: "a", Prev: 4, Changes: true, Sent: []snapshot.PeerCount{{Peer: "b", N: 1}}, Prior: []uint64{0}}), &oos)
 	assert.True(t, oos.First)
+	assert.False(t, oos.Reset)
 	assert.True(t, errors.Is(oos, snapshot.ErrProtocol))
-	r = snapshot.LocalRecord{Snapshot: 6, Process: "a", Prev: 5}
-	require.ErrorAs(t, l.Apply(&r, nil), &oos)
+	require.ErrorAs(t, apply(snapshot.LocalRecord{Snapshot: 6, Process: "a", Prev: 5, Changes: true}), &oos)
 	assert.False(t, oos.First, "asked for once")
-	full := snapshot.LocalRecord{Snapshot: 7, Process: "a", Sent: []snapshot.PeerCount{{Peer: "b", N: 3}}}
-	require.NoError(t, l.Apply(&full, nil))
-	delta := snapshot.LocalRecord{Snapshot: 8, Process: "a", Prev: 7}
-	require.NoError(t, l.Apply(&delta, nil))
+	assert.Equal(t, ids("a"), l.Resync())
+	require.NoError(t, apply(snapshot.LocalRecord{Snapshot: 7, Process: "a", Prev: 6, Sent: []snapshot.PeerCount{{Peer: "b", N: 3}}}))
+	assert.Empty(t, l.Resync(), "in step")
+	delta := snapshot.LocalRecord{Snapshot: 8, Process: "a", Prev: 7, Changes: true, Sent: []snapshot.PeerCount{{Peer: "b", N: 4}}, Prior: []uint64{3}}
+	require.NoError(t, apply(delta))
+	require.NoError(t, apply(snapshot.LocalRecord{Snapshot: 8, Process: "c", Sent: []snapshot.PeerCount{{Peer: "b", N: 1}}}))
+
+	// a's record 9 is lost on its way.
+	require.ErrorAs(t, apply(snapshot.LocalRecord{Snapshot: 10, Process: "a", Prev: 9, Changes: true, Sent: []snapshot.PeerCount{{Peer: "b", N: 6}}, Prior: []uint64{5}}), &oos)
+	assert.True(t, oos.Reset)
+	assert.Equal(t, ids("a", "c"), l.Resync(), "b never recorded: its first record lists every counter")
+
+	// Built again from records of every counter, the sum for b is what
+	// a and c sent it: a snapshot where b received all of it balances.
+	asm, err := snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: 11, Mode: snapshot.Epochs, Participants: ids("a", "b", "c"), Ledger: l})
+	require.NoError(t, err)
+	for _, r := range []snapshot.LocalRecord{
+		{Snapshot: 11, Process: "a", Prev: 10, Sent: []snapshot.PeerCount{{Peer: "b", N: 6}}, Prior: []uint64{6}},
+		{Snapshot: 11, Process: "c", Prev: 8, Sent: []snapshot.PeerCount{{Peer: "b", N: 1}}, Prior: []uint64{1}},
+		{Snapshot: 11, Process: "b", Received: []snapshot.PeerCount{{Peer: "a", N: 6}, {Peer: "c", N: 1}}, ReceivedTotal: 7},
+	} {
+		require.NoError(t, l.Apply(&r, []*snapshot.Assembler{asm}))
+		require.NoError(t, asm.AddRecord(r))
+	}
+	assert.Empty(t, l.Resync())
+	require.Equal(t, snapshot.Complete, asm.Status(time.Time{}).State, "%+v", asm.Missing())
 
 	a, err := snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: 8, Mode: snapshot.Epochs})
 	require.NoError(t, err)
@@ -144,7 +180,7 @@ func TestCoordinatorAsksForCountersAgain(t *testing.T) {
 	id, err := c.Start(now, ids("a"), "")
 	require.NoError(t, err)
 	c.Ready()
-	err = c.Record(now, snapshot.LocalRecord{Snapshot: id, Process: "a", Prev: 3})
+	err = c.Record(now, snapshot.LocalRecord{Snapshot: id, Process: "a", Prev: 3, Changes: true})
 	var oos *snapshot.OutOfStepError
 	require.ErrorAs(t, err, &oos)
 	rd := c.Ready()
@@ -159,6 +195,53 @@ func TestCoordinatorAsksForCountersAgain(t *testing.T) {
 	rd = c.Ready()
 	require.Len(t, rd.Over, 1)
 	assert.NotNil(t, rd.Over[0].Global, "every counter again: complete")
+}
+
+// A record lost on its way from a participant in step: the coordinator
+// cannot take that participant's share off its sums, so it resets them,
+// asks every participant for all its counters, and aborts the snapshots
+// in progress; the next snapshot of records of every counter completes.
+func TestCoordinatorResetsAfterALostRecord(t *testing.T) {
+	c, err := snapshot.NewCoordinator(snapshot.CoordinatorConfig{Mode: snapshot.Epochs})
+	require.NoError(t, err)
+	now := time.Unix(0, 0)
+	id, err := c.Start(now, ids("a", "b"), "")
+	require.NoError(t, err)
+	c.Ready()
+	require.NoError(t, c.Record(now, snapshot.LocalRecord{Snapshot: id, Process: "a", Sent: []snapshot.PeerCount{{Peer: "b", N: 2}}}))
+	require.NoError(t, c.Record(now, snapshot.LocalRecord{Snapshot: id, Process: "b", Received: []snapshot.PeerCount{{Peer: "a", N: 2}}, ReceivedTotal: 2}))
+	require.Len(t, c.Ready().Over, 1)
+
+	first := id
+	id, err = c.Start(now, ids("a", "b"), "")
+	require.NoError(t, err)
+	c.Ready()
+	require.NoError(t, c.Record(now, snapshot.LocalRecord{Snapshot: id, Process: "b", Prev: first, Changes: true, ReceivedTotal: 2}))
+	// a's record of id is lost; its next, of a later snapshot, follows it.
+	err = c.Record(now, snapshot.LocalRecord{Snapshot: id + 1, Process: "a", Prev: id, Changes: true, Sent: []snapshot.PeerCount{{Peer: "b", N: 5}}, Prior: []uint64{4}})
+	var oos *snapshot.OutOfStepError
+	require.ErrorAs(t, err, &oos)
+	assert.True(t, oos.Reset)
+	rd := c.Ready()
+	assert.Equal(t, ids("a", "b"), rd.Resync, "everyone's counters again")
+	require.Len(t, rd.Over, 1, "the snapshot in progress is lost with the sums")
+	assert.ErrorAs(t, rd.Over[0].Err, &oos)
+
+	id, err = c.Start(now, ids("a", "b"), "")
+	require.NoError(t, err)
+	c.Ready()
+	require.NoError(t, c.Record(now, snapshot.LocalRecord{Snapshot: id, Process: "a", Prev: id - 1, Sent: []snapshot.PeerCount{{Peer: "b", N: 6}}, Prior: []uint64{5}}))
+	require.NoError(t, c.Record(now, snapshot.LocalRecord{Snapshot: id, Process: "b", Prev: first, Received: []snapshot.PeerCount{{Peer: "a", N: 5}}, ReceivedTotal: 5}))
+	assert.Empty(t, c.Ready().Over, "message 6 is in flight")
+	require.NoError(t, c.Channel(now, snapshot.ChannelRecord{Snapshot: id, Channel: snapshot.Channel{From: "a", To: "b"}, Messages: []snapshot.Message{{Seq: 6}}}))
+	rd = c.Ready()
+	assert.Empty(t, rd.Resync)
+	require.Len(t, rd.Over, 1)
+	require.NoError(t, rd.Over[0].Err)
+	g := rd.Over[0].Global
+	require.NoError(t, g.Verify())
+	b, _ := g.Participant("b")
+	assert.Equal(t, [2]uint64{6, 5}, [2]uint64{b.SentTo, b.Received}, "a's counts whole, once")
 }
 
 // A peer that a record's counts name, not among the participants given,
@@ -177,7 +260,7 @@ func TestLedgerRecordsRequireTheirPeers(t *testing.T) {
 		}
 		asm, err := snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: 2, Mode: snapshot.Epochs, Participants: ids("a"), Ledger: l})
 		require.NoError(t, err)
-		rec := snapshot.LocalRecord{Snapshot: 2, Process: "a", Prev: prev, Sent: []snapshot.PeerCount{{Peer: "b", N: 3}}}
+		rec := snapshot.LocalRecord{Snapshot: 2, Process: "a", Prev: prev, Changes: changes, Sent: []snapshot.PeerCount{{Peer: "b", N: 3}}, Prior: []uint64{uint64(prev)}}
 		require.NoError(t, l.Apply(&rec, []*snapshot.Assembler{asm}))
 		require.NoError(t, asm.AddRecord(rec))
 		assert.Equal(t, snapshot.Pending, asm.Status(time.Time{}).State, "changes %v", changes)
@@ -217,8 +300,8 @@ func TestFinalRecordBeforeBirthCountsAtTheCut(t *testing.T) {
 		if !birthFirst {
 			c.Require(id, "c")
 		}
-		require.NoError(t, c.Record(now, snapshot.LocalRecord{Snapshot: id, Process: "a", Prev: id - 1}))
-		require.NoError(t, c.Record(now, snapshot.LocalRecord{Snapshot: id, Process: "r", Prev: id - 1, ReceivedTotal: 1}))
+		require.NoError(t, c.Record(now, snapshot.LocalRecord{Snapshot: id, Process: "a", Prev: id - 1, Changes: true}))
+		require.NoError(t, c.Record(now, snapshot.LocalRecord{Snapshot: id, Process: "r", Prev: id - 1, Changes: true, ReceivedTotal: 1}))
 		rd := c.Ready()
 		require.Len(t, rd.Over, 1, "birth first %v", birthFirst)
 		require.NoError(t, rd.Over[0].Err, "birth first %v", birthFirst)

@@ -66,6 +66,7 @@ type outChan struct {
 	dropped bool   // Drop removed it: a handle on it is filled again
 	changed bool   // Epochs mode: sent since the last record (in Process.changedOut)
 	slot    int32  // its index in Process.outs
+	listed  uint64 // Epochs mode: sent as of the last record that listed it (LocalRecord.Prior)
 }
 
 // OutHandle holds a process's outgoing channel to one peer, for a caller
@@ -958,7 +959,8 @@ func (p *Process) Received(from ProcessID) uint64 {
 // Counters returns the process's counters as of now, in the form of a
 // LocalRecord without a snapshot: messages sent per outgoing channel and
 // received per incoming channel. A process that stops reports them as its
-// final record (Assembler.AddDeparted).
+// final record (Assembler.AddDeparted); in the Epochs mode they follow
+// its last record (Prev, Prior), as its records do.
 func (p *Process) Counters() LocalRecord {
 	counts := make([]PeerCount, len(p.outs)+len(p.ins)) // one allocation for both
 	rec := LocalRecord{Process: p.id, Sent: counts[:len(p.outs):len(p.outs)], Received: counts[len(p.outs):], ReceivedTotal: p.receivedTotal, Epoch: p.epoch}
@@ -967,6 +969,13 @@ func (p *Process) Counters() LocalRecord {
 	}
 	for i, c := range p.ins {
 		rec.Received[i] = PeerCount{Peer: c.from, N: c.received}
+	}
+	if p.mode == Epochs {
+		rec.Prev = p.lastRecord
+		rec.Prior = make([]uint64, len(p.outs))
+		for i, c := range p.outs {
+			rec.Prior[i] = c.listed
+		}
 	}
 	return rec
 }

@@ -149,12 +149,20 @@ type LocalRecord struct {
 	// fills it in, as State); nil when nothing.
 	Waits *Waits
 	// Prev, in the Epochs mode, is the snapshot of the process's previous
-	// record: Sent and Received then list only the channels whose counters
-	// changed since that record, and the Ledger holds the others. Zero:
-	// they list every channel (a process's first record, or the first
-	// after Resync), as in the other modes. A record of changes lists no
-	// Received: the coordinator judges each receiver by ReceivedTotal.
-	Prev SnapshotID
+	// record (zero before its first), and Prior gives, for each channel
+	// of Sent in its order, the count the process had listed for it as of
+	// that record (zero for a channel it had not listed): so the Ledger,
+	// in step with the process, adds what each record changed to its
+	// receivers' sums and keeps no count per channel. Changes says that
+	// Sent lists only the channels whose counts changed since Prev, and
+	// Received nothing: the coordinator judges each receiver by
+	// ReceivedTotal. Without Changes the record lists every channel, as
+	// in the other modes (a process's first record, the first after
+	// Resync, a final record, or one that changed most of them), and a
+	// Ledger out of step with the process takes its counts whole.
+	Prev    SnapshotID
+	Prior   []uint64
+	Changes bool
 	// ReceivedTotal, in the Epochs mode, counts the messages the process
 	// received before the record on every channel it has (the sum of
 	// Received when that lists them all). Completion there is judged per

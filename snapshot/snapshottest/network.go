@@ -606,7 +606,7 @@ func (n *Network) step(i int, input func(p *snapshot.Process) error) {
 	for _, rec := range rd.Records {
 		rec.State, rec.Kind = state, "process"
 		n.trace.Recorded(rec.Process, rec.Snapshot)
-		if rec.Prev != 0 {
+		if rec.Changes {
 			n.logf("%s: record %d (changed since %d: sent %s; received %d in all)", rec.Process, rec.Snapshot, rec.Prev, counts(rec.Sent), rec.ReceivedTotal)
 		} else {
 			n.logf("%s: record %d (sent %s; received %s)", rec.Process, rec.Snapshot, counts(rec.Sent), counts(rec.Received))
