@@ -585,7 +585,7 @@ func (a *Assembler) admit(r *LocalRecord) (p int32, ok bool, err error) {
 		return 0, false, nil
 	}
 	if r.Changes && a.ledger == nil {
-		return 0, false, a.fail(fmt.Errorf("%w: record of %s lists the counters changed since its record %d, and no Ledger holds the others", ErrProtocol, r.Process, r.Prev))
+		return 0, false, a.fail(fmt.Errorf("%w: record of %s lists the counters changed since its record %d, and no Ledger holds the sums", ErrProtocol, r.Process, r.Prev))
 	}
 	p = a.proc(r.Process)
 	if a.procs[p].record != nil {

@@ -156,12 +156,14 @@
 //     it. departed: how a stopped participant stands in a snapshot it had
 //     not recorded (Participant.Departed): no state, its final counters.
 //     lost: a message that reached a stopped participant.
-//   - ledger (Epochs mode): the sent counts kept across snapshots, with
-//     their sum per receiver, so that a record lists only those that
-//     changed since the process's previous one (LocalRecord.Prev) and
+//   - ledger (Epochs mode): the sums, per receiver, of what its senders'
+//     records say they sent it, kept across snapshots, so that a record
+//     lists only the sent counts that changed since the process's
+//     previous one (LocalRecord.Changes, each with its prior count) and
 //     one number for all it received (LocalRecord.ReceivedTotal), and
-//     completion is judged per receiver; resync: a process asked to list
-//     them all again.
+//     completion is judged per receiver; in step: a process whose counts
+//     the sums hold as of its last record; resync: a process asked to
+//     list them all again (after a record was lost, every process).
 //   - drained: a stopped participant every message of which a complete
 //     snapshot shows received. dropped: drained and forgotten by its
 //     peers (DropPeer); its name may then be given to a new participant.
