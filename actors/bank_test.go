@@ -165,13 +165,13 @@ var modes = []struct {
 	{"unaligned", WithMode(snapshot.Unaligned)},
 	{"aligned", WithMode(snapshot.Aligned)},
 	{"epoch", WithMode(snapshot.Epochs)},
-	// Lazy starts, and records of what changed on any number of
-	// channels: the live tests' participants have too few for the
-	// default rule to send one.
+	// Lazy starts, and records of every counter when more than a quarter
+	// changed (snapshot.Config.DeltaMin): the default lists only what
+	// changed.
 	{"epoch-lazy", func(c *config) {
 		WithMode(snapshot.Epochs)(c)
 		WithInitiation(Lazy)(c)
-		withDeltaMin(-1)(c)
+		withDeltaMin(2)(c)
 	}},
 }
 
@@ -190,15 +190,16 @@ func forModes(t *testing.T, test func(t *testing.T, mode Option)) {
 	}
 }
 
-// Accounts that pay 150 others each (some 300 channels an account, above
-// the default DeltaMin) in the epoch mode, with the default rule for
-// records: an account few of whose channels changed since its last
-// record lists only those, the coordinator's ledger fills in the rest,
-// and every snapshot still checks out (its cut, its channels, the
-// money).
-func TestRecordsOfChangesAtTheDefaultRule(t *testing.T) {
+// Accounts that pay 150 others each (some 300 channels an account) in
+// the epoch mode, with records of every counter when more than a quarter
+// of an account's channels changed (snapshot.Config.DeltaMin 64): an
+// account few of whose channels changed since its last record lists only
+// those, one with many lists them all, both follow its last record in
+// the coordinator's ledger, and every snapshot still checks out (its cut,
+// its channels, the money).
+func TestRecordsOfChangesAtTheDeltaMinRule(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
-	b := newBankWith(t, 200, 150, 1000, 3, WithMode(snapshot.Epochs),
+	b := newBankWith(t, 200, 150, 1000, 3, WithMode(snapshot.Epochs), withDeltaMin(64),
 		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 	defer shutdown(t, b.sys)
 	for range 40 {

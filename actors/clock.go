@@ -29,5 +29,5 @@ func (realClock) AfterFunc(d time.Duration, f func()) timer { return time.AfterF
 func withClock(c clock) Option { return func(cfg *config) { cfg.clock = c } }
 
 // withDeltaMin sets the participants' snapshot.Config.DeltaMin: tests of
-// records of changes on few channels set -1.
+// records of every counter that follow the last set it positive.
 func withDeltaMin(n int) Option { return func(cfg *config) { cfg.deltaMin = n } }

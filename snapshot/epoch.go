@@ -65,9 +65,6 @@ func (p *Process) initEpoch(cfg Config) {
 	p.bornAfter = nil
 	p.full = true // the first record lists every channel
 	p.deltaMin = cfg.DeltaMin
-	if p.deltaMin == 0 {
-		p.deltaMin = deltaMinChannels
-	}
 }
 
 // receiveEpoch is Receive in the Epochs mode.
@@ -151,9 +148,6 @@ func (p *Process) advance(id SnapshotID) error {
 	return nil
 }
 
-// deltaMinChannels is Config.DeltaMin's default.
-const deltaMinChannels = 64
-
 // epochCounters returns the counters of a record in the Epochs mode: the
 // sent counts of the outgoing channels that changed since the last
 // record, and no received ones (the record's ReceivedTotal stands for
@@ -162,10 +156,8 @@ const deltaMinChannels = 64
 // record (LocalRecord.Prior). Either way the channels count as unchanged
 // from now on.
 func (p *Process) epochCounters() (sent, received []PeerCount, prior []uint64, changes bool) {
-	// Few channels, or more than a quarter of the outgoing ones changed
-	// (every one, on a ring under load): all the counters cost the
-	// coordinator about what the changes would, and spare it a lookup
-	// per channel when the same ones come in the same order. Once the
+	// With a positive DeltaMin: few channels, or more than a quarter of
+	// the outgoing ones changed, and the record lists them all. Once the
 	// last record listed what changed, more than half must have changed,
 	// so that a process whose changes hover about a quarter does not
 	// switch at every other record.

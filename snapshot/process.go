@@ -40,14 +40,14 @@ type Config struct {
 	// incoming one, so that sequence numbers continue and the next snapshot
 	// balances.
 	Sent, Received []PeerCount
-	// DeltaMin, in the Epochs mode, is the fewest channels a process has
-	// for a record to list only the counters that changed since its last
-	// (when at most a quarter of them did, or half if its last record
-	// listed only changes): below it every record lists
-	// them all, which costs the coordinator less per counter than its
-	// Ledger does. Zero means 64. Negative: every record but the first
-	// (and the first after Resync) lists only what changed, whatever the
-	// numbers, as tests on small graphs want.
+	// DeltaMin, in the Epochs mode, when positive, is the fewest channels
+	// a process has for a record to list only the counters that changed
+	// since its last (when at most a quarter of them did, or half if its
+	// last record listed only changes): below it, or past that share, a
+	// record lists them all. Zero or negative: every record but the first
+	// (and the first after Resync) lists only what changed, which costs
+	// the process and the coordinator's Ledger least; a positive value is
+	// for tests of records of every counter that follow the last.
 	DeltaMin int
 	// BackEdges names, in the aligned mode, the senders of incoming
 	// channels that are back edges: the process does not wait for their
