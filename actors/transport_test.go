@@ -92,6 +92,8 @@ func FuzzGuardianBatch(f *testing.F) {
 	f.Add(seed(&frame{K: fStopped, From: "acct-1", Rec: &rec}, &frame{K: fOver, ID: 3, Err: "late", Tokens: []uint64{1}}))
 	f.Add(seed(&frame{K: fStart, ID: 3}))
 	f.Add(seed(&frame{K: fReport, Chans: []wireChannel{{Seqs: []uint64{1}}}}))
+	changes := snapshot.LocalRecord{Snapshot: 4, Process: "acct-1", Sent: []snapshot.PeerCount{{Peer: "acct-2", N: 9}}, Prev: 3, Prior: []uint64{7}, Changes: true, ReceivedTotal: 5}
+	f.Add(seed(&frame{K: fReport, ID: 4, Rec: &changes}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_ = decodeBatch(b, &interner{}, func(fr *frame) {
 			if !forGuardian(fr.K) {
