@@ -12,12 +12,13 @@ import (
 // its senders' records equal those it received before its own record
 // (LocalRecord.ReceivedTotal) plus those it reported in flight. So the
 // Ledger keeps, per receiver, the sum of the sent counts that records
-// gave for its channels, and nothing per channel: each record says, for
+// gave for its channels, and no count per channel: each record says, for
 // each channel it lists, the count as of the process's previous record
 // (LocalRecord.Prior), and the Ledger adds the difference. The work per
-// record is its sent counts listed, and the memory is per process, not
-// per channel: a workload whose pairs keep forming costs the Ledger no
-// more than one whose channels stay the same.
+// record is its sent counts listed; per channel the Ledger keeps only
+// the sender in its receiver's list of senders, made once, when the
+// channel is new (a drop tells them), so a workload whose pairs keep
+// forming costs it little more than one whose channels stay the same.
 //
 // Every record of the mode must pass through Apply, in the order each
 // process made them, before it is given to its snapshot's Assembler (the
@@ -135,10 +136,13 @@ func (l *Ledger) proc(id ProcessID) *ledgerProc {
 // sum was reset, and the runs given must be aborted.
 func (l *Ledger) Apply(rec *LocalRecord, runs []*Assembler) error {
 	lp := l.proc(rec.Process)
+	if lp.final != nil {
+		return fmt.Errorf("%w: record %d of %s after its final record", ErrProtocol, rec.Snapshot, rec.Process)
+	}
 	var reset *OutOfStepError
 	whole := false // its counts replace a share of zero
 	switch {
-	case lp.inStep && rec.Prev == lp.last && lp.final == nil:
+	case lp.inStep && rec.Prev == lp.last:
 		if len(rec.Prior) != len(rec.Sent) {
 			return fmt.Errorf("%w: record %d of %s lists %d sent counts and %d prior ones", ErrProtocol, rec.Snapshot, rec.Process, len(rec.Sent), len(rec.Prior))
 		}

@@ -244,6 +244,31 @@ func TestCoordinatorResetsAfterALostRecord(t *testing.T) {
 	assert.Equal(t, [2]uint64{6, 5}, [2]uint64{b.SentTo, b.Received}, "a's counts whole, once")
 }
 
+// A stopped process's final record is kept until the process is
+// dropped: its share of the sums stays until then, a record after it is
+// refused, and the drop takes the share off, as the receiver forgets what
+// it received from it.
+func TestLedgerKeepsFinalsUntilTheDrop(t *testing.T) {
+	l := snapshot.NewLedger()
+	apply := func(r snapshot.LocalRecord) error { return l.Apply(&r, nil) }
+	complete := func(id snapshot.SnapshotID, r snapshot.LocalRecord) {
+		t.Helper()
+		asm, err := snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: id, Mode: snapshot.Epochs, Participants: ids("r"), Ledger: l})
+		require.NoError(t, err)
+		require.NoError(t, l.Apply(&r, []*snapshot.Assembler{asm}))
+		require.NoError(t, asm.AddRecord(r))
+		require.Equal(t, snapshot.Complete, asm.Status(time.Time{}).State, "%+v", asm.Missing())
+	}
+	require.NoError(t, apply(snapshot.LocalRecord{Snapshot: 1, Process: "s", Sent: []snapshot.PeerCount{{Peer: "r", N: 2}}}))
+	final := snapshot.LocalRecord{Process: "s", Prev: 1, Sent: []snapshot.PeerCount{{Peer: "r", N: 3}}, Prior: []uint64{2}, Epoch: 1}
+	require.NoError(t, apply(final))
+	require.ErrorIs(t, apply(snapshot.LocalRecord{Snapshot: 2, Process: "s", Prev: 1, Changes: true}), snapshot.ErrProtocol, "after its final")
+	complete(2, snapshot.LocalRecord{Snapshot: 2, Process: "r", Received: []snapshot.PeerCount{{Peer: "s", N: 3}}, ReceivedTotal: 3})
+
+	assert.False(t, l.Drop("s"), "its share came off with its final")
+	complete(3, snapshot.LocalRecord{Snapshot: 3, Process: "r", Prev: 2, Changes: true}) // r forgot s's 3
+}
+
 // A peer that a record's counts name, not among the participants given,
 // must record too: a message crossed between it and the process before
 // the cut. Records of every counter and records of changes both say so.
