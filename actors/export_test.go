@@ -1,5 +1,7 @@
 package actors
 
+import "github.com/actorsnap/actorsnap/snapshot"
+
 // GateHeld returns the frames from other members that the aligned mode's
 // start gate holds (startGate), for the tests of package actors_test.
 func GateHeld(s *System) int {
@@ -15,6 +17,14 @@ func GateHeld(s *System) int {
 	return n
 }
 
-// WithDeltaMin sets the channels from which participants send records of
-// what changed (snapshot.Config.DeltaMin; -1: always).
+// WithDeltaMin sets the participants' snapshot.Config.DeltaMin: positive,
+// records of every counter on fewer channels, or when more than a quarter
+// changed.
 func WithDeltaMin(n int) Option { return withDeltaMin(n) }
+
+// TellRecord hands s's guardian rec as a participant's record report, as
+// if the participant had sent it: a test forges one that follows a record
+// lost on its way.
+func TellRecord(s *System, rec snapshot.LocalRecord) {
+	s.tell(newRecordReport(rec.Snapshot, rec, nil))
+}

@@ -639,6 +639,18 @@ func (g *guardian) carry() {
 			g.s.log.Warn("the coordinator lost track of participants' records: it asks them for all their counters",
 				slog.Int("participants", len(rd.Resync)), slog.String("first", string(rd.Resync[0])))
 		}
+		if rd.ResyncAll {
+			// A record was lost on its way, and the coordinator's sums
+			// were reset: every participant, here and on the other
+			// members, lists all its counters in its next record.
+			g.s.log.Warn("the coordinator lost a record of a participant: it asks every participant for all its counters")
+			g.s.resyncLocal()
+			if g.clustered() {
+				for _, m := range g.s.others() {
+					g.post(m, &frame{K: fResyncAll})
+				}
+			}
+		}
 		// Participants of other members read what they are owed in
 		// turn: a capture helps only where the messages are queued.
 		for _, id := range rd.Recapture {

@@ -1268,5 +1268,5 @@ func TestCoordinatorAsksParticipantForItsCounters(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, g.Verify())
 	}
-	assert.Contains(t, logs.String(), "asks them for all their counters")
+	assert.Contains(t, logs.String(), "asks every participant for all its counters")
 }

@@ -120,6 +120,11 @@ type CoordinatorReady struct {
 	// record (Process.Resync). The snapshots their records were refused
 	// from abort.
 	Resync []ProcessID
+	// ResyncAll, in the Epochs mode: the coordinator lost a record of a
+	// participant whose counts its sums held, and reset them (the
+	// Ledger's doc): every participant is to list all its counters in
+	// its next record. The snapshots in progress abort.
+	ResyncAll bool
 	// Recapture, in the Epochs mode, names participants owed channel
 	// state by a snapshot that every participant has recorded
 	// (Assembler.Owed), once per snapshot: each may capture its queue
@@ -368,7 +373,7 @@ func (c *Coordinator) apply(now time.Time, rec *LocalRecord) error {
 // participant that has not stopped is asked for all its counters, and the
 // snapshots in progress, whose sums are gone, abort.
 func (c *Coordinator) resynced(now time.Time, err error) {
-	c.ready.Resync = append(c.ready.Resync, c.ledger.Resync()...)
+	c.ready.ResyncAll = true
 	for _, a := range c.assemblers(0) {
 		a.Abort(err)
 	}
@@ -674,7 +679,7 @@ func (c *Coordinator) dropDrained() {
 		delete(c.stopped, p)
 	}
 	if c.ledger != nil && c.ledger.Drop(slices.Collect(maps.Keys(gone))...) {
-		c.ready.Resync = append(c.ready.Resync, c.ledger.Resync()...)
+		c.ready.ResyncAll = true
 	}
 	named := func(pc PeerCount) bool { return gone[pc.Peer] }
 	for _, s := range c.stopped {
@@ -692,7 +697,7 @@ func (c *Coordinator) dropDrained() {
 // HasReady reports whether Ready has anything to do.
 func (c *Coordinator) HasReady() bool {
 	r := &c.ready
-	return r.Awaited != nil || len(r.Starts) > 0 || len(r.Initiates) > 0 || len(r.Over) > 0 || len(r.Drops) > 0 || len(r.Resync) > 0 || len(r.Recapture) > 0
+	return r.Awaited != nil || len(r.Starts) > 0 || len(r.Initiates) > 0 || len(r.Over) > 0 || len(r.Drops) > 0 || len(r.Resync) > 0 || r.ResyncAll || len(r.Recapture) > 0
 }
 
 // Ready returns what the caller must do, in the order of its fields, and

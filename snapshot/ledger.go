@@ -243,8 +243,8 @@ func (l *Ledger) add(q *ledgerProc, d uint64) {
 }
 
 // reset empties every sum: no process is in step but the stopped ones,
-// whose final records are added again, and every other is asked for all
-// its counters (Resync lists them).
+// whose final records are added again, and every other is to be asked
+// for all its counters (CoordinatorReady.ResyncAll).
 func (l *Ledger) reset() {
 	for _, lp := range l.procs {
 		lp.sentTo, lp.senders, lp.shape = 0, nil, nil
@@ -265,20 +265,6 @@ func (l *Ledger) reset() {
 			}
 		}
 	}
-}
-
-// Resync returns the processes a reset asks for all their counters,
-// sorted: every one not in step whose records the Ledger refused or reset
-// (one that never recorded lists them all in its first record).
-func (l *Ledger) Resync() []ProcessID {
-	var out []ProcessID
-	for id, lp := range l.procs {
-		if lp.asked && !lp.inStep {
-			out = append(out, id)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // resolvedOf returns the receivers of rec's Sent, if it is the record

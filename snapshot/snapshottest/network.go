@@ -741,6 +741,9 @@ func (n *Network) coordinate() {
 				p.SetAwaited(a.From, a.Sets[p.ID()])
 			}
 		}
+		if rd.ResyncAll {
+			n.fail(fmt.Errorf("coordinator asks every participant for all its counters: a record was lost"))
+		}
 		for _, id := range rd.Resync {
 			// Records reach the coordinator in order here: it never
 			// loses track of one, so this is a failure of the run.
