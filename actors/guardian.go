@@ -644,12 +644,7 @@ func (g *guardian) carry() {
 			// were reset: every participant, here and on the other
 			// members, lists all its counters in its next record.
 			g.s.log.Warn("the coordinator lost a record of a participant: it asks every participant for all its counters")
-			g.s.resyncLocal()
-			if g.clustered() {
-				for _, m := range g.s.others() {
-					g.post(m, &frame{K: fResyncAll})
-				}
-			}
+			g.resyncAll()
 		}
 		// Participants of other members read what they are owed in
 		// turn: a capture helps only where the messages are queued.

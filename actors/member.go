@@ -549,11 +549,9 @@ func (g *guardian) takeOver() {
 		// in a restore (this member holds what others send until its
 		// participants are back) every participant is new, and its
 		// first record lists all its counters.
-		g.s.resyncLocal()
 		g.resyncing = make(map[string]bool)
-		for _, m := range g.s.others() {
+		for _, m := range g.resyncAll() {
 			g.resyncing[m] = true
-			g.post(m, &frame{K: fResyncAll})
 		}
 		if len(g.resyncing) > 0 {
 			g.later(g.s.cfg.timeout, &resyncOverMsg{coord: g.coord})
@@ -572,6 +570,21 @@ func (g *guardian) resynced(member string) {
 	if len(g.resyncing) == 0 {
 		g.s.root.Send(g.self, &postponedMsg{})
 	}
+}
+
+// resyncAll asks every participant, this member's and, in a cluster,
+// the other members' (one frame each, confirmed by fResynced), to list
+// all its counters in its next record. It returns the members asked.
+func (g *guardian) resyncAll() []string {
+	g.s.resyncLocal()
+	if !g.clustered() {
+		return nil
+	}
+	others := g.s.others()
+	for _, m := range others {
+		g.post(m, &frame{K: fResyncAll})
+	}
+	return others
 }
 
 // resyncLocal asks every participant of this member to list all its

@@ -437,16 +437,9 @@ func (c *Coordinator) Stopped(now time.Time, p ProcessID, final LocalRecord, rec
 			first = err
 		}
 	}
-	if c.ledger != nil {
-		// A record of every counter: taken whole if need be, but one of
-		// p's records before it may have been lost (a reset).
-		if err := c.ledger.Apply(&final, c.assemblers(0)); err != nil {
-			note(err)
-			if oos := (*OutOfStepError)(nil); errors.As(err, &oos) && oos.Reset {
-				c.resynced(now, err)
-			}
-		}
-	}
+	// A record of every counter: taken whole if need be, but one of p's
+	// records before it may have been lost (a reset).
+	note(c.apply(now, &final))
 	for _, s := range recorded {
 		if r := c.run(s); r != nil {
 			note(r.asm.Stopped(p))

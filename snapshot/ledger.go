@@ -79,8 +79,19 @@ type ledgerProc struct {
 	// when the same counters change (all of them, on a ring), found then
 	// without a lookup.
 	shape []*ledgerProc
-	// final is its final record, once it stopped: its Sent and Received.
-	final *LocalRecord
+	// Once it stopped: what its final record says it sent to each
+	// receiver, and the senders that record names. They point at the
+	// processes rather than name them: one dropped since (its name
+	// perhaps given again) is marked dropped, and skipped.
+	stopped   bool
+	final     []ledgerShare
+	finalFrom []*ledgerProc
+}
+
+// ledgerShare is what a stopped process sent to receiver to.
+type ledgerShare struct {
+	to *ledgerProc
+	n  uint64
 }
 
 // OutOfStepError refuses a record that follows one the Ledger did not
@@ -136,7 +147,7 @@ func (l *Ledger) proc(id ProcessID) *ledgerProc {
 // sum was reset, and the runs given must be aborted.
 func (l *Ledger) Apply(rec *LocalRecord, runs []*Assembler) error {
 	lp := l.proc(rec.Process)
-	if lp.final != nil {
+	if lp.stopped {
 		return fmt.Errorf("%w: record %d of %s after its final record", ErrProtocol, rec.Snapshot, rec.Process)
 	}
 	var reset *OutOfStepError
@@ -179,7 +190,13 @@ func (l *Ledger) Apply(rec *LocalRecord, runs []*Assembler) error {
 	l.last = lp
 	l.update(lp, rec, whole)
 	if rec.Snapshot == 0 {
-		lp.final = &LocalRecord{Process: rec.Process, Sent: slices.Clone(rec.Sent), Received: slices.Clone(rec.Received)}
+		lp.stopped = true
+		for k, q := range l.resolved {
+			lp.final = append(lp.final, ledgerShare{to: q, n: rec.Sent[k].N})
+		}
+		for _, pc := range rec.Received {
+			lp.finalFrom = append(lp.finalFrom, l.proc(pc.Peer))
+		}
 	}
 	clear(l.after)
 	if reset != nil {
@@ -248,20 +265,19 @@ func (l *Ledger) add(q *ledgerProc, d uint64) {
 func (l *Ledger) reset() {
 	for _, lp := range l.procs {
 		lp.sentTo, lp.senders, lp.shape = 0, nil, nil
-		if lp.final == nil && lp.inStep {
+		if !lp.stopped && lp.inStep {
 			lp.inStep, lp.asked = false, true
 		}
 	}
 	l.resolvedFor.ok = false
 	l.after = l.after[:0]
 	for _, lp := range l.procs {
-		if f := lp.final; f != nil {
-			for _, pc := range f.Sent {
-				q := l.proc(pc.Peer)
-				if pc.N != 0 {
+		for _, sh := range lp.final {
+			if q := sh.to; !q.dropped {
+				if sh.n != 0 {
 					q.senders = append(q.senders, lp)
 				}
-				q.sentTo += pc.N
+				q.sentTo += sh.n
 			}
 		}
 	}
@@ -285,75 +301,56 @@ func (l *Ledger) peersOf(p ProcessID) []ProcessID {
 		return nil
 	}
 	var out []ProcessID
-	for _, s := range lp.senders {
-		out = append(out, s.id)
+	note := func(q *ledgerProc) {
+		if !q.dropped && q != lp {
+			out = append(out, q.id)
+		}
 	}
-	if f := lp.final; f != nil {
-		for _, pc := range f.Sent {
-			out = append(out, pc.Peer)
-		}
-		for _, pc := range f.Received {
-			out = append(out, pc.Peer)
-		}
+	for _, q := range lp.senders {
+		note(q)
+	}
+	for _, sh := range lp.final {
+		note(sh.to)
+	}
+	for _, q := range lp.finalFrom {
+		note(q)
 	}
 	slices.Sort(out)
-	out = slices.Compact(out)
-	return slices.DeleteFunc(out, func(q ProcessID) bool { return q == p })
+	return slices.Compact(out)
 }
 
 // Drop forgets the processes gone: they stopped and were dropped
 // (Coordinator's Ready.Drops), and their names may be given again. What a
 // process dropped had sent, as its final record gives it, leaves its
 // receivers' sums, as its receivers forget what they received from it
-// (Process.DropPeer): it was all received, or it would not be dropped;
-// and the final records kept of the others forget it. It reports whether
-// it reset every sum: a process dropped without a final record, and in
-// step, had a share it cannot take off (Ledger's doc).
+// (Process.DropPeer): it was all received, or it would not be dropped.
+// It reports whether it reset every sum: a process dropped without a
+// final record, and in step, had a share it cannot take off (Ledger's
+// doc).
 func (l *Ledger) Drop(gone ...ProcessID) (reset bool) {
-	set := make(map[*ledgerProc]bool, len(gone))
-	ids := make(map[ProcessID]bool, len(gone))
+	var dropped []*ledgerProc
 	for _, p := range gone {
-		if lp := l.procs[p]; lp != nil {
-			set[lp], ids[p] = true, true
+		lp := l.procs[p]
+		if lp == nil {
+			continue
 		}
-	}
-	for lp := range set {
-		if lp.final == nil && lp.inStep {
+		if !lp.stopped && lp.inStep {
 			reset = true
 		}
 		lp.dropped = true
-		delete(l.procs, lp.id)
+		delete(l.procs, p)
+		dropped = append(dropped, lp)
 	}
 	if reset {
 		l.reset()
 		return true
 	}
 	isGone := func(q *ledgerProc) bool { return q.dropped }
-	named := func(pc PeerCount) bool { return ids[pc.Peer] }
-	for lp := range set {
-		f := lp.final
-		if f == nil {
-			continue
-		}
-		// Its receivers, and the finals of those it shared a channel
-		// with, forget it.
-		for _, pc := range f.Sent {
-			if q := l.procs[pc.Peer]; q != nil {
-				q.sentTo -= pc.N
+	for _, lp := range dropped {
+		for _, sh := range lp.final {
+			if q := sh.to; !q.dropped {
+				q.sentTo -= sh.n
 				q.senders = slices.DeleteFunc(q.senders, isGone)
-				if q.final != nil {
-					q.final.Received = slices.DeleteFunc(q.final.Received, named)
-				}
-			}
-		}
-		for _, s := range lp.senders {
-			if !s.dropped && s.final != nil {
-				s.final.Sent = slices.DeleteFunc(s.final.Sent, named)
-			}
-		}
-		for _, pc := range f.Received {
-			if q := l.procs[pc.Peer]; q != nil && q.final != nil {
-				q.final.Sent = slices.DeleteFunc(q.final.Sent, named)
 			}
 		}
 	}
