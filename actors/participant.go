@@ -707,10 +707,12 @@ func (p *participant) actOnce() (held bool) {
 		}
 		waits := p.waiting()
 		var children []snapshot.ProcessID
-		for c := range p.children {
-			children = append(children, c)
+		if len(p.children) > 0 { // a range over a map starts an iterator, empty or not
+			for c := range p.children {
+				children = append(children, c)
+			}
+			slices.Sort(children)
 		}
-		slices.Sort(children)
 		for _, r := range rd.Records {
 			if tr := p.sys.trace; tr != nil {
 				tr.Recorded(p.id, r.Snapshot)

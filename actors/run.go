@@ -45,8 +45,8 @@ func (g *guardian) report(m *reportMsg) {
 		}
 		_ = g.coord.RecordKept(now, m.rec)
 	}
-	for _, c := range m.channels {
-		_ = g.coord.Channel(now, c)
+	if len(m.channels) > 0 {
+		_ = g.coord.Channels(now, m.channels)
 	}
 	if m.held == 0 {
 		return

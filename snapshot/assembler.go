@@ -781,14 +781,37 @@ func (a *Assembler) askDeparted(q int32) {
 // receiver reports its channel state as it comes, in parts: each part
 // continues the last one, in sequence order.
 func (a *Assembler) AddChannel(cr ChannelRecord) error {
+	to := int32(-1)
+	return a.addChannel(&cr, &to)
+}
+
+// AddChannels is AddChannel for each of crs in turn, as a receiver
+// reports them: all to one process, whose number is found once. It
+// stops at the first error.
+func (a *Assembler) AddChannels(crs []ChannelRecord) error {
+	to := int32(-1)
+	for i := range crs {
+		if err := a.addChannel(&crs[i], &to); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addChannel is AddChannel of *cr, which it may change. *to caches the
+// number of the receiver last found (negative: none).
+func (a *Assembler) addChannel(cr *ChannelRecord, to *int32) error {
 	if cr.Snapshot != a.cfg.Snapshot {
 		return fmt.Errorf("%w: channel record for snapshot %d given to assembler of %d", ErrProtocol, cr.Snapshot, a.cfg.Snapshot)
 	}
 	if a.abort != nil || a.global != nil {
 		return nil
 	}
+	if *to < 0 || a.procs[*to].id != cr.Channel.To {
+		*to = a.proc(cr.Channel.To)
+	}
 	from := a.proc(cr.Channel.From)
-	c := a.channel(from, a.proc(cr.Channel.To))
+	c := a.channel(from, *to)
 	a.askDeparted(from)
 	if old := a.chans[c].record; old != nil {
 		if a.cfg.Mode != Epochs {
@@ -801,14 +824,14 @@ func (a *Assembler) AddChannel(cr ChannelRecord) error {
 		// The receiver's messages are a read-only view: a part added
 		// later copies them rather than append into its array.
 		cr.Messages = slices.Clip(cr.Messages)
-		a.chans[c].record = a.chanRecs.put(cr)
+		a.chans[c].record = a.chanRecs.put(*cr)
 		a.withRecs = append(a.withRecs, c)
 	}
 	if len(cr.Messages) > 0 {
 		a.require(from)
 	}
 	if a.ledger != nil {
-		to := a.chans[c].to
+		to := *to
 		a.procs[to].reported += uint64(len(cr.Messages))
 		if a.swept {
 			return a.judge(to)

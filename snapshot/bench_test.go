@@ -225,7 +225,7 @@ func BenchmarkCoordinatorEpoch(b *testing.B) {
 					if i == len(recs)-1 {
 						start = time.Now()
 					}
-					if err := c.Channel(now, chans[i]); err != nil {
+					if err := c.Channels(now, chans[i:i+1]); err != nil {
 						b.Fatal(err)
 					}
 					if i == len(recs)-1 {

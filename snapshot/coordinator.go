@@ -402,6 +402,31 @@ func (c *Coordinator) Channel(now time.Time, cr ChannelRecord) error {
 	return c.add(now, cr.Snapshot, func(a *Assembler) error { return a.AddChannel(cr) })
 }
 
+// Channels is Channel for each of crs, one receiver's recordings as it
+// reports them, at once: the Coordinator checks its runs once for them
+// all. It returns the first error, and adds the recordings of each run
+// up to its first error. It may cap the capacity of each record's
+// Messages.
+func (c *Coordinator) Channels(now time.Time, crs []ChannelRecord) error {
+	c.now = now
+	var first error
+	for len(crs) > 0 {
+		// The recordings of one snapshot, which a report's are.
+		n := 1
+		for n < len(crs) && crs[n].Snapshot == crs[0].Snapshot {
+			n++
+		}
+		if r := c.run(crs[0].Snapshot); r != nil {
+			if err := r.asm.AddChannels(crs[:n]); err != nil && first == nil {
+				first = err
+			}
+		}
+		crs = crs[n:]
+	}
+	c.check()
+	return first
+}
+
 // add applies an input to snapshot id's run, if in progress, at now, and
 // ends what the input (or the time) ends.
 func (c *Coordinator) add(now time.Time, id SnapshotID, input func(*Assembler) error) error {

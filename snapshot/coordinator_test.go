@@ -295,3 +295,57 @@ func TestCoordinatorRecapture(t *testing.T) {
 	require.Len(t, rd.Over, 1)
 	assert.Empty(t, rd.Recapture)
 }
+
+// Rule: Channels takes a receiver's recordings as one report: those of
+// each snapshot go to its run, in order, and one run's error does not
+// keep the recordings of another from theirs.
+func TestCoordinatorChannels(t *testing.T) {
+	c := newCoordinator(t, snapshot.CoordinatorConfig{Mode: snapshot.Epochs})
+	first, _ := c.Start(t0, ids("a", "b", "c"), "")
+	second, _ := c.Start(t0, ids("a", "b", "c"), "")
+	c.Ready()
+	// The second records follow the first (Prev), whose counts they
+	// give (Prior): nothing was sent between.
+	for i, id := range []snapshot.SnapshotID{first, second} {
+		a, b, c3 := rec(id, "a", one("c", 2), nil), rec(id, "b", one("c", 1), nil), rec(id, "c", nil, nil)
+		if i == 1 {
+			a.Prev, a.Prior = first, []uint64{2}
+			b.Prev, b.Prior = first, []uint64{1}
+			c3.Prev = first
+		}
+		for _, r := range []snapshot.LocalRecord{a, b, c3} {
+			require.NoError(t, c.Record(t0, r))
+		}
+	}
+	msgs := func(seqs ...uint64) []snapshot.Message {
+		var out []snapshot.Message
+		for _, s := range seqs {
+			out = append(out, snapshot.Message{Seq: s})
+		}
+		return out
+	}
+	ac := snapshot.Channel{From: "a", To: "c"}
+	bc := snapshot.Channel{From: "b", To: "c"}
+	err := c.Channels(t0, []snapshot.ChannelRecord{
+		{Snapshot: first, Channel: ac, Messages: msgs(1)},
+		{Snapshot: first, Channel: bc, Messages: msgs(1)},
+		{Snapshot: first, Channel: ac, Messages: msgs(2)}, // a part that follows
+		{Snapshot: second, Channel: ac, Messages: msgs(1)},
+		{Snapshot: second, Channel: ac, Messages: msgs(3)}, // one missing
+		{Snapshot: second, Channel: bc, Messages: msgs(1)},
+	})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "message 3 reported after 1")
+	rd := c.Ready()
+	require.Len(t, rd.Over, 2)
+	require.Equal(t, first, rd.Over[0].Snapshot)
+	require.NoError(t, rd.Over[0].Err)
+	got, ok := rd.Over[0].Global.Channel(ac)
+	require.True(t, ok)
+	assert.Equal(t, msgs(1, 2), got.Messages)
+	got, ok = rd.Over[0].Global.Channel(bc)
+	require.True(t, ok)
+	assert.Equal(t, msgs(1), got.Messages)
+	assert.Equal(t, second, rd.Over[1].Snapshot)
+	assert.ErrorIs(t, rd.Over[1].Err, snapshot.ErrProtocol)
+}

@@ -631,8 +631,11 @@ func (n *Network) step(i int, input func(p *snapshot.Process) error) {
 		} else {
 			n.logf("%s: channel %s closed for %d: %s", n.name(i), cr.Channel, cr.Snapshot, messages(cr.Messages))
 		}
-		if err := n.coord.Channel(tickTime(n.now), cr); err != nil {
-			n.logf("snapshot %d: %v", cr.Snapshot, err)
+	}
+	// All at once, as the live guardian hands over a report's.
+	if len(rd.Channels) > 0 {
+		if err := n.coord.Channels(tickTime(n.now), rd.Channels); err != nil {
+			n.logf("%s: channel state: %v", n.name(i), err)
 		}
 	}
 	for _, id := range rd.Finished {
