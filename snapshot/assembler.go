@@ -355,15 +355,22 @@ func newAssembler(cfg AssemblerConfig, spare assemblerSpare) (*Assembler, error)
 		num = noNumbering
 	}
 	// Room for the participants and about two channels each, beyond what
-	// the Numbering brings.
+	// the Numbering brings. With a Ledger only channels with a recording
+	// are numbered, and the table of new ones grows as they come: made at
+	// that size, it would cost an idle snapshot of many participants more
+	// than its records.
 	np, nc := len(num.ids), len(num.chans)
 	procs, chans := max(np, len(cfg.Participants)), max(nc, 2*len(cfg.Participants))
+	newChans := chans - nc
+	if cfg.Ledger != nil {
+		newChans = 0
+	}
 	a := &Assembler{
 		cfg:       cfg,
 		num:       num,
 		index:     make(map[ProcessID]int32, procs-np),
 		procs:     reuse(spare.procs, np, procs),
-		chanIndex: make(map[uint64]int32, chans-nc),
+		chanIndex: make(map[uint64]int32, newChans),
 		chans:     reuse(spare.chans, nc, chans),
 		shapes:    make([][]int32, np, procs),
 		withRecs:  spare.withRecs[:0],
