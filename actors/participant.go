@@ -67,6 +67,10 @@ type participant struct {
 	lastPeer *peerRef
 	peers    map[mailbox.SenderKey]*peerRef
 	keys     map[snapshot.ProcessID]mailbox.SenderKey // peers, reversed; nil until needed (latestKeys)
+	// byID, held, children and reports are made at their first entry:
+	// most participants never have one, and a record reads some of them
+	// (an empty table made beforehand is a miss in the cache at every
+	// record of a participant among many).
 	children map[snapshot.ProcessID]bool
 	reports  map[snapshot.SnapshotID][]snapshot.ChannelRecord // recorded, not yet finished: closed recordings held for one report
 	forget   []snapshot.SnapshotID                            // to Forget after the actions in hand
@@ -200,6 +204,9 @@ func (w *shell) receive(ctx actor.Context, key mailbox.SenderKey) {
 		if p.receive(from, nil, m.stamp, m.msg) {
 			w.deliver(ctx, from, m.msg)
 		} else {
+			if p.held == nil {
+				p.held = make(map[snapshot.ProcessID]heldMsg)
+			}
 			p.held[from] = heldMsg{stamp: m.stamp, msg: m.msg}
 		}
 	default:
@@ -567,6 +574,9 @@ func (p *participant) targetByID(id snapshot.ProcessID) *participant {
 				return nil
 			}
 		}
+		if p.byID == nil {
+			p.byID = make(map[snapshot.ProcessID]*participant)
+		}
 		p.byID[id] = t
 	}
 	return t
@@ -707,12 +717,10 @@ func (p *participant) actOnce() (held bool) {
 		}
 		waits := p.waiting()
 		var children []snapshot.ProcessID
-		if len(p.children) > 0 { // a range over a map starts an iterator, empty or not
-			for c := range p.children {
-				children = append(children, c)
-			}
-			slices.Sort(children)
+		for c := range p.children {
+			children = append(children, c)
 		}
+		slices.Sort(children)
 		for _, r := range rd.Records {
 			if tr := p.sys.trace; tr != nil {
 				tr.Recorded(p.id, r.Snapshot)
@@ -740,6 +748,9 @@ func (p *participant) actOnce() (held bool) {
 			// the order recorded.
 			p.late.flush(p.report)
 			p.report(rep)
+			if p.reports == nil {
+				p.reports = make(map[snapshot.SnapshotID][]snapshot.ChannelRecord)
+			}
 			p.reports[r.Snapshot] = nil
 		}
 	}

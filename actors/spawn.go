@@ -162,6 +162,9 @@ func (s *System) spawn(props *actor.Props, parent actor.SpawnerContext, kindName
 	if from != nil {
 		from.takeDrops() // id may be the name of a child dropped
 		from.proc.DeclareOutgoing(id)
+		if from.children == nil {
+			from.children = make(map[snapshot.ProcessID]bool)
+		}
 		from.children[id] = true
 		s.tell(&registered{id: id, finished: pcfg.Finished, horizon: pcfg.Horizon})
 	} else if len(joins) > 0 {
@@ -180,13 +183,9 @@ func (s *System) newParticipant(kindName string, id snapshot.ProcessID, state []
 	p := &participant{
 		sys: s, id: id, kind: kindName, key: mailbox.SenderKey(s.nextKey.Add(1)), state: state,
 		// Known before the actor runs, which may spawn children at once.
-		pid:      actor.NewPID(s.actors.Address(), string(id)),
-		targets:  make(map[*actor.PID]*targetRef),
-		byID:     make(map[snapshot.ProcessID]*participant),
-		peers:    make(map[mailbox.SenderKey]*peerRef),
-		held:     make(map[snapshot.ProcessID]heldMsg),
-		children: make(map[snapshot.ProcessID]bool),
-		reports:  make(map[snapshot.SnapshotID][]snapshot.ChannelRecord),
+		pid:     actor.NewPID(s.actors.Address(), string(id)),
+		targets: make(map[*actor.PID]*targetRef),
+		peers:   make(map[mailbox.SenderKey]*peerRef),
 	}
 	mopts := []mailbox.Option{mailbox.WithHeldLimit(0, p.overHeld), mailbox.WithTurnEnd(p.turnEnd), mailbox.WithHurry(p.startHurried)}
 	if s.cfg.mode != snapshot.Aligned {
