@@ -19,10 +19,12 @@ import "github.com/actorsnap/actorsnap/snapshot"
 // at the record) goes in the same report, so that the guardian takes one
 // message per participant rather than two.
 type lateChannels struct {
-	enc   encoder
+	// What every turn's end reads comes first, beside the participant's
+	// other fields a record reads (participant).
 	chans []lateChan
-	seqs  []uint64     // the messages' sequence numbers, in the order encoded
 	recs  []*reportMsg // records held for the turn's end, in the order recorded
+	seqs  []uint64     // the messages' sequence numbers, in the order encoded
+	enc   encoder
 }
 
 // lateChan is a channel's share of the turn's messages: the next n.

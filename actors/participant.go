@@ -31,8 +31,47 @@ type participant struct {
 	// addr is the member a stand-in for a participant of another member
 	// lives on (WithTransport); empty for this member's participants.
 	addr string
-	kind string
-	pid  *actor.PID
+
+	// What a record reads comes next, in the three lines after it: a
+	// snapshot of many participants finds each one's out of the cache,
+	// and each further line is another miss. From proc to enc they are
+	// the actor's goroutine's, but for hurryTo and recapture, which the
+	// guardian sets.
+	proc  *snapshot.Process
+	inner actor.Actor
+	// hurryTo is the newest snapshot broadcast to it in the epoch mode:
+	// the one its mailbox's hurried work records (startHurried).
+	hurryTo atomic.Uint64
+	// capturedAt is the epoch when it last captured its queue (epoch
+	// mode, captureQueued); capture holds that capture's buffers.
+	capturedAt snapshot.SnapshotID
+	// recapture asks its hurried work to capture its queue again: the
+	// coordinator found it owed channel state of a snapshot every
+	// participant recorded (snapshot.CoordinatorReady.Recapture).
+	recapture atomic.Bool
+	epochs    bool // the Process's mode is Epochs: any message may make it record
+	lazy      bool // lazy starts: look for a newer snapshot at every message
+	aligned   bool // the Process's mode is Aligned: senders may be held paused
+	live      bool // Started handled, and neither restarting nor stopping: its state may be recorded outside a message
+	// stopping is set at Stopping and never cleared: Proto.Actor lets a
+	// Restart that follows a Stop (a failure before the Stop was read)
+	// undo it, and the participant stops again after such a restart.
+	stopping bool
+	departed bool // depart ran: a restarted instance stops without a second departure
+	unread   bool // a message taken off the queue is not received yet: no capture
+	budget   bool // a budgetMsg is on its way
+	kind     string
+	// byID, held, children and reports are made at their first entry:
+	// most participants never have one, and a record reads some of them
+	// (an empty table made beforehand is a miss in the cache at every
+	// record of a participant among many).
+	children map[snapshot.ProcessID]bool
+	reports  map[snapshot.SnapshotID][]snapshot.ChannelRecord // recorded, not yet finished: closed recordings held for one report
+	forget   []snapshot.SnapshotID                            // to Forget after the actions in hand
+	late     lateChannels                                     // channel state recorded during this mailbox turn, reported at its end
+	enc      encoder
+
+	pid *actor.PID
 	// awaits holds whose barriers to wait for (aligned mode), each for the
 	// snapshot the guardian is starting and those after it, left by the
 	// guardian before it posts that start; awaitsNew says there are some.
@@ -46,18 +85,9 @@ type participant struct {
 	// paused is the senders this participant holds paused (aligned mode),
 	// for the guardian's timeout reasons.
 	paused atomic.Pointer[[]snapshot.ProcessID]
-	// hurryTo is the newest snapshot broadcast to it in the epoch mode:
-	// the one its mailbox's hurried work records (startHurried).
-	hurryTo atomic.Uint64
-	// recapture asks its hurried work to capture its queue again: the
-	// coordinator found it owed channel state of a snapshot every
-	// participant recorded (snapshot.CoordinatorReady.Recapture).
-	recapture atomic.Bool
 
 	// Owned by the actor's goroutine.
 	state    []byte // to restore before the first message, then nil
-	proc     *snapshot.Process
-	inner    actor.Actor
 	sctx     snapContext
 	lastPID  *actor.PID
 	lastT    *targetRef
@@ -67,34 +97,11 @@ type participant struct {
 	lastPeer *peerRef
 	peers    map[mailbox.SenderKey]*peerRef
 	keys     map[snapshot.ProcessID]mailbox.SenderKey // peers, reversed; nil until needed (latestKeys)
-	// byID, held, children and reports are made at their first entry:
-	// most participants never have one, and a record reads some of them
-	// (an empty table made beforehand is a miss in the cache at every
-	// record of a participant among many).
-	children map[snapshot.ProcessID]bool
-	reports  map[snapshot.SnapshotID][]snapshot.ChannelRecord // recorded, not yet finished: closed recordings held for one report
-	forget   []snapshot.SnapshotID                            // to Forget after the actions in hand
-	late     lateChannels                                     // channel state recorded during this mailbox turn, reported at its end
-	held     map[snapshot.ProcessID]heldMsg                   // aligned: first messages held behind barriers
-	release  []snapshot.ProcessID                             // senders whose held message can go
-	enc      encoder
-	budget   bool // a budgetMsg is on its way
-	aligned  bool // the Process's mode is Aligned: senders may be held paused
-	lazy     bool // lazy starts: look for a newer snapshot at every message
-	epochs   bool // the Process's mode is Epochs: any message may make it record
-	counted  int  // this participant's part of System.recorded
-	nReports int  // messages in reports, for the budget
-	live     bool // Started handled, and neither restarting nor stopping: its state may be recorded outside a message
-	// stopping is set at Stopping and never cleared: Proto.Actor lets a
-	// Restart that follows a Stop (a failure before the Stop was read)
-	// undo it, and the participant stops again after such a restart.
-	stopping bool
-	departed bool // depart ran: a restarted instance stops without a second departure
-	// capturedAt is the epoch when it last captured its queue (epoch
-	// mode, captureQueued); capture holds that capture's buffers.
-	capturedAt snapshot.SnapshotID
-	capture    queueCapture
-	unread     bool // a message taken off the queue is not received yet: no capture
+	held     map[snapshot.ProcessID]heldMsg           // aligned: first messages held behind barriers
+	release  []snapshot.ProcessID                     // senders whose held message can go
+	counted  int                                      // this participant's part of System.recorded
+	nReports int                                      // messages in reports, for the budget
+	capture  queueCapture
 
 	// The requests it sent to participants and has not had answered
 	// (waits.go); requested says it ever sent one. current is the
