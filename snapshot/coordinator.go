@@ -560,6 +560,20 @@ func (c *Coordinator) Abort(now time.Time, id SnapshotID, reason error) {
 	}
 }
 
+// Failed says that a participant took rec, the record of snapshot
+// rec.Snapshot, but cannot hand it on whole (its state could not be
+// captured, say): that snapshot aborts, at now, for reason, and the
+// record's counters go to the Ledger like any record's. In the Epochs mode
+// the participant's next record follows this one, so the Ledger stays in
+// step with it: a record that never came would make it reset every sum
+// and ask every participant for all its counters. rec's State is not
+// read; the Coordinator keeps no pointer to rec. The error is the
+// Ledger's, as Record returns it.
+func (c *Coordinator) Failed(now time.Time, rec *LocalRecord, reason error) error {
+	c.Abort(now, rec.Snapshot, reason)
+	return c.apply(now, rec)
+}
+
 // Fail aborts, at now, every snapshot in progress that participant p
 // takes part in, for reason: p can no longer give what they need of it
 // (a crash discarded the state they count).

@@ -349,3 +349,42 @@ func TestCoordinatorChannels(t *testing.T) {
 	assert.Equal(t, second, rd.Over[1].Snapshot)
 	assert.ErrorIs(t, rd.Over[1].Err, snapshot.ErrProtocol)
 }
+
+// Rule: a record that cannot be handed on whole (Failed) aborts its own
+// snapshot, and its counters reach the Ledger: the next record of its
+// process follows it, and the next snapshot completes.
+func TestCoordinatorFailedKeepsTheLedgerInStep(t *testing.T) {
+	c := newCoordinator(t, snapshot.CoordinatorConfig{Mode: snapshot.Epochs})
+	first, _ := c.Start(t0, ids("a", "b"), "")
+	c.Ready()
+	require.NoError(t, c.Record(t0, rec(first, "a", one("b", 1), nil)))
+	require.NoError(t, c.Record(t0, rec(first, "b", nil, one("a", 1))))
+	require.Len(t, c.Ready().Over, 1)
+
+	// a sent one more, then could not hand its record on.
+	second, _ := c.Start(t0, ids("a", "b"), "")
+	c.Ready()
+	failed := rec(second, "a", one("b", 2), nil)
+	failed.Prev, failed.Prior, failed.Changes = first, []uint64{1}, true
+	reason := errors.New("state of a: not now")
+	require.NoError(t, c.Failed(t0, &failed, reason))
+	rd := c.Ready()
+	require.Len(t, rd.Over, 1)
+	assert.ErrorIs(t, rd.Over[0].Err, reason)
+	assert.Empty(t, rd.Resync)
+	assert.False(t, rd.ResyncAll)
+
+	// Nothing changed at a since: its next record lists nothing, and
+	// follows the failed one.
+	third, _ := c.Start(t0, ids("a", "b"), "")
+	c.Ready()
+	next := rec(third, "a", nil, nil)
+	next.Prev, next.Changes = second, true
+	require.NoError(t, c.Record(t0, next))
+	b := rec(third, "b", nil, nil)
+	b.Prev, b.Changes, b.ReceivedTotal = first, true, 2
+	require.NoError(t, c.Record(t0, b))
+	rd = c.Ready()
+	require.Len(t, rd.Over, 1)
+	require.NoError(t, rd.Over[0].Err)
+}

@@ -223,7 +223,7 @@ func (br BankRun) Run() (*BankResult, error) {
 		return res, err
 	}
 	for _, err := range n.aborted {
-		if !n.lostWithStop(err) {
+		if !n.lostWithStop(err) && !errors.Is(err, ErrRecordFailed) {
 			return res, err
 		}
 	}

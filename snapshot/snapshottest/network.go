@@ -73,7 +73,16 @@ type Config struct {
 	// snapshot.ShallowBackEdges finds. Until a snapshot has shown it a
 	// channel, no one waits on it.
 	Learn bool
+	// FailRecords, from 0 to 1, is the chance that a process cannot hand
+	// a record on whole, as a participant whose state cannot be encoded:
+	// the coordinator hears of it through Coordinator.Failed, and its
+	// snapshot aborts with ErrRecordFailed.
+	FailRecords float64
 }
+
+// ErrRecordFailed is the reason of a snapshot aborted because a process
+// could not hand its record on whole (Config.FailRecords).
+var ErrRecordFailed = errors.New("snapshottest: record not handed on whole")
 
 // App is the application run by the processes of a Network.
 type App interface {
@@ -188,6 +197,7 @@ type Network struct {
 	held      int // deliveries waiting on blocked links
 	completed []*snapshot.Global
 	aborted   []error
+	failed    int // records not handed on whole (Config.FailRecords)
 	err       error
 
 	// Stopped processes (Stop), and the messages that reached them after
@@ -611,6 +621,14 @@ func (n *Network) step(i int, input func(p *snapshot.Process) error) {
 		} else {
 			n.logf("%s: record %d (sent %s; received %s)", rec.Process, rec.Snapshot, counts(rec.Sent), counts(rec.Received))
 		}
+		if n.cfg.FailRecords > 0 && n.rng.Float64() < n.cfg.FailRecords {
+			n.failed++
+			n.logf("%s: record %d not handed on whole", rec.Process, rec.Snapshot)
+			if err := n.coord.Failed(tickTime(n.now), &rec, fmt.Errorf("%w: %s", ErrRecordFailed, rec.Process)); err != nil {
+				n.logf("snapshot %d: %v", rec.Snapshot, err)
+			}
+			continue
+		}
 		// Handed over, as the live guardian hands its records.
 		if err := n.coord.RecordKept(tickTime(n.now), &rec); err != nil {
 			n.logf("snapshot %d: %v", rec.Snapshot, err)
@@ -697,6 +715,10 @@ func (n *Network) capture(i int, since snapshot.SnapshotID) {
 // Captured returns the messages processes handed over from their queues
 // (Config.Capture).
 func (n *Network) Captured() int { return n.captured }
+
+// Failed returns how many records were not handed on whole
+// (Config.FailRecords).
+func (n *Network) Failed() int { return n.failed }
 
 // Recaptured returns the queued messages handed over when the coordinator
 // named their receiver in Ready.Recapture, of those Captured counts.
