@@ -57,6 +57,10 @@ type (
 		children []snapshot.ProcessID  // live children: born before the record
 		channels []snapshot.ChannelRecord
 		held     int // messages in channels
+		// failed says that rec could not be taken whole (its state, in
+		// the epoch mode): its snapshot aborts for this reason, and rec,
+		// without state, gives the coordinator's ledger its counters.
+		failed error
 	}
 	failMsg struct {
 		id   snapshot.SnapshotID

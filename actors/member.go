@@ -57,6 +57,9 @@ func (g *guardian) forward(msg interface{}) bool {
 	case *reportMsg:
 		f.K, f.ID, f.IDs, f.Chans = fReport, m.id, m.children, toWire(m.channels)
 		f.Rec = m.rec
+		if m.failed != nil {
+			f.Err = m.failed.Error()
+		}
 		// The messages leave this member: they count against the
 		// coordinator's budget, not this one's.
 		g.s.recorded.Add(-int64(m.held))
@@ -378,6 +381,9 @@ func (g *guardian) coordinatorFrame(f *frame) {
 	switch f.K {
 	case fReport:
 		m := &reportMsg{id: f.ID, rec: f.Rec, children: f.IDs, channels: fromWire(f.Chans)}
+		if f.Err != "" {
+			m.failed = errors.New(f.Err)
+		}
 		for _, c := range m.channels {
 			m.held += len(c.Messages)
 		}

@@ -428,6 +428,55 @@ func TestLostRecordAsksEveryMemberForCounters(t *testing.T) {
 	}
 }
 
+// flakyState is a participant whose state cannot be encoded while
+// failing is set.
+type flakyState struct{ failing *atomic.Bool }
+
+func (*flakyState) Receive(actor.Context) {}
+
+func (f *flakyState) MarshalState() ([]byte, error) {
+	if f.failing.Load() {
+		return nil, errors.New("flaky: not now")
+	}
+	return []byte{1}, nil
+}
+
+func (*flakyState) UnmarshalState([]byte) error { return nil }
+
+// A participant on a member that does not coordinate, whose state cannot
+// be encoded once, fails that snapshot only: its counters cross to the
+// coordinator with the failure, so the coordinator does not lose track
+// of it and ask every participant of every member for all its counters.
+func TestStateThatCannotBeEncodedAcrossMembers(t *testing.T) {
+	var logs testenv.SyncBuffer
+	c := startMemCluster(t, 2, 30, 2, actors.WithMode(snapshot.Epochs),
+		actors.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	var failing atomic.Bool
+	sys := c.systems[1]
+	require.NoError(t, sys.RegisterKind("flaky", func() actor.Actor { return &flakyState{failing: &failing} }))
+	name := ""
+	for i := 0; name == ""; i++ {
+		if n := fmt.Sprintf("flaky%d", i); c.members[1].Owner(n) == c.members[1].addr {
+			name = n
+		}
+	}
+	_, err := sys.Spawn("flaky", name)
+	require.NoError(t, err)
+	_, err = c.snapshot(0)
+	require.NoError(t, err)
+
+	failing.Store(true)
+	_, err = c.snapshot(1)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "state of "+name)
+	failing.Store(false)
+	for i := range 3 {
+		_, err := c.snapshot(i % 2)
+		require.NoError(t, err, "snapshot %d after the failure: %s", i+1, logs.String())
+	}
+	require.NotContains(t, logs.String(), "lost a record")
+}
+
 var memSeed = flag.Uint64("members-seed", 0, "seed of TestMembersInProcess (0: from the clock)")
 
 // Snapshots across in-memory members, every mode and initiation,

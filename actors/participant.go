@@ -733,10 +733,19 @@ func (p *participant) actOnce() (held bool) {
 				tr.Recorded(p.id, r.Snapshot)
 			}
 			if err != nil {
-				p.fail(r.Snapshot, fmt.Errorf("%w: state of %s: %w", ErrCapture, p.id, err))
-				// The coordinator never sees this record: the next lists
-				// every counter rather than those changed since it.
-				p.proc.Resync()
+				reason := fmt.Errorf("%w: state of %s: %w", ErrCapture, p.id, err)
+				if !p.epochs {
+					p.fail(r.Snapshot, reason)
+					continue
+				}
+				// Its counters still go, where the record would have
+				// gone: the next record lists what changed since this
+				// one, and the coordinator's ledger must have it
+				// (snapshot.Coordinator.Failed).
+				r.Kind = p.kind
+				rep := newRecordReport(r.Snapshot, r, nil)
+				rep.failed = reason
+				p.late.hold(rep)
 				continue
 			}
 			r.Kind, r.State, r.Waits = p.kind, state, waits

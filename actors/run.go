@@ -24,6 +24,17 @@ type run struct {
 // it holds are this snapshot's until it ends (docs/design.md, decision
 // 8); a report for a snapshot already over lets them go at once.
 func (g *guardian) report(m *reportMsg) {
+	if m.failed != nil {
+		// Its snapshot is over; a malformed frame from another member
+		// may carry no record.
+		g.s.recorded.Add(-int64(m.held))
+		if m.rec == nil {
+			g.coord.Abort(g.now(), m.id, m.failed)
+			return
+		}
+		_ = g.coord.Failed(g.now(), m.rec, m.failed)
+		return
+	}
 	if m.rec != nil {
 		g.s.metrics.record(m.rec)
 	}

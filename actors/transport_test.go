@@ -94,6 +94,7 @@ func FuzzGuardianBatch(f *testing.F) {
 	f.Add(seed(&frame{K: fReport, Chans: []wireChannel{{Seqs: []uint64{1}}}}))
 	changes := snapshot.LocalRecord{Snapshot: 4, Process: "acct-1", Sent: []snapshot.PeerCount{{Peer: "acct-2", N: 9}}, Prev: 3, Prior: []uint64{7}, Changes: true, ReceivedTotal: 5}
 	f.Add(seed(&frame{K: fReport, ID: 4, Rec: &changes}))
+	f.Add(seed(&frame{K: fReport, ID: 4, Rec: &changes, Err: "actors: capture failed: state of acct-1"}, &frame{K: fReport, ID: 5, Err: "no record"}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_ = decodeBatch(b, &interner{}, func(fr *frame) {
 			if !forGuardian(fr.K) {
