@@ -58,10 +58,14 @@ type (
 		channels []snapshot.ChannelRecord
 		held     int // messages in channels
 		// failed says that rec could not be taken whole (its state, in
-		// the epoch mode): its snapshot aborts for this reason, and rec,
-		// without state, gives the coordinator's ledger its counters.
-		failed error
+		// the epoch mode): its snapshot aborts for failed.reason, and
+		// rec, without state, gives the coordinator's ledger its
+		// counters. A pointer, not an error: a record's report is made
+		// per participant per snapshot, and an interface would move it
+		// to the next size class.
+		failed *failure
 	}
+	failure struct{ reason error }
 	failMsg struct {
 		id   snapshot.SnapshotID
 		from snapshot.ProcessID

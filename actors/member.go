@@ -58,7 +58,7 @@ func (g *guardian) forward(msg interface{}) bool {
 		f.K, f.ID, f.IDs, f.Chans = fReport, m.id, m.children, toWire(m.channels)
 		f.Rec = m.rec
 		if m.failed != nil {
-			f.Err = m.failed.Error()
+			f.Err = m.failed.reason.Error()
 		}
 		// The messages leave this member: they count against the
 		// coordinator's budget, not this one's.
@@ -382,7 +382,7 @@ func (g *guardian) coordinatorFrame(f *frame) {
 	case fReport:
 		m := &reportMsg{id: f.ID, rec: f.Rec, children: f.IDs, channels: fromWire(f.Chans)}
 		if f.Err != "" {
-			m.failed = errors.New(f.Err)
+			m.failed = &failure{errors.New(f.Err)}
 		}
 		for _, c := range m.channels {
 			m.held += len(c.Messages)

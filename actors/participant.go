@@ -744,7 +744,7 @@ func (p *participant) actOnce() (held bool) {
 				// (snapshot.Coordinator.Failed).
 				r.Kind = p.kind
 				rep := newRecordReport(r.Snapshot, r, nil)
-				rep.failed = reason
+				rep.failed = &failure{reason}
 				p.late.hold(rep)
 				continue
 			}

@@ -29,10 +29,10 @@ func (g *guardian) report(m *reportMsg) {
 		// may carry no record.
 		g.s.recorded.Add(-int64(m.held))
 		if m.rec == nil {
-			g.coord.Abort(g.now(), m.id, m.failed)
+			g.coord.Abort(g.now(), m.id, m.failed.reason)
 			return
 		}
-		_ = g.coord.Failed(g.now(), m.rec, m.failed)
+		_ = g.coord.Failed(g.now(), m.rec, m.failed.reason)
 		return
 	}
 	if m.rec != nil {
