@@ -794,15 +794,26 @@ func (a *Assembler) AddChannel(cr ChannelRecord) error {
 
 // AddChannels is AddChannel for each of crs in turn, as a receiver
 // reports them: all to one process, whose number is found once. It
-// stops at the first error.
+// stops at the first error, and once the snapshot is complete: what
+// comes after the recording that completes it is left out, as it is
+// when a Coordinator, given one recording at a time, ends the run
+// between two.
 func (a *Assembler) AddChannels(crs []ChannelRecord) error {
 	to := int32(-1)
 	for i := range crs {
+		if i > 0 && a.settled() {
+			return nil
+		}
 		if err := a.addChannel(&crs[i], &to); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// settled says whether Status would find the snapshot complete.
+func (a *Assembler) settled() bool {
+	return a.global == nil && a.abort == nil && a.unrecord == 0 && a.unsettled == 0 && (a.ledger == nil || a.swept)
 }
 
 // addChannel is AddChannel of *cr, which it may change. *to caches the

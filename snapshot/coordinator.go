@@ -405,7 +405,8 @@ func (c *Coordinator) Channel(now time.Time, cr ChannelRecord) error {
 // Channels is Channel for each of crs, one receiver's recordings as it
 // reports them, at once: the Coordinator checks its runs once for them
 // all. It returns the first error, and adds the recordings of each run
-// up to its first error. It may cap the capacity of each record's
+// up to its first error or the one that completes it, as Channel given
+// each in turn would. It may cap the capacity of each record's
 // Messages.
 func (c *Coordinator) Channels(now time.Time, crs []ChannelRecord) error {
 	c.now = now

@@ -388,3 +388,28 @@ func TestCoordinatorFailedKeepsTheLedgerInStep(t *testing.T) {
 	require.Len(t, rd.Over, 1)
 	require.NoError(t, rd.Over[0].Err)
 }
+
+// Rule: a recording that comes, in one report, after the one that
+// completes its snapshot is left out, as it is when the recordings come
+// one at a time: the run is over between them.
+func TestCoordinatorChannelsStopAtCompletion(t *testing.T) {
+	for _, batch := range []bool{false, true} {
+		c := newCoordinator(t, snapshot.CoordinatorConfig{})
+		id, _ := c.Start(t0, ids("a", "b"), "")
+		c.Ready()
+		require.NoError(t, c.Record(t0, rec(id, "a", one("b", 1), nil)))
+		require.NoError(t, c.Record(t0, rec(id, "b", nil, nil)))
+		ab := snapshot.ChannelRecord{Snapshot: id, Channel: snapshot.Channel{From: "a", To: "b"}, Messages: []snapshot.Message{{Seq: 1}}}
+		crs := []snapshot.ChannelRecord{ab, ab} // the second would be a second recording of a->b
+		if batch {
+			require.NoError(t, c.Channels(t0, crs))
+		} else {
+			for _, cr := range crs {
+				require.NoError(t, c.Channel(t0, cr))
+			}
+		}
+		rd := c.Ready()
+		require.Len(t, rd.Over, 1, "batch %v", batch)
+		require.NoError(t, rd.Over[0].Err, "batch %v", batch)
+	}
+}
