@@ -811,10 +811,15 @@ func (a *Assembler) AddChannels(crs []ChannelRecord) error {
 	return nil
 }
 
-// settled says whether Status would find the snapshot complete.
-func (a *Assembler) settled() bool {
-	return a.global == nil && a.abort == nil && a.unrecord == 0 && a.unsettled == 0 && (a.ledger == nil || a.swept)
+// judged says whether, the snapshot being in progress, every
+// participant required has recorded and, with a Ledger, its receivers
+// were judged (swept): from then on the counters say what it waits for.
+func (a *Assembler) judged() bool {
+	return a.global == nil && a.abort == nil && a.unrecord == 0 && (a.ledger == nil || a.swept)
 }
+
+// settled says whether Status would find the snapshot complete.
+func (a *Assembler) settled() bool { return a.judged() && a.unsettled == 0 }
 
 // addChannel is AddChannel of *cr, which it may change. *to caches the
 // number of the receiver last found (negative: none).
@@ -950,7 +955,7 @@ func (a *Assembler) Status(now time.Time) Status {
 			return Status{State: Aborted, Err: a.abort}
 		}
 		return a.Status(now)
-	case a.unrecord == 0 && a.unsettled == 0:
+	case a.settled():
 		a.global = a.build(now)
 		return Status{State: Complete}
 	case !a.cfg.Deadline.IsZero() && !now.Before(a.cfg.Deadline):
@@ -970,7 +975,7 @@ func (a *Assembler) Status(now time.Time) Status {
 // are left out: nothing more comes from them. ok is false before every
 // participant recorded, and once the snapshot is over.
 func (a *Assembler) Owed() (owed []ProcessID, ok bool) {
-	if a.unrecord > 0 || (a.ledger != nil && !a.swept) || a.abort != nil || a.global != nil {
+	if !a.judged() {
 		return nil, false
 	}
 	if a.unsettled == 0 {

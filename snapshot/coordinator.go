@@ -399,7 +399,7 @@ func (c *Coordinator) assemblers(before SnapshotID) []*Assembler {
 // Channel adds, at now, a participant's recording of one of its incoming
 // channels to its snapshot's run, if the snapshot is still in progress.
 func (c *Coordinator) Channel(now time.Time, cr ChannelRecord) error {
-	return c.add(now, cr.Snapshot, func(a *Assembler) error { return a.AddChannel(cr) })
+	return c.Channels(now, []ChannelRecord{cr})
 }
 
 // Channels is Channel for each of crs, one receiver's recordings as it
