@@ -1,6 +1,12 @@
 package actors
 
-import "github.com/actorsnap/actorsnap/snapshot"
+import (
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/actorsnap/actorsnap/snapshot"
+)
 
 // GateHeld returns the frames from other members that the aligned mode's
 // start gate holds (startGate), for the tests of package actors_test.
@@ -28,3 +34,7 @@ func WithDeltaMin(n int) Option { return withDeltaMin(n) }
 func TellRecord(s *System, rec snapshot.LocalRecord) {
 	s.tell(newRecordReport(rec.Snapshot, rec, nil))
 }
+
+// NewFlaky returns a probe whose state cannot be encoded while failing
+// is set (lifecycle_test.go), for the tests of package actors_test.
+func NewFlaky(failing *atomic.Bool) actor.Actor { return &flaky{failing: failing} }

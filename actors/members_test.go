@@ -428,21 +428,6 @@ func TestLostRecordAsksEveryMemberForCounters(t *testing.T) {
 	}
 }
 
-// flakyState is a participant whose state cannot be encoded while
-// failing is set.
-type flakyState struct{ failing *atomic.Bool }
-
-func (*flakyState) Receive(actor.Context) {}
-
-func (f *flakyState) MarshalState() ([]byte, error) {
-	if f.failing.Load() {
-		return nil, errors.New("flaky: not now")
-	}
-	return []byte{1}, nil
-}
-
-func (*flakyState) UnmarshalState([]byte) error { return nil }
-
 // A participant on a member that does not coordinate, whose state cannot
 // be encoded once, fails that snapshot only: its counters cross to the
 // coordinator with the failure, so the coordinator does not lose track
@@ -453,7 +438,7 @@ func TestStateThatCannotBeEncodedAcrossMembers(t *testing.T) {
 		actors.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	var failing atomic.Bool
 	sys := c.systems[1]
-	require.NoError(t, sys.RegisterKind("flaky", func() actor.Actor { return &flakyState{failing: &failing} }))
+	require.NoError(t, sys.RegisterKind("flaky", func() actor.Actor { return actors.NewFlaky(&failing) }))
 	name := ""
 	for i := 0; name == ""; i++ {
 		if n := fmt.Sprintf("flaky%d", i); c.members[1].Owner(n) == c.members[1].addr {

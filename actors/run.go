@@ -28,11 +28,11 @@ func (g *guardian) report(m *reportMsg) {
 		// Its snapshot is over; a malformed frame from another member
 		// may carry no record.
 		g.s.recorded.Add(-int64(m.held))
-		if m.rec == nil {
+		if m.rec != nil {
+			_ = g.coord.Failed(g.now(), m.rec, m.failed.reason)
+		} else {
 			g.coord.Abort(g.now(), m.id, m.failed.reason)
-			return
 		}
-		_ = g.coord.Failed(g.now(), m.rec, m.failed.reason)
 		return
 	}
 	if m.rec != nil {
