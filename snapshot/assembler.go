@@ -48,6 +48,35 @@ type AssemblerConfig struct {
 	// (LocalRecord.ReceivedTotal) + what it reported in flight. The
 	// Global lists only the channels with messages in flight.
 	Ledger *Ledger
+	// Sums, in the Epochs mode, judges completion by sums (Config.Sums):
+	// once every participant recorded, the messages sent before the
+	// records (LocalRecord.SentTotal) must equal those received before
+	// them (ReceivedTotal) plus those reported in flight, with Base
+	// added, and a departed participant's lost messages counted as
+	// received. Records name no channel; the Global lists only the
+	// channels with messages in flight.
+	Sums bool
+	// Base, with Sums, is what the processes dropped before this
+	// snapshot began add to its sums: their final totals, and the
+	// messages lost with them.
+	Base Totals
+}
+
+// Totals are the sums counted over processes that stopped and were
+// dropped (AssemblerConfig.Base): what they sent, what they received,
+// and, by epoch, the messages lost with them.
+type Totals struct {
+	Sent, Received uint64
+	Lost           []EpochCount
+}
+
+// add adds the final record r's totals to t.
+func (t *Totals) add(r *LocalRecord) {
+	t.Sent += r.SentTotal
+	t.Received += r.ReceivedTotal
+	for _, l := range r.Lost {
+		t.Lost = addEpochCount(t.Lost, l.Epoch, l.N)
+	}
 }
 
 // State is where an assembly stands.
@@ -92,6 +121,15 @@ type Missing struct {
 	// Receivers that do not balance yet, sorted: in the Epochs mode with
 	// a Ledger, which judges a receiver's incoming channels together.
 	Receivers []ReceiverGap
+	// Sums, when counting in sums, says that they do not balance yet.
+	Sums *SumGap
+}
+
+// SumGap is a snapshot's sums that do not balance yet: Sent before the
+// records, Received before them (lost messages included), Recorded in
+// flight since.
+type SumGap struct {
+	Sent, Received, Recorded uint64
 }
 
 // ReceiverGap is one receiver whose counts do not balance yet: Sent to
@@ -115,7 +153,7 @@ type ChannelGap struct {
 
 // Empty reports whether nothing is missing.
 func (m Missing) Empty() bool {
-	return len(m.Participants) == 0 && len(m.Channels) == 0 && len(m.Receivers) == 0
+	return len(m.Participants) == 0 && len(m.Channels) == 0 && len(m.Receivers) == 0 && m.Sums == nil
 }
 
 // missingShown is how many participants and channels Missing.String
@@ -143,6 +181,9 @@ func (m Missing) String() string {
 	}
 	for _, g := range m.Receivers[:min(len(m.Receivers), missingShown)] {
 		parts = append(parts, fmt.Sprintf("receiver %s: sent to it %d, received %d, recorded %d", g.Receiver, g.Sent, g.Received, g.Recorded))
+	}
+	if g := m.Sums; g != nil {
+		parts = append(parts, fmt.Sprintf("sums: sent %d before the records, received %d, recorded %d in flight", g.Sent, g.Received, g.Recorded))
 	}
 	if len(parts) == 0 {
 		return "nothing missing"
@@ -291,6 +332,11 @@ type Assembler struct {
 	// The channels with a recording (chanAcc.record), in the order the
 	// first of each came: with a Ledger, the only ones build lists.
 	withRecs []int32
+	// With Sums: sent before the records, received before them (lost
+	// messages included), reported in flight; whether they do not
+	// balance (counted in unsettled).
+	sumSent, sumReceived, sumReported uint64
+	sumPending                        bool
 }
 
 // slab holds values an Assembler keeps and points to, in blocks that
@@ -362,7 +408,7 @@ func newAssembler(cfg AssemblerConfig, spare assemblerSpare) (*Assembler, error)
 	np, nc := len(num.ids), len(num.chans)
 	procs, chans := max(np, len(cfg.Participants)), max(nc, 2*len(cfg.Participants))
 	newChans := chans - nc
-	if cfg.Ledger != nil {
+	if cfg.Ledger != nil || cfg.Sums {
 		newChans = 0
 	}
 	a := &Assembler{
@@ -377,6 +423,10 @@ func newAssembler(cfg AssemblerConfig, spare assemblerSpare) (*Assembler, error)
 		ledger:    cfg.Ledger,
 		gen:       generations.Add(1),
 	}
+	if cfg.Sums {
+		a.sumSent = cfg.Base.Sent
+		a.sumReceived = cfg.Base.Received + countBefore(cfg.Base.Lost, cfg.Snapshot)
+	}
 	for i, id := range num.ids {
 		a.procs[i] = procAcc{id: id, chans: slices.Clip(num.procChans[i])} // appending copies
 		a.shapes[i] = num.shapes[i]
@@ -386,6 +436,9 @@ func newAssembler(cfg AssemblerConfig, spare assemblerSpare) (*Assembler, error)
 	}
 	for _, p := range cfg.Participants {
 		a.require(a.proc(p))
+	}
+	if cfg.Sums {
+		a.weigh()
 	}
 	return a, nil
 }
@@ -495,6 +548,13 @@ func (a *Assembler) Involves(p ProcessID) bool {
 	return ok && (a.procs[i].required || a.procs[i].record != nil)
 }
 
+// StandsIn reports whether p stands in departed: its final record took
+// the place of a record it will never make.
+func (a *Assembler) StandsIn(p ProcessID) bool {
+	i, ok := a.lookup(p)
+	return ok && a.procs[i].departed && a.procs[i].record != nil
+}
+
 // AwaitsRecord reports whether p must record and has not.
 func (a *Assembler) AwaitsRecord(p ProcessID) bool {
 	i, ok := a.lookup(p)
@@ -534,6 +594,7 @@ func (a *Assembler) require(p int32) {
 	if pa.record == nil {
 		a.unrecord++
 		a.swept = false // its record may add to the sums: judged again
+		a.setPending(&a.sumPending, false)
 	}
 }
 
@@ -607,6 +668,9 @@ func (a *Assembler) addRecord(p int32, r *LocalRecord) error {
 	a.recorded++
 	if a.procs[p].required {
 		a.unrecord--
+	}
+	if a.cfg.Sums {
+		return a.addSumsRecord(p, r)
 	}
 	if a.ledger != nil {
 		return a.addLedgerRecord(p, r)
@@ -752,6 +816,9 @@ func (a *Assembler) Stopped(p ProcessID) error {
 	}
 	q := a.proc(p)
 	a.procs[q].stopped = true
+	if a.cfg.Sums {
+		return nil // what it owed is reported or lost (Process.Lose, Coordinator.Lost)
+	}
 	if a.ledger != nil {
 		if a.swept {
 			return a.judge(q)
@@ -818,6 +885,42 @@ func (a *Assembler) judged() bool {
 	return a.global == nil && a.abort == nil && a.unrecord == 0 && (a.ledger == nil || a.swept)
 }
 
+// addSumsRecord is addRecord with Sums: r's totals go to the sums, and a
+// departed participant's lost messages of an older epoch count as
+// received.
+func (a *Assembler) addSumsRecord(p int32, r *LocalRecord) error {
+	if len(r.Sent) > 0 || len(r.Received) > 0 || r.Changes {
+		return a.fail(fmt.Errorf("%w: record of %s counts per channel, and this snapshot counts in sums", ErrProtocol, r.Process))
+	}
+	a.sumSent += r.SentTotal
+	a.sumReceived += r.ReceivedTotal
+	if a.procs[p].departed {
+		a.sumReceived += countBefore(r.Lost, a.cfg.Snapshot)
+	}
+	return a.weigh()
+}
+
+// AddLost counts, with Sums, n messages lost with a receiver that stands
+// in departed here (or was dropped before this snapshot began), sent
+// before their senders' records: they were dead letters before the cut.
+func (a *Assembler) AddLost(n uint64) error {
+	if a.abort != nil || a.global != nil {
+		return nil
+	}
+	a.sumReceived += n
+	return a.weigh()
+}
+
+// weigh recomputes, with Sums, whether the sums balance. Only once every
+// participant required recorded do they hold the whole cut; until then
+// no balance is judged (a participant required late may add to them).
+func (a *Assembler) weigh() error {
+	if a.unrecord == 0 {
+		a.setPending(&a.sumPending, a.sumSent != a.sumReceived+a.sumReported)
+	}
+	return nil
+}
+
 // settled says whether Status would find the snapshot complete.
 func (a *Assembler) settled() bool { return a.judged() && a.unsettled == 0 }
 
@@ -849,6 +952,12 @@ func (a *Assembler) addChannel(cr *ChannelRecord, to *int32) error {
 		cr.Messages = slices.Clip(cr.Messages)
 		a.chans[c].record = a.chanRecs.put(*cr)
 		a.withRecs = append(a.withRecs, c)
+	}
+	if a.cfg.Sums {
+		// Its sender is a participant, stands in departed, or was
+		// dropped drained: it is in the sums whether it records or not.
+		a.sumReported += uint64(len(cr.Messages))
+		return a.weigh()
 	}
 	if len(cr.Messages) > 0 {
 		a.require(from)
@@ -982,6 +1091,15 @@ func (a *Assembler) Owed() (owed []ProcessID, ok bool) {
 		return nil, true
 	}
 	var out []ProcessID
+	if a.cfg.Sums {
+		// The sums cannot say whom: every participant is asked.
+		for i := range a.procs {
+			if pa := &a.procs[i]; pa.record != nil && !pa.departed && !pa.stopped {
+				out = append(out, pa.id)
+			}
+		}
+		return out, true
+	}
 	if a.ledger != nil {
 		for i := range a.procs {
 			if pa := &a.procs[i]; pa.pending && !pa.departed && !pa.stopped {
@@ -1178,6 +1296,9 @@ func (a *Assembler) Missing() Missing {
 		}
 		slices.SortFunc(m.Receivers, func(x, y ReceiverGap) int { return strings.Compare(string(x.Receiver), string(y.Receiver)) })
 	}
+	if a.sumPending {
+		m.Sums = &SumGap{Sent: a.sumSent, Received: a.sumReceived, Recorded: a.sumReported}
+	}
 	return m
 }
 
@@ -1270,8 +1391,11 @@ func (a *Assembler) build(end time.Time) *Global {
 		}
 	}
 	g.ReceiverCounts = a.ledger != nil
+	if a.cfg.Sums {
+		g.Sums = &SumCounts{Sent: a.sumSent, Received: a.sumReceived}
+	}
 	var chans []int32
-	if a.ledger != nil {
+	if a.ledger != nil || a.cfg.Sums {
 		chans = a.inFlightChans(rank)
 	} else {
 		// Channels by sender in name order, then by receiver: each
@@ -1297,7 +1421,7 @@ func (a *Assembler) build(end time.Time) *Global {
 		if c.record != nil {
 			cs.Messages = c.record.Messages
 		}
-		if a.ledger != nil {
+		if a.ledger != nil || a.cfg.Sums {
 			// Counts are kept per receiver: a channel's follow from its
 			// messages, one sequence number after the other.
 			ms := cs.Messages

@@ -17,6 +17,11 @@ type CoordinatorConfig struct {
 	After SnapshotID
 	// Mode is the snapshots' mode, written in every Global.
 	Mode Mode
+	// Sums, in the Epochs mode, judges snapshots by sums, as processes
+	// counting in sums (Config.Sums) record them: no Ledger, and what
+	// the participants dropped so far sent and received stays in the
+	// sums of every later snapshot (AssemblerConfig.Base).
+	Sums bool
 	// Restored, if set, is the snapshot the participants were restored
 	// from: its stopped participants stand in, with the counts of their
 	// channels, until a snapshot started after After shows them drained,
@@ -74,6 +79,12 @@ type Coordinator struct {
 
 	ledger *Ledger      // Epochs mode: the counters records leave out
 	asms   []*Assembler // assemblers' result, reused
+
+	// With Sums: the totals of the participants dropped so far, and the
+	// messages lost with a participant whose stop has not come yet
+	// (Lost), by receiver.
+	base   Totals
+	parked map[ProcessID][]EpochCount
 
 	ready CoordinatorReady
 }
@@ -192,6 +203,8 @@ func NewCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		return nil, fmt.Errorf("snapshot: coordinator timeout %v: must be >= 0", cfg.Timeout)
 	case cfg.SweepAfter < 0:
 		return nil, fmt.Errorf("snapshot: coordinator sweep interval %v: must be >= 0", cfg.SweepAfter)
+	case cfg.Sums && cfg.Mode != Epochs:
+		return nil, fmt.Errorf("%w: counting in sums needs the %s mode, not %s", ErrConfig, Epochs, cfg.Mode)
 	}
 	if cfg.Search == nil {
 		cfg.Search = ShallowBackEdges
@@ -203,7 +216,7 @@ func NewCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		stopped: make(map[ProcessID]*stoppedProcess),
 		learned: make(map[Channel]bool),
 	}
-	if cfg.Mode == Epochs {
+	if cfg.Mode == Epochs && !cfg.Sums {
 		c.ledger = NewLedger()
 	}
 	if g := cfg.Restored; g != nil {
@@ -249,7 +262,7 @@ func (c *Coordinator) Start(now time.Time, live []ProcessID, initiator ProcessID
 	}
 	c.now = now
 	id := c.last + 1
-	cfg := AssemblerConfig{Snapshot: id, Mode: c.cfg.Mode, Participants: live, Start: now, Numbering: c.numbering, Ledger: c.ledger,
+	cfg := AssemblerConfig{Snapshot: id, Mode: c.cfg.Mode, Participants: live, Start: now, Numbering: c.numbering, Ledger: c.ledger, Sums: c.cfg.Sums, Base: c.base,
 		Departed: func(p ProcessID) (LocalRecord, bool) {
 			// Only one that stopped before id began: one that stopped
 			// after is among its participants, settled by Stopped.
@@ -471,7 +484,8 @@ func (c *Coordinator) Stopped(now time.Time, p ProcessID, final LocalRecord, rec
 			note(r.asm.Stopped(p))
 		}
 	}
-	c.stopped[p] = &stoppedProcess{final: final, after: after}
+	sp := &stoppedProcess{final: final, after: after}
+	c.stopped[p] = sp
 	for _, s := range c.pending {
 		if r := c.runs[s]; r.asm.AwaitsRecord(p) {
 			rec := final
@@ -479,8 +493,54 @@ func (c *Coordinator) Stopped(now time.Time, p ProcessID, final LocalRecord, rec
 			note(r.asm.AddDeparted(rec))
 		}
 	}
+	for _, l := range c.parked[p] {
+		c.lost(p, sp, l.Epoch, l.N)
+	}
+	delete(c.parked, p)
 	c.check()
 	return first
+}
+
+// Lost says, counting in sums, that n messages that a sender counted,
+// stamped with epoch, were lost with participant to: it had stopped
+// before they reached it (a post to its closed mailbox, say). A snapshot
+// above epoch that to recorded needed them, and aborts with a LostError;
+// one it stands in departed counts them as received, as do the
+// snapshots that start later. A Lost that comes before to's stop is
+// kept until Stopped; it must come before to is dropped (Ready.Drops),
+// as it does when the sender reports it before its next record.
+func (c *Coordinator) Lost(now time.Time, to ProcessID, epoch SnapshotID, n uint64) {
+	if !c.cfg.Sums || n == 0 {
+		return
+	}
+	c.now = now
+	sp, ok := c.stopped[to]
+	if !ok {
+		if c.parked == nil {
+			c.parked = make(map[ProcessID][]EpochCount)
+		}
+		c.parked[to] = addEpochCount(c.parked[to], epoch, n)
+		return
+	}
+	c.lost(to, sp, epoch, n)
+	c.check()
+}
+
+// lost applies n messages of epoch lost with the stopped participant to.
+func (c *Coordinator) lost(to ProcessID, sp *stoppedProcess, epoch SnapshotID, n uint64) {
+	sp.final.Lost = addEpochCount(slices.Clone(sp.final.Lost), epoch, n)
+	for _, id := range c.pending {
+		r := c.runs[id]
+		switch {
+		case id <= epoch || !r.asm.Involves(to):
+			// Sent after the cut; or its final, with them, stands in
+			// when it is required.
+		case r.asm.StandsIn(to):
+			r.asm.AddLost(n)
+		default:
+			r.asm.Abort(&LostError{Snapshot: id, Receiver: to, N: n})
+		}
+	}
 }
 
 // SentTo says that from sent to the stopped participant to, after its
@@ -708,7 +768,10 @@ func (c *Coordinator) dropDrained() {
 		c.ready.Drops = append(c.ready.Drops, d)
 	}
 	c.drops = nil
-	for p := range gone {
+	for _, p := range slices.Sorted(maps.Keys(gone)) {
+		if c.cfg.Sums {
+			c.base.add(&c.stopped[p].final)
+		}
 		delete(c.stopped, p)
 	}
 	if c.ledger != nil && c.ledger.Drop(slices.Collect(maps.Keys(gone))...) {

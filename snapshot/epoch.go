@@ -81,16 +81,22 @@ func (p *Process) receiveEpoch(c *inChan, st *Stamp, payload any) error {
 	c.epoch = st.Epoch
 	c.received = st.Seq
 	p.receivedTotal++
+	p.inFlight(c, st, payload)
+	return nil
+}
+
+// inFlight reports the message just received on c, numbered st.Seq, as
+// channel state if its epoch is older than this process's: in flight
+// for every snapshot in progress here above the sender's epoch, but
+// those a capture reported it for already.
+func (p *Process) inFlight(c *inChan, st *Stamp, payload any) {
 	var from, through SnapshotID // what a capture reported it for
 	if len(c.capt) > 0 {
 		from, through = c.reported(st.Seq)
 	}
 	if st.Epoch == p.epoch {
-		return nil
+		return
 	}
-	// Older than this process's epoch: in flight for every snapshot in
-	// progress here above the sender's epoch, but those a capture
-	// reported it for already.
 	var msgs []Message
 	for _, s := range p.snaps {
 		if s.id <= st.Epoch || s.discarded || (s.id > from && s.id <= through) {
@@ -105,7 +111,6 @@ func (p *Process) receiveEpoch(c *inChan, st *Stamp, payload any) error {
 			Messages: msgs,
 		})
 	}
-	return nil
 }
 
 // advance records every snapshot up to id that is neither recorded nor
@@ -123,12 +128,15 @@ func (p *Process) advance(id SnapshotID) error {
 			continue
 		}
 		prev := p.lastRecord
-		if !counted {
+		switch {
+		case p.sums:
+			sent, received, prior, changes = nil, nil, nil, false
+		case !counted:
 			// The first record taken now lists what changed since the
 			// last one; those after it follow it with nothing changed.
 			counted = true
 			sent, received, prior, changes = p.epochCounters()
-		} else {
+		default:
 			sent, received, prior, changes = nil, nil, nil, true
 		}
 		p.lastRecord = next
@@ -140,7 +148,7 @@ func (p *Process) advance(id SnapshotID) error {
 		}
 		*s = snap{id: next, recorded: true, finished: true}
 		p.snaps = append(p.snaps, s)
-		p.ready.Records = append(p.ready.Records, LocalRecord{Snapshot: next, Process: p.id, Sent: sent, Received: received, Prev: prev, Prior: prior, Changes: changes, ReceivedTotal: p.receivedTotal})
+		p.ready.Records = append(p.ready.Records, LocalRecord{Snapshot: next, Process: p.id, Sent: sent, Received: received, Prev: prev, Prior: prior, Changes: changes, ReceivedTotal: p.receivedTotal, SentTotal: p.sentTotal})
 		// Nothing is open: what comes in flight is reported as it comes.
 		p.ready.Finished = append(p.ready.Finished, next)
 	}
@@ -223,5 +231,5 @@ func (p *Process) Resync() { p.full = true }
 // not passed on: as Finished they would raise the child's epoch past
 // snapshots still in progress that it must take part in.
 func (p *Process) childConfigEpoch(id ProcessID) Config {
-	return Config{ID: id, Mode: Epochs, Incoming: []ProcessID{p.id}, Horizon: max(p.done.horizon, p.epoch), DeltaMin: p.deltaMin}
+	return Config{ID: id, Mode: Epochs, Incoming: []ProcessID{p.id}, Horizon: max(p.done.horizon, p.epoch), DeltaMin: p.deltaMin, Sums: p.sums}
 }

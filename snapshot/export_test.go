@@ -48,7 +48,7 @@ func ScanChannels(a *Assembler) []Channel {
 	for _, p := range order {
 		first := len(chans)
 		for _, ci := range a.procs[p].chans {
-			if c := &a.chans[ci]; c.from == p && c.seen && !a.procs[c.to].departed && (a.ledger == nil || (c.record != nil && len(c.record.Messages) > 0 && a.procs[c.from].record != nil && a.procs[c.to].record != nil)) {
+			if c := &a.chans[ci]; c.from == p && c.seen && !a.procs[c.to].departed && ((a.ledger == nil && !a.cfg.Sums) || (c.record != nil && len(c.record.Messages) > 0 && a.procs[c.from].record != nil && a.procs[c.to].record != nil)) {
 				chans = append(chans, ci)
 			}
 		}

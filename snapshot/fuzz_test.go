@@ -46,17 +46,26 @@ func FuzzProcess(f *testing.F) {
 	})
 }
 
+// harnessMode is how the harness's processes take snapshots: a mode,
+// and in the Epochs mode whether they count in sums.
+type harnessMode struct {
+	mode snapshot.Mode
+	sums bool
+}
+
 // fuzzMode is the mode of a run of the harness on ops: the aligned mode
-// for an odd length, the Epochs mode for twice an odd number, the
-// unaligned mode for the rest.
-func fuzzMode(ops []byte) snapshot.Mode {
+// for an odd length, the Epochs mode for twice an odd number (counting
+// in sums for half of those), the unaligned mode for the rest.
+func fuzzMode(ops []byte) harnessMode {
 	switch {
 	case len(ops)%2 == 1:
-		return snapshot.Aligned
-	case len(ops)%4 == 2:
-		return snapshot.Epochs
+		return harnessMode{mode: snapshot.Aligned}
+	case len(ops)%8 == 2:
+		return harnessMode{mode: snapshot.Epochs}
+	case len(ops)%8 == 6:
+		return harnessMode{mode: snapshot.Epochs, sums: true}
 	}
-	return snapshot.Unaligned
+	return harnessMode{mode: snapshot.Unaligned}
 }
 
 type fuzzMsg struct {
@@ -75,6 +84,8 @@ type harness struct {
 	blocked [3][3]bool // by the receiver (aligned mode)
 	aligned bool
 	mode    snapshot.Mode
+	sums    bool         // counting in sums: links number their messages
+	seqs    [3][3]uint64 // with sums: the last number each link gave
 	asm     map[snapshot.SnapshotID]*snapshot.Assembler
 	trace   *snapshottest.Trace
 	faulty  bool
@@ -85,16 +96,17 @@ type harness struct {
 	ledger  *snapshot.Ledger                            // Epochs mode, as the coordinator's
 }
 
-func newHarness(t *testing.T, mode snapshot.Mode) *harness {
+func newHarness(t *testing.T, hm harnessMode) *harness {
+	mode := hm.mode
 	aligned := mode == snapshot.Aligned
 	h := &harness{t: t, names: []snapshot.ProcessID{"a", "b", "c"}, asm: map[snapshot.SnapshotID]*snapshot.Assembler{}, trace: snapshottest.NewTrace(), aligned: aligned,
-		mode: mode, final: map[snapshot.ProcessID]snapshot.LocalRecord{}}
-	if mode == snapshot.Epochs {
+		mode: mode, sums: hm.sums, final: map[snapshot.ProcessID]snapshot.LocalRecord{}}
+	if mode == snapshot.Epochs && !hm.sums {
 		h.ledger = snapshot.NewLedger()
 	}
 	for i, id := range h.names {
-		cfg := snapshot.Config{ID: id, Mode: mode, DeltaMin: -1} // records of what changed, on three processes
-		if i != 2 {                                              // c's channels are discovered
+		cfg := snapshot.Config{ID: id, Mode: mode, DeltaMin: -1, Sums: hm.sums} // records of what changed, on three processes
+		if i != 2 {                                                             // c's channels are discovered
 			cfg.Outgoing = []snapshot.ProcessID{h.names[(i+1)%3]}
 		}
 		if aligned {
@@ -129,7 +141,7 @@ func (h *harness) assembler(id snapshot.SnapshotID) *snapshot.Assembler {
 				live = append(live, n)
 			}
 		}
-		a, err = snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: id, Mode: h.mode, Participants: live, Ledger: h.ledger,
+		a, err = snapshot.NewAssembler(snapshot.AssemblerConfig{Snapshot: id, Mode: h.mode, Participants: live, Ledger: h.ledger, Sums: h.sums,
 			Departed: func(p snapshot.ProcessID) (snapshot.LocalRecord, bool) {
 				r, ok := h.final[p]
 				return r, ok
@@ -154,10 +166,14 @@ func (h *harness) do(op, arg byte) {
 	i, j := int(arg%3), int(arg/3%3)
 	switch op % 8 {
 	case 0: // send
-		if i == j || h.stopped[i] {
-			return
+		if i == j || h.stopped[i] || (h.sums && h.stopped[j]) {
+			return // counting in sums, a sender sends nothing it counts to a stopped process
 		}
 		st := h.procs[i].Send(h.names[j])
+		if h.sums {
+			h.seqs[i][j]++
+			st.Seq = h.seqs[i][j]
+		}
 		h.trace.Sent(snapshot.Channel{From: h.names[i], To: h.names[j]}, st.Seq)
 		h.payload++
 		h.links[i][j] = append(h.links[i][j], fuzzMsg{stamp: st, payload: h.payload})
@@ -241,6 +257,18 @@ func (h *harness) stop(i int) {
 	h.stopped[i] = true
 	p, id := h.procs[i], h.names[i]
 	recorded := p.Active()
+	if h.sums {
+		// What is on its links it will never receive.
+		for k := range 3 {
+			var queued []snapshot.Queued
+			for _, m := range h.links[k][i] {
+				if !m.marker && !m.departed {
+					queued = append(queued, snapshot.Queued{Epoch: m.stamp.Epoch, Payload: snapshottest.Traced{Seq: m.stamp.Seq, Payload: m.payload}})
+				}
+			}
+			h.step(i, p.Lose(h.names[k], queued))
+		}
+	}
 	p.Stop()
 	h.step(i, nil)
 	final := p.Counters()
@@ -283,7 +311,11 @@ func (h *harness) deliver(i, j int) bool {
 		return true
 	}
 	p := h.procs[j]
-	err := p.Receive(from, m.stamp, m.payload)
+	var payload any = m.payload
+	if h.sums {
+		payload = snapshottest.Traced{Seq: m.stamp.Seq, Payload: m.payload}
+	}
+	err := p.Receive(from, m.stamp, payload)
 	if err == nil && p.HasReady() && p.Ready().Hold {
 		// Held behind a barrier: back at the head of its link.
 		h.step(j, nil)
@@ -382,7 +414,7 @@ func (h *harness) check() {
 		}
 		// With a Ledger, build looks only at the channels with a
 		// recording: it lists what a look at every channel finds.
-		if h.ledger != nil {
+		if h.ledger != nil || h.sums {
 			var listed []snapshot.Channel
 			for _, cs := range g.Channels {
 				listed = append(listed, cs.Channel)
@@ -407,7 +439,7 @@ func (h *harness) check() {
 // final counters: the message it sent that arrives after the receiver
 // recorded is channel state, and the trace checkers accept the cut.
 func TestHarnessStopBeforeRecord(t *testing.T) {
-	h := newHarness(t, snapshot.Unaligned)
+	h := newHarness(t, harnessMode{mode: snapshot.Unaligned})
 	const bToC = 1 + 3*2 // arg: i = b, j = c
 	h.do(0, bToC)        // b sends m1 to c
 	h.do(1, bToC)        // c receives it
@@ -444,6 +476,7 @@ func TestRandomOps(t *testing.T) {
 	first, count := seedRange(20000, 2000)
 	var complete, departed, stopped int
 	byMode := make(map[snapshot.Mode]int)
+	sums := 0
 	for s := first; s < first+count; s++ {
 		r := rand.New(rand.NewPCG(s, 0xf022))
 		ops := make([]byte, 2*(10+r.IntN(40))+r.IntN(2))
@@ -470,6 +503,9 @@ func TestRandomOps(t *testing.T) {
 				complete++
 				g, _ := a.Global()
 				byMode[g.Mode]++
+				if g.Sums != nil {
+					sums++
+				}
 				for _, p := range g.Participants {
 					i := h.index(p.ID)
 					switch {
@@ -482,7 +518,10 @@ func TestRandomOps(t *testing.T) {
 			}
 		}()
 	}
-	t.Logf("%d complete snapshots (by mode %v); %d departed and %d recorded-then-stopped participants in them", complete, byMode, departed, stopped)
+	t.Logf("%d complete snapshots (by mode %v, %d of them counted in sums); %d departed and %d recorded-then-stopped participants in them", complete, byMode, sums, departed, stopped)
+	if count > 100 && sums == 0 {
+		t.Fatalf("no snapshot counted in sums completes")
+	}
 	if count > 100 && (departed == 0 || stopped == 0) {
 		t.Fatalf("stops are not exercised: %d departed, %d stopped after recording", departed, stopped)
 	}

@@ -29,6 +29,19 @@ type Global struct {
 	// False in the other modes, and in epoch snapshots stored before the
 	// counts were (file format 4, PostgreSQL row format 3).
 	ReceiverCounts bool
+	// Sums, for a snapshot counted in sums, are the totals it was judged
+	// by; Verify holds them to Sent = Received + every message in
+	// flight, so that a channel left out, or a message left off one,
+	// fails it. Kept in memory only: a store does not keep them yet, and
+	// a snapshot read back has none.
+	Sums *SumCounts
+}
+
+// SumCounts are a snapshot's sums: the messages sent before the records
+// and those received before them (lost ones included), over every
+// participant and every process dropped before it.
+type SumCounts struct {
+	Sent, Received uint64
 }
 
 // Participant is one process's recorded state.
@@ -182,6 +195,11 @@ func (g *Global) Verify() error {
 		}
 		if inFlight != nil {
 			inFlight[to] += k
+		}
+	}
+	if s := g.Sums; s != nil {
+		if k := uint64(g.TotalInFlight()); s.Received > s.Sent || s.Received+k != s.Sent {
+			return &SumBalanceError{Snapshot: g.ID, Sent: s.Sent, Received: s.Received, Recorded: k}
 		}
 	}
 	if inFlight == nil {

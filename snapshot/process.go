@@ -49,6 +49,19 @@ type Config struct {
 	// the process and the coordinator's Ledger least; a positive value is
 	// for tests of records of every counter that follow the last.
 	DeltaMin int
+	// Sums, in the Epochs mode, counts in sums rather than per channel:
+	// the process keeps two totals, the messages it sent and those it
+	// received, and its records carry them (LocalRecord.SentTotal and
+	// ReceivedTotal) and no count per channel, as in Mattern's sum
+	// counters. A send touches no table, and a receipt from the sender's
+	// epoch none either: a channel has an entry here only while a
+	// snapshot in progress has messages in flight on it, which a receipt
+	// numbers by arrival (Stamp.Seq is neither given nor read). Outgoing,
+	// Incoming, Sent, Received and DeltaMin do not apply. The coordinator
+	// must count in sums too (CoordinatorConfig.Sums); a process that
+	// stops hands over what is still queued for it (Lose) before its
+	// final record.
+	Sums bool
 	// BackEdges names, in the aligned mode, the senders of incoming
 	// channels that are back edges: the process does not wait for their
 	// barriers before recording, and logs what arrives on them after its
@@ -185,6 +198,11 @@ type Process struct {
 	// receivedTotal is the sum of the incoming channels' counts
 	// (LocalRecord.ReceivedTotal).
 	receivedTotal uint64
+	// Config.Sums: counting in sums (sums.go), with the messages sent
+	// and those lost at a stop (Lose).
+	sums      bool
+	sentTotal uint64
+	lost      []EpochCount
 
 	// gone holds senders that are no more, with no channel here: those
 	// that departed before any message of theirs came (Departed on an
@@ -219,13 +237,23 @@ func NewProcess(cfg Config) (*Process, error) {
 	if !cfg.Mode.Valid() {
 		return nil, fmt.Errorf("%w: unknown mode %s", ErrConfig, cfg.Mode)
 	}
+	if cfg.Sums {
+		if err := cfg.checkSums(); err != nil {
+			return nil, err
+		}
+	}
 	p := &Process{
 		id:   cfg.ID,
 		mode: cfg.Mode,
+		sums: cfg.Sums,
 		out:  make(map[ProcessID]*outChan, len(cfg.Outgoing)),
 		in:   make(map[ProcessID]*inChan, len(cfg.Incoming)),
 	}
 	p.setBackEdges(cfg.BackEdges)
+	if p.sums {
+		p.initEpoch(cfg)
+		return p, nil
+	}
 	for _, to := range cfg.Outgoing {
 		p.outChannel(to)
 	}
@@ -262,7 +290,11 @@ func (p *Process) Mode() Mode { return p.mode }
 // DeclareOutgoing adds a channel to to, as Config.Outgoing does. A channel
 // declared after the process recorded a snapshot is not part of it: its
 // first message tells the receiver so.
-func (p *Process) DeclareOutgoing(to ProcessID) { p.outChannel(to) }
+func (p *Process) DeclareOutgoing(to ProcessID) {
+	if !p.sums {
+		p.outChannel(to)
+	}
+}
 
 func (p *Process) outChannel(to ProcessID) *outChan {
 	c := p.out[to]
@@ -293,6 +325,10 @@ func (p *Process) inChannel(from ProcessID) *inChan {
 // before it is sent; the returned stamp must travel with the message. It
 // never produces actions.
 func (p *Process) Send(to ProcessID) Stamp {
+	if p.sums {
+		p.sentTotal++
+		return Stamp{Epoch: p.epoch}
+	}
 	c := p.lastOut
 	if c == nil || c.to != to {
 		if c = p.out[to]; c == nil {
@@ -306,6 +342,10 @@ func (p *Process) Send(to ProcessID) Stamp {
 // SendOn is Send through h, a handle on the channel to to, which it
 // fills when it is empty or its channel was dropped.
 func (p *Process) SendOn(h *OutHandle, to ProcessID) Stamp {
+	if p.sums {
+		p.sentTotal++
+		return Stamp{Epoch: p.epoch}
+	}
 	c := h.c
 	if c == nil || c.dropped || c.to != to {
 		if c = p.out[to]; c == nil {
@@ -367,6 +407,9 @@ func (p *Process) firstStamp() Stamp {
 // later. An error means the channel's FIFO guarantee was broken or the
 // stamp contradicts the protocol; the message was not accounted for.
 func (p *Process) Receive(from ProcessID, st Stamp, payload any) error {
+	if p.sums {
+		return p.receiveSums(nil, from, st, payload)
+	}
 	return p.receive(p.inChannel(from), from, st, payload)
 }
 
@@ -376,6 +419,9 @@ func (p *Process) Receive(from ProcessID, st Stamp, payload any) error {
 // queue per sender): the message is the channel's next, and st.Seq is set
 // to its number. The channel is found once, however new it is.
 func (p *Process) ReceiveNextOn(h *InHandle, from ProcessID, st Stamp, payload any) error {
+	if p.sums {
+		return p.receiveSums(h, from, st, payload)
+	}
 	c := h.c
 	if c == nil || c.dropped || c.from != from {
 		c = p.inChannel(from)
@@ -714,6 +760,9 @@ func (p *Process) Forget(id SnapshotID) {
 		}
 	}
 	p.done.add(id)
+	if p.sums && len(p.snaps) == 0 {
+		p.dropEntries()
+	}
 	p.pruneAwaits()
 	p.startQueued()
 }
@@ -962,6 +1011,9 @@ func (p *Process) Received(from ProcessID) uint64 {
 // final record (Assembler.AddDeparted); in the Epochs mode they follow
 // its last record (Prev, Prior), as its records do.
 func (p *Process) Counters() LocalRecord {
+	if p.sums {
+		return LocalRecord{Process: p.id, SentTotal: p.sentTotal, ReceivedTotal: p.receivedTotal, Epoch: p.epoch, Lost: slices.Clone(p.lost)}
+	}
 	counts := make([]PeerCount, len(p.outs)+len(p.ins)) // one allocation for both
 	rec := LocalRecord{Process: p.id, Sent: counts[:len(p.outs):len(p.outs)], Received: counts[len(p.outs):], ReceivedTotal: p.receivedTotal, Epoch: p.epoch}
 	for i, c := range p.outs {

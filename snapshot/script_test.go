@@ -21,7 +21,7 @@ import (
 //
 // Commands:
 //
-//	topology [declare=all|none] [initial=N] [timeout=T] [ring=N | tworings=N] [mode=aligned] [delta=N]
+//	topology [declare=all|none] [initial=N] [timeout=T] [ring=N | tworings=N] [mode=aligned|epoch] [delta=N] [sums]
 //	         edges "a -> b" as input, or a ring of N (p0..) or two rings of N;
 //	         in the aligned mode the back edges are ShallowBackEdges's
 //	send from=a to=b amount=N
@@ -171,6 +171,7 @@ func (s *script) topology(t *testing.T, d *datadriven.TestData) {
 	}
 	cfg.Mode = m
 	d.MaybeScanArgs(t, "delta", &cfg.DeltaMin)
+	cfg.Sums = d.HasArg("sums")
 	switch declare {
 	case "all":
 		cfg.Declare = snapshottest.DeclareAll
@@ -220,6 +221,9 @@ func (s *script) print(g *snapshot.Global) {
 			ms = append(ms, fmt.Sprintf("%d:%v", m.Seq, m.Payload))
 		}
 		fmt.Fprintf(&s.out, "  %-8s sent %d received %d in flight [%s]\n", c.Channel, c.Sent, c.Received, strings.Join(ms, " "))
+	}
+	if sc := g.Sums; sc != nil {
+		fmt.Fprintf(&s.out, "  sums: sent %d, received %d\n", sc.Sent, sc.Received)
 	}
 	verdict, ok := s.verdicts[g.ID]
 	if !ok {

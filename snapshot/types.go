@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -175,6 +176,47 @@ type LocalRecord struct {
 	// cut of every snapshot up to it (it recorded them, or was born after
 	// their cut), and before the cut of the others.
 	Epoch SnapshotID
+	// SentTotal, in the Epochs mode counting in sums (Config.Sums),
+	// counts the messages the process sent before the record, to every
+	// participant: with ReceivedTotal it is all such a record counts
+	// (Sent and Received are empty).
+	SentTotal uint64
+	// Lost, on a final record counting in sums, counts by epoch the
+	// messages that were still queued for the process when it stopped
+	// (Process.Lose): sent and never to be received, they count as
+	// received in every snapshot above their epoch that the process
+	// stands in departed.
+	Lost []EpochCount
+}
+
+// EpochCount counts messages by the epoch their sender stamped them with.
+type EpochCount struct {
+	Epoch SnapshotID
+	N     uint64
+}
+
+// addEpochCount adds n messages of epoch e to counts, kept sorted by
+// epoch, and returns it.
+func addEpochCount(counts []EpochCount, e SnapshotID, n uint64) []EpochCount {
+	i, found := slices.BinarySearchFunc(counts, e, func(c EpochCount, e SnapshotID) int { return cmp.Compare(c.Epoch, e) })
+	if found {
+		counts[i].N += n
+		return counts
+	}
+	return slices.Insert(counts, i, EpochCount{Epoch: e, N: n})
+}
+
+// countBefore returns how many of counts have an epoch below id: the
+// messages lost that a snapshot id counted as sent.
+func countBefore(counts []EpochCount, id SnapshotID) uint64 {
+	var n uint64
+	for _, c := range counts {
+		if c.Epoch >= id {
+			break
+		}
+		n += c.N
+	}
+	return n
 }
 
 // ChannelRecord is the closed recording of one incoming channel for one
@@ -279,3 +321,35 @@ func (e *ReceiverBalanceError) Unwrap() error { return ErrImbalance }
 // Lost reports whether the imbalance is a shortfall (messages sent and
 // neither received nor recorded) rather than a surplus.
 func (e *ReceiverBalanceError) Lost() bool { return e.Received+e.Recorded < e.Sent }
+
+// LostError aborts a snapshot counted in sums (Config.Sums) that needed
+// messages lost with their receiver: sent before their sender's record,
+// to a participant that recorded the snapshot and stopped before they
+// reached it (Coordinator.Lost).
+type LostError struct {
+	Snapshot SnapshotID
+	Receiver ProcessID
+	N        uint64
+}
+
+func (e *LostError) Error() string {
+	return fmt.Sprintf("snapshot %d: %d messages in flight to %s at the cut were lost with it: it stopped before they reached it", e.Snapshot, e.N, e.Receiver)
+}
+
+// Unwrap returns ErrImbalance.
+func (e *LostError) Unwrap() error { return ErrImbalance }
+
+// SumBalanceError aborts a snapshot counted in sums whose totals cannot
+// balance: Sent before the records, Received before them (lost
+// messages included), Recorded in flight.
+type SumBalanceError struct {
+	Snapshot                 SnapshotID
+	Sent, Received, Recorded uint64
+}
+
+func (e *SumBalanceError) Error() string {
+	return fmt.Sprintf("snapshot %d: sums do not balance: sent %d before the records, received %d before them, recorded %d in flight", e.Snapshot, e.Sent, e.Received, e.Recorded)
+}
+
+// Unwrap returns ErrImbalance.
+func (e *SumBalanceError) Unwrap() error { return ErrImbalance }

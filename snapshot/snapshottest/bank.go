@@ -103,7 +103,7 @@ func BalanceOf(state []byte) (int64, error) {
 
 // AmountOf returns the amount of a Transfer payload.
 func AmountOf(payload any) (int64, error) {
-	t, ok := payload.(Transfer)
+	t, ok := untraced(payload).(Transfer)
 	if !ok {
 		return 0, fmt.Errorf("snapshottest: payload %T is not a Transfer", payload)
 	}
@@ -293,7 +293,10 @@ func (n *Network) lostWithStop(err error) bool {
 	var receiver snapshot.ProcessID
 	var be *snapshot.BalanceError
 	var rbe *snapshot.ReceiverBalanceError
+	var le *snapshot.LostError
 	switch {
+	case errors.As(err, &le):
+		receiver = le.Receiver
 	case errors.As(err, &be) && be.Received+be.Recorded < be.Sent:
 		receiver = be.Channel.To
 	case errors.As(err, &rbe) && rbe.Lost():

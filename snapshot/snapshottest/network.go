@@ -73,6 +73,17 @@ type Config struct {
 	// snapshot.ShallowBackEdges finds. Until a snapshot has shown it a
 	// channel, no one waits on it.
 	Learn bool
+	// Sums, in the Epochs mode, makes the processes and the coordinator
+	// count in sums (snapshot.Config.Sums). The links number the
+	// messages, for the trace, and hand each to its receiver as a
+	// Traced payload: the process's own numbers, by arrival, are not the
+	// trace's. A process that stops hands over what is on its links
+	// (Process.Lose). A send to a stopped process that is not dropped yet
+	// is counted and reported lost (Coordinator.Lost), as a post that
+	// meets a closed mailbox, when the receiver recorded a snapshot its
+	// sender has not (that snapshot needed it) and half the time
+	// otherwise; the other half go outside the snapshots.
+	Sums bool
 	// FailRecords, from 0 to 1, is the chance that a process cannot hand
 	// a record on whole, as a participant whose state cannot be encoded:
 	// the coordinator hears of it through Coordinator.Failed, and its
@@ -119,6 +130,7 @@ const coordinator = -1
 
 type link struct {
 	from, to int
+	seq      uint64 // Config.Sums: the last message's number
 	q        []envelope
 	head     int
 	last     int64 // delivery tick of the newest message: keeps FIFO
@@ -240,7 +252,21 @@ func (n *Network) Respawn(i int) bool {
 		return false
 	}
 	name := n.name(i)
-	p, err := snapshot.NewProcess(snapshot.Config{ID: name, Mode: n.cfg.Mode, BackEdges: n.backEdges[i], DeltaMin: n.cfg.DeltaMin})
+	pc := snapshot.Config{ID: name, Mode: n.cfg.Mode, BackEdges: n.backEdges[i], DeltaMin: n.cfg.DeltaMin, Sums: n.cfg.Sums}
+	if n.cfg.Sums {
+		// Born after the cut of every snapshot over: its epoch follows
+		// its name's old one, which a receiver may still hold.
+		pc.Horizon = n.coord.Last()
+		if first, ok := n.coord.Oldest(); ok {
+			pc.Horizon = first - 1
+		}
+		for _, l := range n.order {
+			if l.from == i || l.to == i {
+				l.seq = 0 // its channels start afresh, as the trace's
+			}
+		}
+	}
+	p, err := snapshot.NewProcess(pc)
 	if err != nil {
 		n.fail(err)
 		return false
@@ -265,6 +291,24 @@ func (n *Network) Respawn(i int) bool {
 
 // Incarnation returns how many times process i was respawned.
 func (n *Network) Incarnation(i int) int { return n.incarnation[i] }
+
+// Traced is a payload as a Network counting in sums (Config.Sums) hands
+// it to its receiver: with the number its link gave it, which the
+// invariant checkers read.
+type Traced struct {
+	Seq     uint64
+	Payload any
+}
+
+func (t Traced) String() string { return fmt.Sprintf("%v#%d", t.Payload, t.Seq) }
+
+// untraced returns payload without its Traced wrapper.
+func untraced(payload any) any {
+	if t, ok := payload.(Traced); ok {
+		return t.Payload
+	}
+	return payload
+}
 
 // Lost is an application message that reached a stopped process and was
 // dropped, as a dead letter. One sent once the receiver was dropped is not
@@ -294,6 +338,7 @@ func NewNetwork(cfg Config, app App) (*Network, error) {
 	}
 	coord, err := snapshot.NewCoordinator(snapshot.CoordinatorConfig{
 		Mode:       cfg.Mode,
+		Sums:       cfg.Sums,
 		Timeout:    time.Duration(cfg.Timeout) * tick,
 		SweepAfter: time.Duration(cfg.SweepAfter) * tick,
 		Learn:      cfg.Learn,
@@ -311,6 +356,7 @@ func NewNetwork(cfg Config, app App) (*Network, error) {
 		pcfg[i].ID = name
 		pcfg[i].Mode = cfg.Mode
 		pcfg[i].DeltaMin = cfg.DeltaMin
+		pcfg[i].Sums = cfg.Sums
 	}
 	if cfg.Mode == snapshot.Aligned && !cfg.NoBackEdges && !cfg.Learn {
 		back := cfg.BackEdges
@@ -503,11 +549,38 @@ func (n *Network) Send(from, to int, payload any) {
 		n.lost = append(n.lost, Lost{Channel: ch, At: n.trace.Event(ch.From), Payload: payload, Incarnation: n.incarnation[to], Sender: n.incarnation[from]})
 		return
 	}
+	race := false
 	if n.stopped[to] {
-		n.coord.SentTo(ch.From, ch.To)
+		if n.cfg.Sums {
+			// The sender finds its receiver stopped. If the receiver
+			// recorded no snapshot the sender has not, none needs the
+			// message, and it may go outside the snapshots, uncounted;
+			// else, and as a post that meets a closed mailbox, it is
+			// counted and the coordinator hears it was lost.
+			needed := n.procs[to].Epoch() > n.procs[from].Epoch()
+			if race = needed || n.rng.IntN(2) == 0; !race {
+				n.logf("%s: send to a stopped process, lost outside the snapshots %v", ch, payload)
+				n.lost = append(n.lost, Lost{Channel: ch, At: n.trace.Event(ch.From), Payload: payload, Incarnation: n.incarnation[to], Sender: n.incarnation[from]})
+				return
+			}
+		} else {
+			n.coord.SentTo(ch.From, ch.To)
+		}
 	}
 	st := n.procs[from].Send(ch.To)
+	if n.cfg.Sums {
+		l := n.link(from, to)
+		l.seq++
+		st.Seq = l.seq
+	}
 	n.trace.Sent(ch, st.Seq)
+	if race {
+		n.logf("%s: send seq=%d%s to a stopped process, counted and lost %v", ch, st.Seq, epochOf(st), payload)
+		n.lost = append(n.lost, Lost{Channel: ch, Seq: st.Seq, Payload: payload, Incarnation: n.incarnation[to], Sender: n.incarnation[from]})
+		n.coord.Lost(tickTime(n.now), ch.To, st.Epoch, 1)
+		n.coordinate()
+		return
+	}
 	if st.Seq == 1 && (len(st.Recorded) > 0 || st.Horizon > 0) {
 		n.logf("%s: send seq=%d %v (recorded %v, horizon %d)", ch, st.Seq, payload, st.Recorded, st.Horizon)
 	} else {
@@ -562,6 +635,12 @@ func (n *Network) Stop(i int) {
 	id, p := n.name(i), n.procs[i]
 	n.logf("%s: stop", id)
 	recorded := p.Active()
+	if n.cfg.Sums {
+		n.lose(i)
+		if n.err != nil {
+			return
+		}
+	}
 	n.step(i, func(p *snapshot.Process) error { p.Stop(); return nil })
 	n.stopped[i] = true
 	final := p.Counters()
@@ -578,6 +657,28 @@ func (n *Network) Stop(i int) {
 		}
 	}
 	n.coordinate()
+}
+
+// lose hands stopping process i what is on its links, which it will
+// never receive (Process.Lose): it is lost at its delivery.
+func (n *Network) lose(i int) {
+	for _, l := range n.order {
+		if l.to != i || l.from == coordinator || l.empty() {
+			continue
+		}
+		var queued []snapshot.Queued
+		for _, e := range l.q[l.head:] {
+			if e.kind == data && e.toInc == n.incarnation[i] {
+				queued = append(queued, snapshot.Queued{Epoch: e.stamp.Epoch, Payload: Traced{Seq: e.stamp.Seq, Payload: e.payload}})
+			}
+		}
+		if len(queued) == 0 {
+			continue
+		}
+		from := n.name(l.from)
+		n.step(i, func(p *snapshot.Process) error { return p.Lose(from, queued) })
+		n.logf("%s: loses %d queued from %s", n.name(i), len(queued), from)
+	}
 }
 
 // unblock lets the deliveries that came due on l while it was blocked go,
@@ -616,9 +717,12 @@ func (n *Network) step(i int, input func(p *snapshot.Process) error) {
 	for _, rec := range rd.Records {
 		rec.State, rec.Kind = state, "process"
 		n.trace.Recorded(rec.Process, rec.Snapshot)
-		if rec.Changes {
+		switch {
+		case n.cfg.Sums:
+			n.logf("%s: record %d (sent %d, received %d in all)", rec.Process, rec.Snapshot, rec.SentTotal, rec.ReceivedTotal)
+		case rec.Changes:
 			n.logf("%s: record %d (changed since %d: sent %s; received %d in all)", rec.Process, rec.Snapshot, rec.Prev, counts(rec.Sent), rec.ReceivedTotal)
-		} else {
+		default:
 			n.logf("%s: record %d (sent %s; received %s)", rec.Process, rec.Snapshot, counts(rec.Sent), counts(rec.Received))
 		}
 		if n.cfg.FailRecords > 0 && n.rng.Float64() < n.cfg.FailRecords {
@@ -692,6 +796,12 @@ func (n *Network) capture(i int, since snapshot.SnapshotID) {
 			}
 			if e.toInc != n.incarnation[i] {
 				continue // lost at its delivery
+			}
+			if n.cfg.Sums {
+				// Numbered by arrival at the process: the link's order
+				// is all it needs.
+				queued = append(queued, snapshot.Queued{Epoch: e.stamp.Epoch, Payload: Traced{Seq: e.stamp.Seq, Payload: e.payload}})
+				continue
 			}
 			if e.stamp.Seq != next {
 				break
@@ -815,8 +925,12 @@ func (n *Network) deliverEnvelope(from, to int, e envelope) {
 		ch := snapshot.Channel{From: n.name(from), To: n.name(to)}
 		n.logf("%s: deliver seq=%d %v", ch, e.stamp.Seq, e.payload)
 		held := false
+		payload := e.payload
+		if n.cfg.Sums {
+			payload = Traced{Seq: e.stamp.Seq, Payload: e.payload}
+		}
 		n.step(to, func(p *snapshot.Process) error {
-			err := p.Receive(ch.From, e.stamp, e.payload)
+			err := p.Receive(ch.From, e.stamp, payload)
 			held = err == nil && p.HasReady() && p.Ready().Hold
 			return err
 		})

@@ -262,6 +262,9 @@ func (t *Trace) checkChannel(id snapshot.SnapshotID, rec map[snapshot.ProcessID]
 	gotSeq := make([]uint64, len(got))
 	for i, m := range got {
 		gotSeq[i] = m.Seq
+		if t, ok := m.Payload.(Traced); ok {
+			gotSeq[i] = t.Seq // numbered by its link, not by its receiver
+		}
 	}
 	if !slices.Equal(want, gotSeq) {
 		return fmt.Errorf("snapshot %d: channel %s: recorded seqs %v, want %v", id, ch, gotSeq, want)
