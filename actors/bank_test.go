@@ -173,6 +173,11 @@ var modes = []struct {
 		WithInitiation(Lazy)(c)
 		withDeltaMin(2)(c)
 	}},
+	// Counting in sums: two totals per participant, no count per channel.
+	{"epoch-sums", func(c *config) {
+		WithMode(snapshot.Epochs)(c)
+		WithCounting(InSums)(c)
+	}},
 }
 
 // isLazy reports whether a mode of modes starts snapshots lazily: an

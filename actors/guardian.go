@@ -54,18 +54,22 @@ type (
 	reportMsg struct {
 		id       snapshot.SnapshotID
 		rec      *snapshot.LocalRecord // nil in a report of channel recordings only
-		children []snapshot.ProcessID  // live children: born before the record
 		channels []snapshot.ChannelRecord
-		held     int // messages in channels
-		// failed says that rec could not be taken whole (its state, in
-		// the epoch mode): its snapshot aborts for failed.reason, and
-		// rec, without state, gives the coordinator's ledger its
-		// counters. A pointer, not an error: a record's report is made
-		// per participant per snapshot, and an interface would move it
-		// to the next size class.
-		failed *failure
+		// more is what few reports carry; nil when none. A pointer: a
+		// record's report is made per participant per snapshot, and is
+		// most of what an idle snapshot allocates, so it is kept within
+		// its size class (256 bytes).
+		more *reportMore
 	}
-	failure struct{ reason error }
+	// reportMore is the rarer part of a report.
+	reportMore struct {
+		// children are the live children born before the record.
+		children []snapshot.ProcessID
+		// failed says that rec could not be taken whole (its state, in
+		// the epoch mode): its snapshot aborts for failed, and rec,
+		// without state, gives the coordinator's ledger its counters.
+		failed error
+	}
 	failMsg struct {
 		id   snapshot.SnapshotID
 		from snapshot.ProcessID
@@ -83,7 +87,14 @@ type (
 		after    snapshot.SnapshotID   // the last snapshot started when it left the registry
 	}
 	restartedMsg struct{ id snapshot.ProcessID }
-	timerMsg     struct {
+	// lostMsg says, counting in sums, that a message a participant sent
+	// and counted, stamped with epoch, met the closed mailbox of to, a
+	// participant that had stopped (Coordinator.Lost).
+	lostMsg struct {
+		to    snapshot.ProcessID
+		epoch snapshot.SnapshotID
+	}
+	timerMsg struct {
 		id    snapshot.SnapshotID
 		sweep bool // a sweep is due; otherwise the deadline
 	}
@@ -104,6 +115,33 @@ type (
 	}
 )
 
+// children returns the live children of m's participant that were born
+// before its record.
+func (m *reportMsg) children() []snapshot.ProcessID {
+	if m.more == nil {
+		return nil
+	}
+	return m.more.children
+}
+
+// failed returns why m's record could not be taken whole; nil if it was.
+func (m *reportMsg) failed() error {
+	if m.more == nil {
+		return nil
+	}
+	return m.more.failed
+}
+
+// held returns the messages m's channel recordings hold, which count in
+// System.recorded from when m is sent until its snapshot ends.
+func (m *reportMsg) held() int {
+	n := 0
+	for _, c := range m.channels {
+		n += len(c.Messages)
+	}
+	return n
+}
+
 // recordReport is a report with its record, in one allocation: a report
 // of channel recordings only, one for almost every message in flight
 // that a snapshot records, is the bare reportMsg. The guardian hands the
@@ -117,7 +155,10 @@ type recordReport struct {
 
 // newRecordReport returns the report of rec for snapshot id.
 func newRecordReport(id snapshot.SnapshotID, rec snapshot.LocalRecord, children []snapshot.ProcessID) *reportMsg {
-	r := &recordReport{reportMsg: reportMsg{id: id, children: children}, record: rec}
+	r := &recordReport{reportMsg: reportMsg{id: id}, record: rec}
+	if len(children) > 0 {
+		r.more = &reportMore{children: children}
+	}
 	r.rec = &r.record
 	return &r.reportMsg
 }
@@ -202,7 +243,7 @@ func (g *guardian) newCoordinator(after snapshot.SnapshotID, restored *snapshot.
 		search = func([]snapshot.Channel, []snapshot.ProcessID) []snapshot.Channel { return nil }
 	}
 	ccfg := snapshot.CoordinatorConfig{
-		After: after, Mode: cfg.mode, Restored: restored, Timeout: cfg.timeout,
+		After: after, Mode: cfg.mode, Sums: cfg.sums(), Restored: restored, Timeout: cfg.timeout,
 		Learn: cfg.mode == snapshot.Aligned, BackEdges: cfg.backEdges, Search: search,
 	}
 	if !cfg.broadcasts() {
@@ -290,6 +331,8 @@ func (g *guardian) handle(msg any) {
 			// stopped rather than wait for its record.
 			_ = g.coord.Stopped(now(), m.id, m.final, m.recorded, m.after)
 		}
+	case *lostMsg:
+		g.coord.Lost(now(), m.to, m.epoch, 1)
 	case *restartedMsg:
 		if !g.forward(m) {
 			g.coord.Fail(now(), m.id, fmt.Errorf("%w: %s", ErrParticipantRestarted, m.id))
@@ -724,6 +767,10 @@ func (g *guardian) explain(err error) error {
 	var rbe *snapshot.ReceiverBalanceError
 	if errors.As(err, &rbe) && rbe.Lost() && g.s.reg.isStopped(rbe.Receiver) {
 		return fmt.Errorf("%w: %s, with messages still on their way to it: %w", ErrParticipantStopped, rbe.Receiver, err)
+	}
+	var le *snapshot.LostError
+	if errors.As(err, &le) {
+		return fmt.Errorf("%w: %s, with messages still on their way to it: %w", ErrParticipantStopped, le.Receiver, err)
 	}
 	return err
 }

@@ -999,7 +999,7 @@ func TestReportedChannelStateCountsAgainstBudget(t *testing.T) {
 	// As participant.report sends them: counted from the send.
 	report := func(c snapshot.ChannelRecord) {
 		s.recorded.Add(int64(len(c.Messages)))
-		g.report(&reportMsg{id: id, channels: []snapshot.ChannelRecord{c}, held: len(c.Messages)})
+		g.report(&reportMsg{id: id, channels: []snapshot.ChannelRecord{c}})
 	}
 	report(channel("a", "b", 2))
 	assert.False(t, coord.HasReady(), "2 messages: at the bound")

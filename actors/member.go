@@ -55,14 +55,14 @@ func (g *guardian) forward(msg interface{}) bool {
 	f := &g.fwd
 	switch m := msg.(type) {
 	case *reportMsg:
-		f.K, f.ID, f.IDs, f.Chans = fReport, m.id, m.children, toWire(m.channels)
+		f.K, f.ID, f.IDs, f.Chans = fReport, m.id, m.children(), toWire(m.channels)
 		f.Rec = m.rec
-		if m.failed != nil {
-			f.Err = m.failed.reason.Error()
+		if failed := m.failed(); failed != nil {
+			f.Err = failed.Error()
 		}
 		// The messages leave this member: they count against the
 		// coordinator's budget, not this one's.
-		g.s.recorded.Add(-int64(m.held))
+		g.s.recorded.Add(-int64(m.held()))
 	case *failMsg:
 		f.K, f.ID, f.From, f.Err = fFail, m.id, m.from, m.err.Error()
 	case *stoppedMsg:
@@ -380,14 +380,14 @@ func (g *guardian) memberFrame(from string, f *frame) {
 func (g *guardian) coordinatorFrame(f *frame) {
 	switch f.K {
 	case fReport:
-		m := &reportMsg{id: f.ID, rec: f.Rec, children: f.IDs, channels: fromWire(f.Chans)}
-		if f.Err != "" {
-			m.failed = &failure{errors.New(f.Err)}
+		m := &reportMsg{id: f.ID, rec: f.Rec, channels: fromWire(f.Chans)}
+		if len(f.IDs) > 0 || f.Err != "" {
+			m.more = &reportMore{children: f.IDs}
+			if f.Err != "" {
+				m.more.failed = errors.New(f.Err)
+			}
 		}
-		for _, c := range m.channels {
-			m.held += len(c.Messages)
-		}
-		g.s.recorded.Add(int64(m.held))
+		g.s.recorded.Add(int64(m.held()))
 		g.report(m)
 	case fFail:
 		g.coord.Abort(g.now(), f.ID, fmt.Errorf("%s: %s", f.From, f.Err))

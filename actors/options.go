@@ -46,8 +46,41 @@ const (
 	InOrder
 )
 
+// Counting is how the epoch mode counts messages to decide that a
+// snapshot is complete (WithCounting).
+type Counting uint8
+
+const (
+	// PerChannel counts the messages of each channel at both ends: a
+	// record lists the counts that changed since the last, and the
+	// guardian checks every receiver, and the order of every channel's
+	// messages in flight. The default. Its cost per message grows with
+	// the pairs of participants that ever exchanged one.
+	PerChannel Counting = iota
+	// InSums keeps two totals per participant, the messages it sent and
+	// those it received, as Mattern's sum counters do: a send and a
+	// receipt touch no table, a record carries two numbers, and a
+	// snapshot is complete when everything sent before the records was
+	// received before them or is in flight. A channel is known only
+	// while it has messages in flight at a snapshot. What it gives up:
+	// no check of each channel's order, and a snapshot that waits for
+	// its messages in flight asks every participant to look at its
+	// queue again, not only the receivers it is owed by. Within one
+	// member only, for now.
+	InSums
+)
+
+// WithCounting selects how the epoch mode counts messages: PerChannel
+// (the default) or InSums, which costs least where the pairs of
+// participants that talk keep changing. The other modes count per
+// channel.
+func WithCounting(c Counting) Option { return func(cfg *config) { cfg.counting = c } }
+
 // broadcasts reports whether the guardian starts every participant.
 func (c *config) broadcasts() bool { return c.initiation == Broadcast || c.initiation == InOrder }
+
+// sums reports whether participants count in sums (WithCounting).
+func (c *config) sums() bool { return c.counting == InSums }
 
 // hurried reports whether a start is recorded ahead of the queue
 // (Broadcast in the epoch mode).
@@ -62,6 +95,7 @@ type config struct {
 	backEdges   []snapshot.Channel
 	search      BackEdgeSearch
 	initiation  Initiation
+	counting    Counting
 	lazyAfter   time.Duration // Lazy: before the guardian starts the silent
 	timeout     time.Duration
 	concurrent  int
@@ -268,6 +302,12 @@ func newConfig(opts []Option) (config, error) {
 		return c, fmt.Errorf("%w: unknown initiation %d", ErrConfig, c.initiation)
 	case c.initiation == Lazy && c.mode != snapshot.Epochs:
 		return c, fmt.Errorf("%w: lazy starts need the epoch mode (WithMode(snapshot.Epochs)), not %s", ErrConfig, c.mode)
+	case c.counting > InSums:
+		return c, fmt.Errorf("%w: unknown counting %d", ErrConfig, c.counting)
+	case c.counting == InSums && c.mode != snapshot.Epochs:
+		return c, fmt.Errorf("%w: counting in sums needs the epoch mode (WithMode(snapshot.Epochs)), not %s", ErrConfig, c.mode)
+	case c.counting == InSums && c.transport != nil:
+		return c, fmt.Errorf("%w: counting in sums works within one member only, not in a cluster (WithTransport)", ErrConfig)
 	case c.lazyAfter <= 0:
 		return c, fmt.Errorf("%w: lazy start delay %v must be positive", ErrConfig, c.lazyAfter)
 	case c.timeout < MinTimeout:

@@ -50,6 +50,7 @@ type participant struct {
 	// participant recorded (snapshot.CoordinatorReady.Recapture).
 	recapture atomic.Bool
 	epochs    bool // the Process's mode is Epochs: any message may make it record
+	sums      bool // the Process counts in sums (WithCounting(InSums))
 	lazy      bool // lazy starts: look for a newer snapshot at every message
 	aligned   bool // the Process's mode is Aligned: senders may be held paused
 	live      bool // Started handled, and neither restarting nor stopping: its state may be recorded outside a message
@@ -58,9 +59,13 @@ type participant struct {
 	// undo it, and the participant stops again after such a restart.
 	stopping bool
 	departed bool // depart ran: a restarted instance stops without a second departure
-	unread   bool // a message taken off the queue is not received yet: no capture
-	budget   bool // a budgetMsg is on its way
-	kind     string
+	// finalEpoch is its epoch when it stopped (counting in sums), set
+	// before stopped: a sender that finds it stopped and is behind it
+	// sends a message a snapshot it recorded needed.
+	finalEpoch snapshot.SnapshotID
+	unread     bool // a message taken off the queue is not received yet: no capture
+	budget     bool // a budgetMsg is on its way
+	kind       string
 	// byID, held, children and reports are made at their first entry:
 	// most participants never have one, and a record reads some of them
 	// (an empty table made beforehand is a miss in the cache at every
@@ -477,7 +482,11 @@ func (p *participant) receive(from snapshot.ProcessID, in *snapshot.InHandle, st
 			continue // carrying out the barrier unblocked it already
 		}
 		if tr := p.sys.trace; tr != nil {
-			tr.Received(snapshot.Channel{From: from, To: p.id}, p.proc.Received(from))
+			seq := p.proc.Received(from)
+			if p.sums {
+				seq = 0 // numbered by the trace: the Process numbers none
+			}
+			tr.Received(snapshot.Channel{From: from, To: p.id}, seq)
 		}
 		return true
 	}
@@ -626,6 +635,21 @@ func (p *participant) send(ctx actor.Context, pid *actor.PID, msg interface{}) {
 			return
 		}
 	}
+	if p.sums && t.stopped.Load() {
+		// A message it will never receive. If it recorded a snapshot
+		// this sender has not, that snapshot needed the message: it is
+		// counted, and reported lost (the snapshot aborts). Otherwise it
+		// leaves the snapshots uncounted.
+		if t.finalEpoch > p.proc.Epoch() {
+			st := p.proc.SendOn(&r.out, t.id)
+			if tr := p.sys.trace; tr != nil {
+				tr.Sent(snapshot.Channel{From: p.id, To: t.id}, st.Seq)
+			}
+			p.sys.tell(&lostMsg{to: t.id, epoch: st.Epoch})
+		}
+		ctx.Send(pid, msg)
+		return
+	}
 	st := p.proc.SendOn(&r.out, t.id)
 	if tr := p.sys.trace; tr != nil {
 		tr.Sent(snapshot.Channel{From: p.id, To: t.id}, st.Seq)
@@ -651,7 +675,41 @@ func (p *participant) send(ctx actor.Context, pid *actor.PID, msg interface{}) {
 		msg = &firstMsg{stamp: st, msg: msg}
 	}
 	// The epoch (zero but in the epoch mode) rides in the queue entry.
-	t.mb.PostTagged(p.key, uint64(st.Epoch), msg)
+	if !t.mb.PostTagged(p.key, uint64(st.Epoch), msg) {
+		// Its mailbox closed as it stopped (counting in sums): counted,
+		// and never received.
+		p.sys.tell(&lostMsg{to: t.id, epoch: st.Epoch})
+		p.sys.actors.DeadLetter.SendUserMessage(pid, untag(msg))
+	}
+}
+
+// loseQueued closes the mailbox of a participant that stops, counting in
+// sums, and hands its Process what is still queued for it, sender by
+// sender (snapshot.Process.Lose): it will never receive it. What is
+// posted after the close its sender reports lost (lostMsg).
+func (p *participant) loseQueued() {
+	var keys []mailbox.SenderKey
+	queued := make(map[mailbox.SenderKey][]snapshot.Queued)
+	p.mb.Close(func(key mailbox.SenderKey, tag uint64, msg interface{}) {
+		if key == controlKey {
+			return
+		}
+		switch msg.(type) {
+		case *markerMsg, *departedMsg:
+			return
+		}
+		if _, ok := queued[key]; !ok {
+			keys = append(keys, key)
+		}
+		queued[key] = append(queued[key], snapshot.Queued{Epoch: snapshot.SnapshotID(tag), Payload: msg})
+	})
+	for _, key := range keys {
+		if err := p.proc.Lose(p.peer(key).from, queued[key]); err != nil {
+			for _, id := range p.proc.Active() {
+				p.fail(id, err)
+			}
+		}
+	}
 }
 
 // post posts a marker or a departure to participant t, on the channel
@@ -744,7 +802,7 @@ func (p *participant) actOnce() (held bool) {
 				// (snapshot.Coordinator.Failed).
 				r.Kind = p.kind
 				rep := newRecordReport(r.Snapshot, r, nil)
-				rep.failed = &failure{reason}
+				rep.more = &reportMore{failed: reason}
 				p.late.hold(rep)
 				continue
 			}
@@ -867,11 +925,8 @@ func (p *participant) report(rep *reportMsg) {
 		}
 		return
 	}
-	for _, c := range rep.channels {
-		rep.held += len(c.Messages)
-	}
-	if rep.held > 0 {
-		p.sys.recorded.Add(int64(rep.held))
+	if held := rep.held(); held > 0 {
+		p.sys.recorded.Add(int64(held))
 	}
 	p.sys.tell(rep)
 }
@@ -887,9 +942,13 @@ func (p *participant) turnEnd() {
 // told nothing more will come, and the guardian gets its final counters.
 func (p *participant) depart() {
 	p.departed = true
+	p.finalEpoch = p.proc.Epoch()
 	p.stopped.Store(true)
 	after := p.sys.reg.stop(p)
 	p.takeAwaited() // its final counters do not name participants dropped
+	if p.sums {
+		p.loseQueued()
+	}
 	// What it recorded stands: its open recordings close with what came,
 	// reported before the stop, and each snapshot it recorded hears with
 	// the stop that nothing more will come from it, so that the counters

@@ -171,7 +171,7 @@ func (r *registry) publishLocked() {
 // It returns the last snapshot started before: those after do not have p
 // among their participants.
 func (r *registry) stop(p *participant) (after snapshot.SnapshotID) {
-	entry := &participant{id: p.id, key: p.key}
+	entry := &participant{id: p.id, key: p.key, finalEpoch: p.finalEpoch}
 	entry.stopped.Store(true)
 	r.mu.Lock()
 	defer r.mu.Unlock()

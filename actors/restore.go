@@ -122,6 +122,8 @@ func restoreOn(ctx context.Context, store persistence.Store, id snapshot.Snapsho
 		return nil, nil, fmt.Errorf("%w: snapshot %d: %w: mode %s not supported", ErrRestore, g.ID, ErrConfig, g.Mode)
 	case high >= snapshot.MaxSnapshotID:
 		return nil, nil, fmt.Errorf("%w: snapshot %d: %w: the store has held snapshot %d", ErrRestore, g.ID, persistence.ErrIDsExhausted, high)
+	case cfg.sums() && g.Mode != snapshot.Epochs:
+		return nil, nil, fmt.Errorf("%w: snapshot %d: %w: counting in sums needs the epoch mode, and the snapshot was taken in %s mode", ErrRestore, g.ID, ErrConfig, g.Mode)
 	}
 	cfg.mode = g.Mode
 	// A state that no longer decodes would make its actor fail as it
@@ -152,7 +154,9 @@ func (s *System) restore(ctx context.Context, g *snapshot.Global, base snapshot.
 	}
 	sent := make(map[snapshot.ProcessID][]snapshot.PeerCount)
 	received := make(map[snapshot.ProcessID][]snapshot.PeerCount)
+	inFlight := make(map[snapshot.ProcessID]uint64)
 	for _, c := range g.Channels {
+		inFlight[c.Channel.From] += uint64(len(c.Messages))
 		sent[c.Channel.From] = append(sent[c.Channel.From], snapshot.PeerCount{Peer: c.Channel.To, N: c.Sent})
 		received[c.Channel.To] = append(received[c.Channel.To], snapshot.PeerCount{Peer: c.Channel.From, N: c.Received})
 	}
@@ -187,6 +191,10 @@ func (s *System) restore(ctx context.Context, g *snapshot.Global, base snapshot.
 			return fmt.Errorf("participant %s: %w (give it with WithKind)", pt.ID, err)
 		}
 		p, err := s.newParticipant(k.name, pt.ID, pt.State, func([]snapshot.SnapshotID) snapshot.Config {
+			if s.cfg.sums() {
+				// What it sent that the replay delivers counts as sent.
+				return snapshot.Config{ID: pt.ID, Mode: g.Mode, Horizon: base, Sums: true, SentTotal: inFlight[pt.ID]}
+			}
 			return snapshot.Config{ID: pt.ID, Mode: g.Mode, Horizon: base, Sent: sent[pt.ID], Received: received[pt.ID]}
 		})
 		if err != nil {

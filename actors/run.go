@@ -24,14 +24,14 @@ type run struct {
 // it holds are this snapshot's until it ends (docs/design.md, decision
 // 8); a report for a snapshot already over lets them go at once.
 func (g *guardian) report(m *reportMsg) {
-	if m.failed != nil {
+	if failed := m.failed(); failed != nil {
 		// Its snapshot is over; a malformed frame from another member
 		// may carry no record.
-		g.s.recorded.Add(-int64(m.held))
+		g.s.recorded.Add(-int64(m.held()))
 		if m.rec != nil {
-			_ = g.coord.Failed(g.now(), m.rec, m.failed.reason)
+			_ = g.coord.Failed(g.now(), m.rec, failed)
 		} else {
-			g.coord.Abort(g.now(), m.id, m.failed.reason)
+			g.coord.Abort(g.now(), m.id, failed)
 		}
 		return
 	}
@@ -40,7 +40,7 @@ func (g *guardian) report(m *reportMsg) {
 	}
 	r := g.runs[m.id]
 	if r == nil || r.saving != nil {
-		g.s.recorded.Add(-int64(m.held))
+		g.s.recorded.Add(-int64(m.held()))
 		if m.rec != nil {
 			// In the epoch mode the participant's next record lists what
 			// changed since this one: the Coordinator's ledger takes it
@@ -51,7 +51,7 @@ func (g *guardian) report(m *reportMsg) {
 	}
 	now := g.now()
 	if m.rec != nil {
-		for _, c := range m.children {
+		for _, c := range m.children() {
 			g.coord.Require(m.id, c)
 		}
 		_ = g.coord.RecordKept(now, m.rec)
@@ -59,10 +59,11 @@ func (g *guardian) report(m *reportMsg) {
 	if len(m.channels) > 0 {
 		_ = g.coord.Channels(now, m.channels)
 	}
-	if m.held == 0 {
+	held := m.held()
+	if held == 0 {
 		return
 	}
-	r.held += int64(m.held)
+	r.held += int64(held)
 	if total := g.s.recorded.Load(); g.s.pastBudget(total) {
 		g.coord.Abort(now, m.id, fmt.Errorf("%w: snapshot %d has %d recorded messages, %d system-wide, above %d (WithMaxRecorded)",
 			ErrOverBudget, m.id, r.held, total, g.s.cfg.maxRecorded))

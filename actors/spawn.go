@@ -137,7 +137,7 @@ func (s *System) spawn(props *actor.Props, parent actor.SpawnerContext, kindName
 			// Born while these run, from outside any participant: it
 			// takes part in them with its state at birth (a participant
 			// that has not recorded one may send to it before its record).
-			pcfg = snapshot.Config{ID: id, Mode: s.cfg.mode}
+			pcfg = snapshot.Config{ID: id, Mode: s.cfg.mode, Sums: s.cfg.sums()}
 			if s.cfg.mode == snapshot.Epochs {
 				pcfg.Horizon = s.reg.overBelowLocked()
 			}
@@ -215,6 +215,7 @@ func (s *System) newParticipant(kindName string, id snapshot.ProcessID, state []
 	p.capturedAt = p.proc.Epoch()
 	p.lazy = s.cfg.initiation == Lazy
 	p.epochs = p.proc.Mode() == snapshot.Epochs
+	p.sums = p.proc.Sums()
 	if p.aligned = p.proc.Mode() == snapshot.Aligned; p.aligned {
 		// Wait for no one until the guardian, which knows the channel
 		// graph and its cycles, says whom (WithMode).

@@ -43,12 +43,14 @@ type benchMode struct {
 }
 
 // workloadModes are the snapshot modes every workload's actorsnap rows
-// run in: each mode, and the epoch mode with lazy starts too.
+// run in: each mode, and the epoch mode with lazy starts, and counting
+// in sums, too.
 var workloadModes = []benchMode{
 	{"unaligned", []actors.Option{actors.WithMode(snapshot.Unaligned)}},
 	{"aligned", []actors.Option{actors.WithMode(snapshot.Aligned)}},
 	{"epoch", []actors.Option{actors.WithMode(snapshot.Epochs)}},
 	{"epoch-lazy", []actors.Option{actors.WithMode(snapshot.Epochs), actors.WithInitiation(actors.Lazy)}},
+	{"epoch-sums", []actors.Option{actors.WithMode(snapshot.Epochs), actors.WithCounting(actors.InSums)}},
 }
 
 // The workloads' sizes.

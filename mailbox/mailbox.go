@@ -45,8 +45,9 @@ type Mailbox struct {
 	// for again is left to them rather than keep busy from them.
 	waiting atomic.Int32
 
-	inMu sync.Mutex
-	in   []posted // user messages posted since the last demux, in order
+	inMu   sync.Mutex
+	in     []posted // user messages posted since the last demux, in order
+	closed bool     // Close ran: posts with a key are refused; under inMu
 
 	sysMu sync.Mutex
 	sys   ring[interface{}]
@@ -197,7 +198,8 @@ func (m *Mailbox) PostUserMessage(message interface{}) {
 // key function: for senders that know who they are and should not pay for
 // a wrapper saying so. It may be called from any goroutine, and before the
 // mailbox is given to an actor: messages posted then wait, in order, for
-// the actor to start (a restore queues replayed messages this way).
+// the actor to start (a restore queues replayed messages this way). Once
+// the mailbox is closed (Close) it drops the message.
 func (m *Mailbox) PostFrom(key SenderKey, message interface{}) {
 	m.post(posted{msg: message, key: key, keyed: true})
 }
@@ -206,15 +208,22 @@ func (m *Mailbox) PostFrom(key SenderKey, message interface{}) {
 // message, which Tag returns while it is delivered. A sender that must
 // say something about every message (a snapshot's epoch) says it here
 // rather than in a wrapper that would cost an allocation per message.
-func (m *Mailbox) PostTagged(key SenderKey, tag uint64, message interface{}) {
-	m.post(posted{msg: message, key: key, keyed: true, tag: tag})
+// It reports false, posting nothing, once the mailbox is closed (Close).
+func (m *Mailbox) PostTagged(key SenderKey, tag uint64, message interface{}) bool {
+	return m.post(posted{msg: message, key: key, keyed: true, tag: tag})
 }
 
-func (m *Mailbox) post(p posted) {
+// post posts p, one with a key only while the mailbox is open (Close);
+// it reports whether it did.
+func (m *Mailbox) post(p posted) bool {
 	for _, mw := range m.middlewares {
 		mw.MessagePosted(p.msg)
 	}
 	m.inMu.Lock()
+	if m.closed && p.keyed {
+		m.inMu.Unlock()
+		return false
+	}
 	m.in = append(m.in, p)
 	if len(m.in) == 1 {
 		m.pending.Store(true)
@@ -225,6 +234,43 @@ func (m *Mailbox) post(p posted) {
 	}
 	m.userMessages.Add(1)
 	m.schedule()
+	return true
+}
+
+// Close closes the mailbox to messages posted with a key (PostTagged
+// reports false for them, and PostFrom drops them) and hands f every
+// message posted with a key that has not been
+// delivered, each sender's in its order, with its tag: for an actor that
+// stops, so that what it will never receive is known exactly, and what
+// is posted after is its sender's to know. The messages stay where they
+// are; a stopped actor receives none. Call it on the actor's own
+// goroutine (in a lifecycle handler), as Queued; f must not post to this
+// mailbox.
+func (m *Mailbox) Close(f func(key SenderKey, tag uint64, msg interface{})) {
+	m.inMu.Lock()
+	m.closed = true
+	m.inMu.Unlock()
+	for _, q := range m.queues {
+		for i := range q.msgs.n {
+			e := q.msgs.buf[(q.msgs.head+i)&(len(q.msgs.buf)-1)]
+			f(q.key, e.tag, e.msg)
+		}
+	}
+	give := func(p posted) {
+		if p.keyed {
+			f(p.key, p.tag, p.msg)
+		}
+	}
+	for _, p := range m.batch[m.pos:] {
+		give(p)
+	}
+	// Posting stopped with the close, but a post may have taken the
+	// lock before it: read in under the lock.
+	m.inMu.Lock()
+	defer m.inMu.Unlock()
+	for _, p := range m.in {
+		give(p)
+	}
 }
 
 // Sender returns the key of the sender of the user message being delivered,

@@ -29,6 +29,16 @@ func (d *stepDispatcher) Schedule(fn func()) {
 
 func (d *stepDispatcher) Throughput() int { return d.throughput }
 
+// stepOne runs the mailbox's first scheduled run with a throughput of
+// one message, so that what was posted stays queued behind it.
+func (d *stepDispatcher) stepOne(m *Mailbox) {
+	d.throughput = 1
+	defer func() { d.throughput = 300 }()
+	fn := d.queued[0]
+	d.queued = d.queued[1:]
+	fn()
+}
+
 // drain runs scheduled runs until none is left.
 func (d *stepDispatcher) drain() {
 	for len(d.queued) > 0 {
@@ -492,6 +502,48 @@ func TestPostTagged(t *testing.T) {
 	d.drain()
 	assert.Equal(t, []string{"x1:3", "y1:0", "x2:4", "y2:5"}, tags)
 	assert.Zero(t, m.Tag(), "no message being delivered")
+}
+
+// Close hands over every keyed message not delivered, each sender's in
+// order (sorted into queues, in the batch, or just posted), and refuses
+// keyed posts after it; messages without a key stay.
+func TestClose(t *testing.T) {
+	for _, arrival := range []bool{false, true} {
+		t.Run(fmt.Sprint("arrival=", arrival), func(t *testing.T) {
+			var opts []Option
+			if arrival {
+				opts = append(opts, WithArrivalOrder())
+			}
+			m, d, s := newStepped(opts...)
+			got := map[SenderKey][]string{}
+			s.onUser = func(message interface{}) {
+				if message != "x1" {
+					return
+				}
+				m.PostTagged(2, 6, "y3") // posted meanwhile: not sorted yet
+				m.Close(func(key SenderKey, tag uint64, msg interface{}) {
+					got[key] = append(got[key], fmt.Sprintf("%v:%d", msg, tag))
+				})
+			}
+			m.PostTagged(1, 1, "x1")
+			m.PostTagged(1, 2, "x2")
+			m.PostTagged(2, 3, "y1")
+			m.PostUserMessage("outside")
+			m.PostTagged(2, 4, "y2")
+			m.PostTagged(1, 5, "x3")
+			s.log = nil
+			d.stepOne(m)
+			assert.Equal(t, map[SenderKey][]string{1: {"x2:2", "x3:5"}, 2: {"y1:3", "y2:4", "y3:6"}}, got)
+			assert.False(t, m.PostTagged(1, 7, "x4"), "closed")
+			m.PostFrom(1, "x5")
+			got = map[SenderKey][]string{}
+			m.Close(func(key SenderKey, tag uint64, msg interface{}) {
+				got[key] = append(got[key], fmt.Sprint(msg))
+			})
+			assert.Equal(t, []string{"x2", "x3"}, got[1], "nothing posted with a key after the close")
+			m.PostUserMessage("outside-2")
+		})
+	}
 }
 
 // Messages posted before the mailbox has an actor wait for it, in order.

@@ -67,14 +67,14 @@ type AssemblerConfig struct {
 // and, by epoch, the messages lost with them.
 type Totals struct {
 	Sent, Received uint64
-	Lost           []EpochCount
+	Lost           EpochCounts
 }
 
 // add adds the final record r's totals to t.
 func (t *Totals) add(r *LocalRecord) {
 	t.Sent += r.SentTotal
 	t.Received += r.ReceivedTotal
-	for _, l := range r.Lost {
+	for _, l := range r.lost() {
 		t.Lost = addEpochCount(t.Lost, l.Epoch, l.N)
 	}
 }
@@ -895,7 +895,7 @@ func (a *Assembler) addSumsRecord(p int32, r *LocalRecord) error {
 	a.sumSent += r.SentTotal
 	a.sumReceived += r.ReceivedTotal
 	if a.procs[p].departed {
-		a.sumReceived += countBefore(r.Lost, a.cfg.Snapshot)
+		a.sumReceived += countBefore(r.lost(), a.cfg.Snapshot)
 	}
 	return a.weigh()
 }

@@ -84,7 +84,7 @@ type Coordinator struct {
 	// messages lost with a participant whose stop has not come yet
 	// (Lost), by receiver.
 	base   Totals
-	parked map[ProcessID][]EpochCount
+	parked map[ProcessID]EpochCounts
 
 	ready CoordinatorReady
 }
@@ -226,7 +226,13 @@ func NewCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 			}
 			final := LocalRecord{Process: p.ID}
 			for _, ch := range g.Channels {
-				if ch.Channel.From == p.ID {
+				if ch.Channel.From != p.ID {
+					continue
+				}
+				if cfg.Sums {
+					// What it sent that the restore replays.
+					final.SentTotal += uint64(len(ch.Messages))
+				} else {
 					final.Sent = append(final.Sent, PeerCount{Peer: ch.Channel.To, N: ch.Sent})
 				}
 			}
@@ -517,7 +523,7 @@ func (c *Coordinator) Lost(now time.Time, to ProcessID, epoch SnapshotID, n uint
 	sp, ok := c.stopped[to]
 	if !ok {
 		if c.parked == nil {
-			c.parked = make(map[ProcessID][]EpochCount)
+			c.parked = make(map[ProcessID]EpochCounts)
 		}
 		c.parked[to] = addEpochCount(c.parked[to], epoch, n)
 		return
@@ -528,7 +534,8 @@ func (c *Coordinator) Lost(now time.Time, to ProcessID, epoch SnapshotID, n uint
 
 // lost applies n messages of epoch lost with the stopped participant to.
 func (c *Coordinator) lost(to ProcessID, sp *stoppedProcess, epoch SnapshotID, n uint64) {
-	sp.final.Lost = addEpochCount(slices.Clone(sp.final.Lost), epoch, n)
+	lost := addEpochCount(slices.Clone(sp.final.lost()), epoch, n)
+	sp.final.Lost = &lost
 	for _, id := range c.pending {
 		r := c.runs[id]
 		switch {

@@ -62,6 +62,10 @@ type Config struct {
 	// stops hands over what is still queued for it (Lose) before its
 	// final record.
 	Sums bool
+	// SentTotal, with Sums, restores a process from a snapshot: the
+	// messages it sent that the snapshot holds in flight, which a
+	// restore replays, so that the next snapshot balances.
+	SentTotal uint64
 	// BackEdges names, in the aligned mode, the senders of incoming
 	// channels that are back edges: the process does not wait for their
 	// barriers before recording, and logs what arrives on them after its
@@ -202,7 +206,7 @@ type Process struct {
 	// and those lost at a stop (Lose).
 	sums      bool
 	sentTotal uint64
-	lost      []EpochCount
+	lost      EpochCounts
 
 	// gone holds senders that are no more, with no channel here: those
 	// that departed before any message of theirs came (Departed on an
@@ -251,6 +255,7 @@ func NewProcess(cfg Config) (*Process, error) {
 	}
 	p.setBackEdges(cfg.BackEdges)
 	if p.sums {
+		p.sentTotal = cfg.SentTotal
 		p.initEpoch(cfg)
 		return p, nil
 	}
@@ -1012,7 +1017,12 @@ func (p *Process) Received(from ProcessID) uint64 {
 // its last record (Prev, Prior), as its records do.
 func (p *Process) Counters() LocalRecord {
 	if p.sums {
-		return LocalRecord{Process: p.id, SentTotal: p.sentTotal, ReceivedTotal: p.receivedTotal, Epoch: p.epoch, Lost: slices.Clone(p.lost)}
+		rec := LocalRecord{Process: p.id, SentTotal: p.sentTotal, ReceivedTotal: p.receivedTotal, Epoch: p.epoch}
+		if len(p.lost) > 0 {
+			lost := slices.Clone(p.lost)
+			rec.Lost = &lost
+		}
+		return rec
 	}
 	counts := make([]PeerCount, len(p.outs)+len(p.ins)) // one allocation for both
 	rec := LocalRecord{Process: p.id, Sent: counts[:len(p.outs):len(p.outs)], Received: counts[len(p.outs):], ReceivedTotal: p.receivedTotal, Epoch: p.epoch}

@@ -118,21 +118,22 @@ func (p *Process) Lose(from ProcessID, queued []Queued) error {
 	if !p.sums {
 		return fmt.Errorf("%w: Lose counts messages lost in sums, and %s counts per channel", ErrConfig, p.id)
 	}
+	for _, q := range queued {
+		p.lost = addEpochCount(p.lost, q.Epoch, 1)
+	}
 	if len(queued) == 0 {
 		return nil
 	}
+	// Counted lost whatever comes of the capture: an error (an epoch
+	// going back) leaves the snapshots it was owed to abort or time out,
+	// not every later one unbalanced.
 	var h InHandle
-	if err := p.Capture(&h, from, 0, queued); err != nil {
-		return err
-	}
+	err := p.Capture(&h, from, 0, queued)
 	if c := p.entry(&h, from); c != nil {
 		// Numbered, so that nothing after them reuses their numbers.
 		c.received += uint64(len(queued))
 		c.epoch = max(c.epoch, queued[len(queued)-1].Epoch)
 		c.pruneCapture()
 	}
-	for _, q := range queued {
-		p.lost = addEpochCount(p.lost, q.Epoch, 1)
-	}
-	return nil
+	return err
 }

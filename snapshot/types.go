@@ -185,8 +185,18 @@ type LocalRecord struct {
 	// messages that were still queued for the process when it stopped
 	// (Process.Lose): sent and never to be received, they count as
 	// received in every snapshot above their epoch that the process
-	// stands in departed.
-	Lost []EpochCount
+	// stands in departed; nil when none was. A pointer, so that a record
+	// (one per participant per snapshot) does not grow by a slice that
+	// only a final record fills.
+	Lost *EpochCounts
+}
+
+// lost returns the counts of r.Lost, if any.
+func (r *LocalRecord) lost() EpochCounts {
+	if r.Lost == nil {
+		return nil
+	}
+	return *r.Lost
 }
 
 // EpochCount counts messages by the epoch their sender stamped them with.
@@ -195,9 +205,12 @@ type EpochCount struct {
 	N     uint64
 }
 
+// EpochCounts are counts by epoch, sorted by epoch.
+type EpochCounts []EpochCount
+
 // addEpochCount adds n messages of epoch e to counts, kept sorted by
 // epoch, and returns it.
-func addEpochCount(counts []EpochCount, e SnapshotID, n uint64) []EpochCount {
+func addEpochCount(counts EpochCounts, e SnapshotID, n uint64) EpochCounts {
 	i, found := slices.BinarySearchFunc(counts, e, func(c EpochCount, e SnapshotID) int { return cmp.Compare(c.Epoch, e) })
 	if found {
 		counts[i].N += n
@@ -208,7 +221,7 @@ func addEpochCount(counts []EpochCount, e SnapshotID, n uint64) []EpochCount {
 
 // countBefore returns how many of counts have an epoch below id: the
 // messages lost that a snapshot id counted as sent.
-func countBefore(counts []EpochCount, id SnapshotID) uint64 {
+func countBefore(counts EpochCounts, id SnapshotID) uint64 {
 	var n uint64
 	for _, c := range counts {
 		if c.Epoch >= id {
