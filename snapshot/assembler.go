@@ -939,7 +939,12 @@ func (a *Assembler) addChannel(cr *ChannelRecord, to *int32) error {
 	from := a.proc(cr.Channel.From)
 	c := a.channel(from, *to)
 	a.askDeparted(from)
-	if old := a.chans[c].record; old != nil {
+	if a.cfg.Sums {
+		// The receiver numbers nothing (or only for its captures): the
+		// channel's messages are numbered here, in the order its parts
+		// come, which is the order the receiver took them in.
+		a.numberPart(c, cr)
+	} else if old := a.chans[c].record; old != nil {
 		if a.cfg.Mode != Epochs {
 			return a.fail(fmt.Errorf("%w: second recording of channel %s", ErrProtocol, cr.Channel))
 		}
@@ -971,6 +976,23 @@ func (a *Assembler) addChannel(cr *ChannelRecord, to *int32) error {
 		return nil
 	}
 	return a.settle(c)
+}
+
+// numberPart adds, with Sums, a part of channel c's state: its messages,
+// copied (the receiver's are shared by every snapshot it reports them
+// for), numbered after those before.
+func (a *Assembler) numberPart(c int32, cr *ChannelRecord) {
+	old := a.chans[c].record
+	if old == nil {
+		rec := *cr
+		rec.Messages = make([]Message, 0, len(cr.Messages))
+		old = a.chanRecs.put(rec)
+		a.chans[c].record = old
+		a.withRecs = append(a.withRecs, c)
+	}
+	for _, m := range cr.Messages {
+		old.Messages = append(old.Messages, Message{Seq: uint64(len(old.Messages)) + 1, Payload: m.Payload})
+	}
 }
 
 // extend appends a part of a channel's state reported in the Epochs mode

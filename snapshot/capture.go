@@ -59,6 +59,11 @@ func (p *Process) Capture(h *InHandle, from ProcessID, since SnapshotID, queued 
 	if p.mode != Epochs || since >= p.epoch || len(queued) == 0 {
 		return nil
 	}
+	if p.sums && queued[0].Epoch >= p.epoch {
+		// Nothing older than this process's epoch, and epochs never go
+		// back on a channel: no entry for it.
+		return nil
+	}
 	c := h.c
 	if c == nil || c.dropped || c.from != from {
 		c = p.inChannel(from)

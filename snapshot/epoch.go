@@ -97,19 +97,21 @@ func (p *Process) inFlight(c *inChan, st *Stamp, payload any) {
 	if st.Epoch == p.epoch {
 		return
 	}
+	p.inFlightOn(Channel{From: c.from, To: p.id}, st.Epoch, from, through, Message{Seq: st.Seq, Payload: payload})
+}
+
+// inFlightOn reports m, received on ch with epoch, for every snapshot in
+// progress here above epoch but those in (from, through].
+func (p *Process) inFlightOn(ch Channel, epoch, from, through SnapshotID, m Message) {
 	var msgs []Message
 	for _, s := range p.snaps {
-		if s.id <= st.Epoch || s.discarded || (s.id > from && s.id <= through) {
+		if s.id <= epoch || s.discarded || (s.id > from && s.id <= through) {
 			continue
 		}
 		if msgs == nil {
-			msgs = []Message{{Seq: st.Seq, Payload: payload}}
+			msgs = []Message{m}
 		}
-		p.ready.Channels = append(p.ready.Channels, ChannelRecord{
-			Snapshot: s.id,
-			Channel:  Channel{From: c.from, To: p.id},
-			Messages: msgs,
-		})
+		p.ready.Channels = append(p.ready.Channels, ChannelRecord{Snapshot: s.id, Channel: ch, Messages: msgs})
 	}
 }
 

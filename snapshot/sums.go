@@ -13,13 +13,15 @@ import "fmt"
 //
 // So a process keeps two totals and no count per channel. The epoch in
 // each message's stamp still says which messages are channel state, and
-// the receiver knows their sender when it reports them: a channel has an
-// entry (an inChan) only while a snapshot in progress here has messages
-// in flight on it, made at the first such message or capture, and every
-// entry goes once no snapshot is in progress here (Forget). An entry
-// numbers its messages by arrival, which is the order a restore replays
-// them in; the sender numbers nothing. A receipt from the sender's epoch
-// looks an entry up only while some exist.
+// the receiver knows their sender when it reports them. The coordinator
+// numbers each channel's messages in flight in the order the receiver
+// reports them, which is the order it took them in and the order a
+// restore replays them in; the sender numbers nothing. A channel has an
+// entry (an inChan) at the receiver only while a capture reported
+// messages on it that have not been received yet (capture.go): the entry
+// numbers the channel's messages from the capture on, so that each
+// receipt finds whether a capture reported it, and goes once none is
+// left. A receipt looks an entry up only while some exist.
 //
 // A process that stops never receives what is still queued for it. Its
 // caller hands that over (Lose): each message is reported for the
@@ -53,7 +55,7 @@ func (p *Process) entry(h *InHandle, from ProcessID) *inChan {
 		}
 	}
 	var c *inChan
-	if len(p.in) > 0 {
+	if len(p.ins) > 0 { // the slice's length, in the Process: a map's is behind its pointer
 		c = p.in[from]
 	}
 	if h != nil {
@@ -77,23 +79,42 @@ func (p *Process) receiveSums(h *InHandle, from ProcessID, st Stamp, payload any
 	}
 	p.receivedTotal++
 	if c == nil {
-		if st.Epoch == p.epoch {
-			return nil // the common case: no entry, nothing in flight
+		if st.Epoch < p.epoch {
+			// In flight: numbered by the coordinator.
+			p.inFlightOn(Channel{From: from, To: p.id}, st.Epoch, 0, 0, Message{Payload: payload})
 		}
-		c = p.inChannel(from)
-		if h != nil {
-			h.c = c
-		}
+		return nil
 	}
 	c.epoch = st.Epoch
 	c.received++
 	st.Seq = c.received
 	p.inFlight(c, &st, payload)
+	if len(c.capt) == 0 {
+		// Nothing a capture reported is still to come on it.
+		p.dropEntry(c)
+		if h != nil {
+			h.c = nil
+		}
+	}
 	return nil
 }
 
+// dropEntry lets the entry c go.
+func (p *Process) dropEntry(c *inChan) {
+	c.dropped = true
+	delete(p.in, c.from)
+	last := p.ins[len(p.ins)-1]
+	p.ins[c.slot], last.slot = last, c.slot
+	p.ins[len(p.ins)-1] = nil
+	p.ins = p.ins[:len(p.ins)-1]
+	if p.lastIn == c {
+		p.lastIn = nil
+	}
+}
+
 // dropEntries lets every channel entry go, once no snapshot is in
-// progress here: the handles on them find them gone.
+// progress here: the handles on them find them gone. (Most go before, at
+// the first message from their sender's epoch: receiveSums.)
 func (p *Process) dropEntries() {
 	if len(p.ins) == 0 {
 		return
