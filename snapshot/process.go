@@ -53,10 +53,10 @@ type Config struct {
 	// the process keeps two totals, the messages it sent and those it
 	// received, and its records carry them (LocalRecord.SentTotal and
 	// ReceivedTotal) and no count per channel, as in Mattern's sum
-	// counters. A send touches no table, and a receipt from the sender's
-	// epoch none either: a channel has an entry here only while a
-	// snapshot in progress has messages in flight on it, which a receipt
-	// numbers by arrival (Stamp.Seq is neither given nor read). Outgoing,
+	// counters. A send touches no table, and a receipt none either but
+	// while a capture's messages are still to come on its channel
+	// (sums.go); the coordinator numbers the messages in flight
+	// (Stamp.Seq is neither given nor read). Outgoing,
 	// Incoming, Sent, Received and DeltaMin do not apply. The coordinator
 	// must count in sums too (CoordinatorConfig.Sums); a process that
 	// stops hands over what is still queued for it (Lose) before its

@@ -76,8 +76,8 @@ type Config struct {
 	// Sums, in the Epochs mode, makes the processes and the coordinator
 	// count in sums (snapshot.Config.Sums). The links number the
 	// messages, for the trace, and hand each to its receiver as a
-	// Traced payload: the process's own numbers, by arrival, are not the
-	// trace's. A process that stops hands over what is on its links
+	// Traced payload: the numbers a snapshot gives its messages in
+	// flight, in the order they were reported, are not the trace's. A process that stops hands over what is on its links
 	// (Process.Lose). A send to a stopped process that is not dropped yet
 	// is counted and reported lost (Coordinator.Lost), as a post that
 	// meets a closed mailbox, when the receiver recorded a snapshot its
