@@ -114,7 +114,7 @@ func (p *Process) dropEntry(c *inChan) {
 
 // dropEntries lets every channel entry go, once no snapshot is in
 // progress here: the handles on them find them gone. (Most go before, at
-// the first message from their sender's epoch: receiveSums.)
+// the receipt of the last message a capture reported: receiveSums.)
 func (p *Process) dropEntries() {
 	if len(p.ins) == 0 {
 		return
