@@ -76,7 +76,10 @@
 // certain to run (a suspended mailbox keeps it for after it resumes), so
 // the owner need not post a message to have it done. Queued lists, on
 // the actor's goroutine, the messages not yet delivered in the order
-// they will be, for a mailbox that delivers as posted.
+// they will be, for a mailbox that delivers as posted. Close, on an actor
+// that stops, lists the keyed messages it will never deliver and refuses
+// keyed posts from then on (PostTagged reports it), so that its owner
+// knows exactly what was lost with the actor.
 //
 // # Memory
 //

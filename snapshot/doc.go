@@ -52,7 +52,11 @@
 // one receiver are judged together: the sum of what was sent to it before
 // its senders' records = what it received before its record + what it
 // reported; the epoch rule keeps every channel from being over, so the
-// sum balances only when each channel does.
+// sum balances only when each channel does. Counting in sums
+// (Config.Sums, CoordinatorConfig.Sums), each record carries two totals
+// and no count per channel, and a snapshot is complete when everything
+// sent before the records was received before them or is in flight, as
+// in Mattern's sum counters (sums.go).
 //
 // # Driving a Process
 //
@@ -164,6 +168,11 @@
 //     completion is judged per receiver; in step: a process whose counts
 //     the sums hold as of its last record; resync: a process asked to
 //     list them all again (after a record was lost, every process).
+//   - sums (Config.Sums): a process's two totals, sent and received;
+//     base: the totals of the processes dropped so far, which every
+//     later snapshot counts (AssemblerConfig.Base); lost, in sums: a
+//     message a stopping process never received (Process.Lose), or one
+//     that met it after its stop (Coordinator.Lost).
 //   - drained: a stopped participant every message of which a complete
 //     snapshot shows received. dropped: drained and forgotten by its
 //     peers (DropPeer); its name may then be given to a new participant.
