@@ -104,6 +104,11 @@ func (c *queueCapture) reset() {
 // its stamp, a marker, a departure): those are taken as they come.
 // Messages posted without a sender are on no channel.
 func (p *participant) captureQueued(since snapshot.SnapshotID) {
+	if p.sums {
+		// What comes from an older epoch after this capture is what a
+		// recapture is for (guardian.carry asks only those it came to).
+		p.mb.SetFloor(uint64(p.proc.Epoch()))
+	}
 	c := &p.capture
 	ok := p.mb.Queued(func(key mailbox.SenderKey, keyed bool, tag uint64, msg interface{}) bool {
 		if !keyed || key == controlKey {

@@ -701,6 +701,12 @@ func (g *guardian) carry() {
 		// turn: a capture helps only where the messages are queued.
 		for _, id := range rd.Recapture {
 			if p := g.s.reg.lookup(id); p != nil {
+				if p.sums && !p.mb.Late() {
+					// Counting in sums the coordinator names every
+					// participant: one that was posted nothing from an
+					// older epoch since its capture owes nothing.
+					continue
+				}
 				p.recapture.Store(true)
 				p.mb.Hurry()
 			}

@@ -48,6 +48,10 @@ type Mailbox struct {
 	inMu   sync.Mutex
 	in     []posted // user messages posted since the last demux, in order
 	closed bool     // Close ran: posts with a key are refused; under inMu
+	floor  uint64   // SetFloor's; under inMu
+	// late says that a keyed post with a tag below floor came since
+	// SetFloor.
+	late atomic.Bool
 
 	sysMu sync.Mutex
 	sys   ring[interface{}]
@@ -224,6 +228,9 @@ func (m *Mailbox) post(p posted) bool {
 		m.inMu.Unlock()
 		return false
 	}
+	if p.tag < m.floor && p.keyed {
+		m.late.Store(true)
+	}
 	m.in = append(m.in, p)
 	if len(m.in) == 1 {
 		m.pending.Store(true)
@@ -236,6 +243,22 @@ func (m *Mailbox) post(p posted) bool {
 	m.schedule()
 	return true
 }
+
+// SetFloor notes that the owner has just taken in what is queued with a
+// tag below floor (in the epoch mode, a capture of what is in flight for
+// the snapshots it recorded): a keyed post with a tag below it from now
+// on sets Late. Call it on the actor's own goroutine, as Queued.
+func (m *Mailbox) SetFloor(floor uint64) {
+	m.inMu.Lock()
+	m.floor = floor
+	m.late.Store(false)
+	m.inMu.Unlock()
+}
+
+// Late reports whether a message posted with a key and a tag below the
+// floor came since the last SetFloor. It may be called from any
+// goroutine.
+func (m *Mailbox) Late() bool { return m.late.Load() }
 
 // Close closes the mailbox to messages posted with a key (PostTagged
 // reports false for them, and PostFrom drops them) and hands f every

@@ -546,6 +546,24 @@ func TestClose(t *testing.T) {
 	}
 }
 
+// Late says whether a keyed post with a tag below the floor came since
+// SetFloor: posts without a key, or with a tag at the floor, do not set
+// it, and SetFloor clears it.
+func TestLate(t *testing.T) {
+	m, d, _ := newStepped()
+	m.PostTagged(1, 2, "before the floor")
+	m.SetFloor(3)
+	assert.False(t, m.Late(), "posted before the floor was set")
+	m.PostTagged(1, 3, "at the floor")
+	m.PostUserMessage("no key")
+	assert.False(t, m.Late())
+	m.PostTagged(2, 2, "below")
+	assert.True(t, m.Late())
+	m.SetFloor(3)
+	assert.False(t, m.Late(), "cleared")
+	d.drain()
+}
+
 // Messages posted before the mailbox has an actor wait for it, in order.
 func TestPostBeforeRegistration(t *testing.T) {
 	m := New()
