@@ -64,9 +64,10 @@ const (
 	// received before them or is in flight. A channel is known only
 	// while it has messages in flight at a snapshot. What it gives up:
 	// no check of each channel's order, and a snapshot that waits for
-	// its messages in flight asks every participant to look at its
-	// queue again, not only the receivers it is owed by. Within one
-	// member only, for now.
+	// its messages in flight asks every participant that was posted one
+	// from an older epoch since its capture to look at its queue again,
+	// not only the receivers it is owed by. Within one member only, for
+	// now.
 	InSums
 )
 
