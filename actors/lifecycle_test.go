@@ -23,6 +23,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/actorsnap/actorsnap/internal/testenv"
+	"github.com/actorsnap/actorsnap/mailbox"
 	"github.com/actorsnap/actorsnap/persistence"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
@@ -1034,6 +1035,35 @@ func TestSendToStoppedBeforeRecordAborts(t *testing.T) {
 		assert.Contains(t, r.err.Error(), "p1, with messages")
 		assert.Contains(t, r.err.Error(), "still on their way to it")
 	})
+}
+
+// Counting in sums, a post that meets the closed mailbox of a participant
+// that is stopping (its stopped flag not yet seen by the sender) is
+// counted and reported lost: the snapshot the receiver recorded needed
+// it, and aborts naming it, once its stop comes. Without the report the
+// snapshot would wait for the message until its timeout.
+func TestSendToClosingMailboxCountsLost(t *testing.T) {
+	sys, pids, events, recorded := probesTraced(t, 2, WithMode(snapshot.Epochs), WithCounting(InSums), WithInitiation(InOrder))
+	defer shutdown(t, sys)
+	deliverNote(t, sys, events, pids[1], pids[0], "hello") // p0 knows p1
+	release := block(t, sys, pids[0])
+	defer release()
+	// Behind the gate, before the start: p0 sends before it records.
+	sys.Root().Send(pids[0], &sendTo{to: pids[1], msg: &note{Text: "lost"}})
+	pending := startAsync(sys)
+	require.Equal(t, snapshot.ProcessID("p1"), waitFor(t, recorded))
+	// p1 is stopping: its mailbox closed, its stop not seen yet.
+	p1 := sys.reg.lookup("p1")
+	require.NotNil(t, p1)
+	p1.mb.Close(func(mailbox.SenderKey, uint64, interface{}) {})
+	release()
+	require.Equal(t, snapshot.ProcessID("p0"), waitFor(t, recorded))
+	require.NoError(t, sys.Root().StopFuture(pids[1]).Wait())
+	r := waitFor(t, pending)
+	require.ErrorIs(t, r.err, ErrParticipantStopped, "%v", r.err)
+	var le *snapshot.LostError
+	require.ErrorAs(t, r.err, &le)
+	assert.Equal(t, snapshot.ProcessID("p1"), le.Receiver)
 }
 
 // A participant that opens a channel to a stopped one after recording the
