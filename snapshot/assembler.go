@@ -75,7 +75,7 @@ func (t *Totals) add(r *LocalRecord) {
 	t.Sent += r.SentTotal
 	t.Received += r.ReceivedTotal
 	for _, l := range r.lost() {
-		t.Lost = addEpochCount(t.Lost, l.Epoch, l.N)
+		t.Lost = t.Lost.add(l.Epoch, l.N)
 	}
 }
 
@@ -425,7 +425,7 @@ func newAssembler(cfg AssemblerConfig, spare assemblerSpare) (*Assembler, error)
 	}
 	if cfg.Sums {
 		a.sumSent = cfg.Base.Sent
-		a.sumReceived = cfg.Base.Received + countBefore(cfg.Base.Lost, cfg.Snapshot)
+		a.sumReceived = cfg.Base.Received + cfg.Base.Lost.before(cfg.Snapshot)
 	}
 	for i, id := range num.ids {
 		a.procs[i] = procAcc{id: id, chans: slices.Clip(num.procChans[i])} // appending copies
@@ -895,30 +895,29 @@ func (a *Assembler) addSumsRecord(p int32, r *LocalRecord) error {
 	a.sumSent += r.SentTotal
 	a.sumReceived += r.ReceivedTotal
 	if a.procs[p].departed {
-		a.sumReceived += countBefore(r.lost(), a.cfg.Snapshot)
+		a.sumReceived += r.lost().before(a.cfg.Snapshot)
 	}
-	return a.weigh()
+	a.weigh()
+	return nil
 }
 
 // AddLost counts, with Sums, n messages lost with a receiver that stands
 // in departed here (or was dropped before this snapshot began), sent
 // before their senders' records: they were dead letters before the cut.
-func (a *Assembler) AddLost(n uint64) error {
-	if a.abort != nil || a.global != nil {
-		return nil
+func (a *Assembler) AddLost(n uint64) {
+	if a.abort == nil && a.global == nil {
+		a.sumReceived += n
+		a.weigh()
 	}
-	a.sumReceived += n
-	return a.weigh()
 }
 
 // weigh recomputes, with Sums, whether the sums balance. Only once every
 // participant required recorded do they hold the whole cut; until then
 // no balance is judged (a participant required late may add to them).
-func (a *Assembler) weigh() error {
+func (a *Assembler) weigh() {
 	if a.unrecord == 0 {
 		a.setPending(&a.sumPending, a.sumSent != a.sumReceived+a.sumReported)
 	}
-	return nil
 }
 
 // settled says whether Status would find the snapshot complete.
@@ -962,7 +961,8 @@ func (a *Assembler) addChannel(cr *ChannelRecord, to *int32) error {
 		// Its sender is a participant, stands in departed, or was
 		// dropped drained: it is in the sums whether it records or not.
 		a.sumReported += uint64(len(cr.Messages))
-		return a.weigh()
+		a.weigh()
+		return nil
 	}
 	if len(cr.Messages) > 0 {
 		a.require(from)

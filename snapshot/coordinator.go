@@ -525,7 +525,7 @@ func (c *Coordinator) Lost(now time.Time, to ProcessID, epoch SnapshotID, n uint
 		if c.parked == nil {
 			c.parked = make(map[ProcessID]EpochCounts)
 		}
-		c.parked[to] = addEpochCount(c.parked[to], epoch, n)
+		c.parked[to] = c.parked[to].add(epoch, n)
 		return
 	}
 	c.lost(to, sp, epoch, n)
@@ -534,7 +534,7 @@ func (c *Coordinator) Lost(now time.Time, to ProcessID, epoch SnapshotID, n uint
 
 // lost applies n messages of epoch lost with the stopped participant to.
 func (c *Coordinator) lost(to ProcessID, sp *stoppedProcess, epoch SnapshotID, n uint64) {
-	lost := addEpochCount(slices.Clone(sp.final.lost()), epoch, n)
+	lost := slices.Clone(sp.final.lost()).add(epoch, n)
 	sp.final.Lost = &lost
 	for _, id := range c.pending {
 		r := c.runs[id]

@@ -263,7 +263,7 @@ func (h *harness) stop(i int) {
 			var queued []snapshot.Queued
 			for _, m := range h.links[k][i] {
 				if !m.marker && !m.departed {
-					queued = append(queued, snapshot.Queued{Epoch: m.stamp.Epoch, Payload: snapshottest.Traced{Seq: m.stamp.Seq, Payload: m.payload}})
+					queued = append(queued, snapshot.Queued{Epoch: m.stamp.Epoch, Payload: h.handed(m)})
 				}
 			}
 			h.step(i, p.Lose(h.names[k], queued))
@@ -311,11 +311,7 @@ func (h *harness) deliver(i, j int) bool {
 		return true
 	}
 	p := h.procs[j]
-	var payload any = m.payload
-	if h.sums {
-		payload = snapshottest.Traced{Seq: m.stamp.Seq, Payload: m.payload}
-	}
-	err := p.Receive(from, m.stamp, payload)
+	err := p.Receive(from, m.stamp, h.handed(m))
 	if err == nil && p.HasReady() && p.Ready().Hold {
 		// Held behind a barrier: back at the head of its link.
 		h.step(j, nil)
@@ -327,6 +323,15 @@ func (h *harness) deliver(i, j int) bool {
 		h.trace.Received(snapshot.Channel{From: from, To: h.names[j]}, m.stamp.Seq)
 	}
 	return true
+}
+
+// handed returns the payload of m as its receiver is handed it: with
+// its link's number when counting in sums, for the trace checkers.
+func (h *harness) handed(m fuzzMsg) any {
+	if h.sums {
+		return snapshottest.Traced{Seq: m.stamp.Seq, Payload: m.payload}
+	}
+	return m.payload
 }
 
 func (h *harness) deliverAny() bool {

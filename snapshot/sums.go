@@ -140,7 +140,7 @@ func (p *Process) Lose(from ProcessID, queued []Queued) error {
 		return fmt.Errorf("%w: Lose counts messages lost in sums, and %s counts per channel", ErrConfig, p.id)
 	}
 	for _, q := range queued {
-		p.lost = addEpochCount(p.lost, q.Epoch, 1)
+		p.lost = p.lost.add(q.Epoch, 1)
 	}
 	if len(queued) == 0 {
 		return nil

@@ -208,9 +208,9 @@ type EpochCount struct {
 // EpochCounts are counts by epoch, sorted by epoch.
 type EpochCounts []EpochCount
 
-// addEpochCount adds n messages of epoch e to counts, kept sorted by
-// epoch, and returns it.
-func addEpochCount(counts EpochCounts, e SnapshotID, n uint64) EpochCounts {
+// add adds n messages of epoch e to counts, kept sorted by epoch, and
+// returns it.
+func (counts EpochCounts) add(e SnapshotID, n uint64) EpochCounts {
 	i, found := slices.BinarySearchFunc(counts, e, func(c EpochCount, e SnapshotID) int { return cmp.Compare(c.Epoch, e) })
 	if found {
 		counts[i].N += n
@@ -219,9 +219,9 @@ func addEpochCount(counts EpochCounts, e SnapshotID, n uint64) EpochCounts {
 	return slices.Insert(counts, i, EpochCount{Epoch: e, N: n})
 }
 
-// countBefore returns how many of counts have an epoch below id: the
+// before returns how many of counts have an epoch below id: the
 // messages lost that a snapshot id counted as sent.
-func countBefore(counts EpochCounts, id SnapshotID) uint64 {
+func (counts EpochCounts) before(id SnapshotID) uint64 {
 	var n uint64
 	for _, c := range counts {
 		if c.Epoch >= id {

@@ -302,6 +302,15 @@ type Traced struct {
 
 func (t Traced) String() string { return fmt.Sprintf("%v#%d", t.Payload, t.Seq) }
 
+// handed returns the payload of data envelope e as its receiver's
+// process is handed it: Traced when counting in sums.
+func (n *Network) handed(e envelope) any {
+	if n.cfg.Sums {
+		return Traced{Seq: e.stamp.Seq, Payload: e.payload}
+	}
+	return e.payload
+}
+
 // untraced returns payload without its Traced wrapper.
 func untraced(payload any) any {
 	if t, ok := payload.(Traced); ok {
@@ -669,7 +678,7 @@ func (n *Network) lose(i int) {
 		var queued []snapshot.Queued
 		for _, e := range l.q[l.head:] {
 			if e.kind == data && e.toInc == n.incarnation[i] {
-				queued = append(queued, snapshot.Queued{Epoch: e.stamp.Epoch, Payload: Traced{Seq: e.stamp.Seq, Payload: e.payload}})
+				queued = append(queued, snapshot.Queued{Epoch: e.stamp.Epoch, Payload: n.handed(e)})
 			}
 		}
 		if len(queued) == 0 {
@@ -798,9 +807,9 @@ func (n *Network) capture(i int, since snapshot.SnapshotID) {
 				continue // lost at its delivery
 			}
 			if n.cfg.Sums {
-				// Numbered by arrival at the process: the link's order
-				// is all it needs.
-				queued = append(queued, snapshot.Queued{Epoch: e.stamp.Epoch, Payload: Traced{Seq: e.stamp.Seq, Payload: e.payload}})
+				// The link's order is all it needs: the numbers are the
+				// coordinator's.
+				queued = append(queued, snapshot.Queued{Epoch: e.stamp.Epoch, Payload: n.handed(e)})
 				continue
 			}
 			if e.stamp.Seq != next {
@@ -925,10 +934,7 @@ func (n *Network) deliverEnvelope(from, to int, e envelope) {
 		ch := snapshot.Channel{From: n.name(from), To: n.name(to)}
 		n.logf("%s: deliver seq=%d %v", ch, e.stamp.Seq, e.payload)
 		held := false
-		payload := e.payload
-		if n.cfg.Sums {
-			payload = Traced{Seq: e.stamp.Seq, Payload: e.payload}
-		}
+		payload := n.handed(e)
 		n.step(to, func(p *snapshot.Process) error {
 			err := p.Receive(ch.From, e.stamp, payload)
 			held = err == nil && p.HasReady() && p.Ready().Hold
