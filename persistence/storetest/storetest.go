@@ -57,6 +57,9 @@ type Shape struct {
 	// receiver's counts (Global.ReceiverCounts), balanced with what is in
 	// flight to it.
 	ReceiverCounts bool
+	// Sums makes it an Epochs snapshot counted in sums (Global.Sums),
+	// balanced with what is in flight.
+	Sums bool
 }
 
 // Small is the shape of most conformance tests.
@@ -139,6 +142,10 @@ func NewGlobal(id snapshot.SnapshotID, s Shape) *snapshot.Global {
 		g.Mode = snapshot.Epochs
 		BalanceReceivers(g, func(i int, _ uint64) uint64 { return uint64(i)<<33 + 7 })
 	}
+	if s.Sums {
+		g.Mode = snapshot.Epochs
+		BalanceSums(g, uint64(id)<<40+uint64(s.Participants))
+	}
 	for i := range s.Violations {
 		g.Violations = append(g.Violations, snapshot.Violation{
 			Invariant: fmt.Sprintf("invariant-%d", i),
@@ -167,11 +174,18 @@ func BalanceReceivers(g *snapshot.Global, received func(i int, inFlight uint64) 
 	}
 }
 
+// BalanceSums gives g sums (Global.Sums) that balance: received before
+// the records, and that plus every message in flight sent before them.
+// received must not exceed the largest uint64 less what is in flight.
+func BalanceSums(g *snapshot.Global, received uint64) {
+	g.Sums = &snapshot.SumCounts{Sent: received + uint64(g.TotalInFlight()), Received: received}
+}
+
 // Equal reports whether got is want as a store must return it: the same
 // id, mode and instants (locations and monotonic readings are not kept),
 // the same participants with the same waits (nil where want's are nil),
-// the same channels and messages, and the same violations; a nil and an
-// empty slice are equal.
+// the same channels and messages, the same violations, receiver counts
+// and sums; a nil and an empty slice are equal.
 func Equal(want, got *snapshot.Global) error {
 	switch {
 	case want == nil || got == nil:
@@ -195,6 +209,8 @@ func Equal(want, got *snapshot.Global) error {
 		return fmt.Errorf("want %d violations, got %d", len(want.Violations), len(got.Violations))
 	case want.ReceiverCounts != got.ReceiverCounts:
 		return fmt.Errorf("receiver counts: want %v, got %v", want.ReceiverCounts, got.ReceiverCounts)
+	case (want.Sums == nil) != (got.Sums == nil) || want.Sums != nil && *want.Sums != *got.Sums:
+		return fmt.Errorf("sums: want %v, got %v", want.Sums, got.Sums)
 	}
 	for i, w := range want.Participants {
 		p := got.Participants[i]
