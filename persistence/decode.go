@@ -454,7 +454,7 @@ var recordedBoxer = boxed.New[RecordedMessage]()
 // Verify must be added here too (the race detector's runs catch one that
 // is not, where a test meets it).
 func (d *decoder) global() (g *snapshot.Global, vouched bool, err error) {
-	fields := 11
+	fields := 12
 	switch d.version {
 	case 1:
 		fields = 8
@@ -462,6 +462,8 @@ func (d *decoder) global() (g *snapshot.Global, vouched bool, err error) {
 		fields = 9
 	case 3:
 		fields = 10
+	case 4:
+		fields = 11
 	}
 	if err := d.tuple(fields, "snapshot"); err != nil {
 		return nil, false, err
@@ -651,10 +653,43 @@ func (d *decoder) global() (g *snapshot.Global, vouched bool, err error) {
 			}
 		}
 	}
+	if d.version >= 5 {
+		if g.Sums, err = d.sums(); err != nil {
+			return nil, false, err
+		}
+		if vouched {
+			if err := g.VerifySums(); err != nil {
+				return nil, false, failsVerify(err)
+			}
+		}
+	}
 	return g, vouched, nil
 }
 
-// receiverCounts reads a version-4 body's last field into ps: nil when
+// sums reads a version-5 body's last field: nil when the snapshot was
+// not counted in sums, else its sums, sent then received.
+func (d *decoder) sums() (*snapshot.SumCounts, error) {
+	if c, err := d.peek("sums"); err != nil {
+		return nil, err
+	} else if c == msgpcode.Nil {
+		d.pos++
+		return nil, nil
+	}
+	if err := d.tuple(2, "sums"); err != nil {
+		return nil, err
+	}
+	var s snapshot.SumCounts
+	var err error
+	if s.Sent, err = d.uint("messages sent before the records"); err != nil {
+		return nil, err
+	}
+	if s.Received, err = d.uint("messages received before the records"); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// receiverCounts reads a version-4 body's eleventh field into ps: nil when
 // the snapshot keeps no receiver counts, else SentTo and Received of each
 // participant in turn. It reports whether they were kept.
 func (d *decoder) receiverCounts(ps []snapshot.Participant) (bool, error) {

@@ -158,16 +158,17 @@
 //
 // Both files share one envelope, the same in every format version: an
 // 8-byte magic ("ASNAPGLB" for a snapshot, "ASNAPMAN" for a manifest), the
-// format version as a big-endian uint16 (FormatVersion, now 4), a msgpack
+// format version as a big-endian uint16 (FormatVersion, now 5), a msgpack
 // body, and the CRC-32C (Castagnoli) of everything before it as a
-// big-endian uint32. The body of a snapshot, version 4, is the array
+// big-endian uint32. The body of a snapshot, version 5, is the array
 //
 //	[id, mode, start seconds, start nanoseconds, end seconds, end nanoseconds,
 //	 [[process id, kind, state (bin or nil), departed, waits (only if any)], ...],
 //	 in-flight message count,
 //	 [[from, to, sent, received, [[message type, message data (bin or nil)], ...]], ...],
 //	 [[invariant, error], ...],
-//	 receiver counts: nil, or [sent to, received, sent to, received, ...]]
+//	 receiver counts: nil, or [sent to, received, sent to, received, ...],
+//	 sums: nil, or [sent, received]]
 //
 // with times in Unix seconds and nanoseconds (kept as instants, in UTC).
 // A participant whose Waits is nil has four fields, as in version 2; one
@@ -176,8 +177,9 @@
 //	[any, timer, [[target, request, type, since seconds, since nanoseconds], ...]]
 //
 // its wait-for edges in their order. So waits cost nothing where there are
-// none: a snapshot without waits or violations is one byte longer than in
-// version 2 (the violations' empty array), whatever its size. A channel's
+// none: a snapshot without waits, violations, receiver counts or sums is
+// three bytes longer than in version 2 (the violations' empty array and
+// two nils), whatever its size. A channel's
 // from and to, and a wait's target, are the index of the participant (an
 // unsigned integer) or, for a process that is not a participant, its
 // name (a channel nothing crossed may have one; a wait may be for any
@@ -187,7 +189,11 @@
 // Global.ReceiverCounts, else two numbers per participant in its order,
 // its SentTo and its Received: an epoch snapshot lists only the channels
 // with messages in flight, and these let the decoder's Verify find one
-// left out. The manifest's body is [id, [[name, size, crc32c], ...]].
+// left out. The sums are nil unless the snapshot was counted in sums
+// (Global.Sums), else what was sent before the records and what was
+// received before them: Verify holds them to the messages in flight,
+// which finds a channel, or a message, left out of such a snapshot. The
+// manifest's body is [id, [[name, size, crc32c], ...]].
 //
 // The MAC file shares the envelope too (magic "ASNAPMAC"); its body is
 // [id, key id, mac]. The MAC is HMAC-SHA256, under the key the key id
@@ -203,7 +209,9 @@
 // data file, so a build without keys checks its checksum and loads the
 // snapshot as before; the format version does not change.
 //
-// Earlier builds wrote versions 1 to 3, which this one still reads.
+// Earlier builds wrote versions 1 to 4, which this one still reads.
+// Version 4 differs from version 5 only in the snapshot's body: 11 fields,
+// without the sums, so a snapshot of it loads without them.
 // Version 3 differs from version 4 only in the snapshot's body: 10 fields,
 // without the receiver counts, so a snapshot of it loads without them
 // (Verify then checks its channels alone). Versions 1 and 2 keep no waits

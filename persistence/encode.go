@@ -17,9 +17,9 @@ import (
 
 // FormatVersion is the version of the stored format this build writes. It
 // is stored in every encoded snapshot and manifest. This build reads it and
-// versions 1 to 3 (see the package documentation for each); bytes of
+// versions 1 to 4 (see the package documentation for each); bytes of
 // another version are refused with ErrFormatVersion.
-const FormatVersion = 4
+const FormatVersion = 5
 
 // minFormatVersion is the oldest version this build reads.
 const minFormatVersion = 1
@@ -316,6 +316,7 @@ func encodedSizeBound(g *snapshot.Global) (int, error) {
 	if g.ReceiverCounts {
 		size += 2 * 9 * len(g.Participants) // two uint64s at most 9 bytes each
 	}
+	size += 1 + 2*9 // the sums: an array of two uint64s
 	name := func(what, s string) error {
 		if len(s) > MaxNameSize {
 			return tooLarge(what+" size", len(s), MaxNameSize)
@@ -413,7 +414,7 @@ func checkWaits(id snapshot.SnapshotID, p *snapshot.Participant, total *int) err
 // array header, the id, the mode, the instants and the participants'
 // array header.
 func appendGlobalHead(b []byte, g *snapshot.Global) []byte {
-	b = appendArray(b, 11)
+	b = appendArray(b, 12)
 	b = appendUint(b, uint64(g.ID))
 	b = appendUint(b, uint64(g.Mode))
 	b = appendTime(b, g.Start)
@@ -468,7 +469,7 @@ func appendWaits(b []byte, w *snapshot.Waits, ps []snapshot.Participant) []byte 
 }
 
 // appendGlobalTail appends what follows the participants: the in-flight
-// count, the channels, the violations and the receiver counts. A channel's ends are written as indices into the
+// count, the channels, the violations, the receiver counts and the sums. A channel's ends are written as indices into the
 // participants when they are participants, found by a cursor (channels are
 // sorted by sender) and a binary search; if g is not sorted (checkSave is
 // refusing it meanwhile) the indices are wrong, and the encoding is thrown
@@ -513,13 +514,17 @@ func appendGlobalTail(b []byte, g *snapshot.Global) []byte {
 		b = appendString(b, v.Err)
 	}
 	if !g.ReceiverCounts {
+		b = append(b, msgpcode.Nil)
+	} else {
+		b = appendArray(b, 2*len(ps))
+		for i := range ps {
+			b = appendUint(appendUint(b, ps[i].SentTo), ps[i].Received)
+		}
+	}
+	if g.Sums == nil {
 		return append(b, msgpcode.Nil)
 	}
-	b = appendArray(b, 2*len(ps))
-	for i := range ps {
-		b = appendUint(appendUint(b, ps[i].SentTo), ps[i].Received)
-	}
-	return b
+	return appendUint(appendUint(appendArray(b, 2), g.Sums.Sent), g.Sums.Received)
 }
 
 // The encoder appends msgpack by hand to a buffer that the caller keeps in

@@ -160,10 +160,10 @@ func FuzzDecodeOwner(f *testing.F) {
 // FuzzRoundTrip encodes and decodes random valid snapshots built from a
 // seed: names with odd bytes, nil and empty states and data, extreme
 // counters and times, waits and violations. encode(g) must be what the
-// package documentation describes (encodeV4), decode(encode(g)) must be
-// g, and the decoding of g in format versions 1 to 3 must be g without
+// package documentation describes (encodeV5), decode(encode(g)) must be
+// g, and the decoding of g in format versions 1 to 4 must be g without
 // what they do not keep (waits and violations before 3, receiver counts
-// before 4).
+// before 4, sums before 5).
 //
 //	go test ./persistence -run '^$' -fuzz FuzzRoundTrip -fuzztime 30s
 func FuzzRoundTrip(f *testing.F) {
@@ -180,13 +180,13 @@ func FuzzRoundTrip(f *testing.F) {
 		r := bytes.NewReader(b[persistence.HeaderSize : len(b)-4])
 		require.NoError(t, msgpack.NewDecoder(r).Decode(&body))
 		require.Zero(t, r.Len())
-		require.Equal(t, encodeV4(t, g), b)
+		require.Equal(t, encodeV5(t, g), b)
 		// What versions 1 and 2 wrote decodes to the same, but for what
 		// they do not keep.
 		for _, enc := range []struct {
 			b    []byte
 			want *snapshot.Global
-		}{{b, g}, {encodeV1(t, g), withoutWaits(g)}, {encodeV2(t, g), withoutWaits(g)}, {encodeV3(t, g), withoutCounts(g)}} {
+		}{{b, g}, {encodeV1(t, g), withoutWaits(g)}, {encodeV2(t, g), withoutWaits(g)}, {encodeV3(t, g), withoutCounts(g)}, {encodeV4(t, g), withoutSums(g)}} {
 			for _, alias := range []bool{false, true} {
 				got, alloc, err := persistence.DecodeGlobalCounted(enc.b, alias)
 				require.NoError(t, err)
@@ -318,6 +318,9 @@ func randomGlobal(rng *rand.Rand, size int) *snapshot.Global {
 	})
 	if rng.IntN(2) == 0 {
 		storetest.BalanceReceivers(g, func(_ int, k uint64) uint64 { return min(number(), math.MaxUint64-k) })
+	}
+	if rng.IntN(2) == 0 {
+		storetest.BalanceSums(g, min(number(), math.MaxUint64-uint64(g.TotalInFlight())))
 	}
 	return g
 }

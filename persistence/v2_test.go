@@ -24,11 +24,15 @@ func encodeV2(t testing.TB, g *snapshot.Global) []byte { return encodeIndexed(t,
 func encodeV3(t testing.TB, g *snapshot.Global) []byte { return encodeIndexed(t, g, 3) }
 
 // encodeV4 is encodeV3 for format version 4, which keeps the receiver
-// counts too: what the package documentation describes, written apart
-// from the encoder under test.
+// counts too.
 func encodeV4(t testing.TB, g *snapshot.Global) []byte { return encodeIndexed(t, g, 4) }
 
-// encodeIndexed writes g in format version 2, 3 or 4, whose channel ends
+// encodeV5 is encodeV4 for format version 5, which keeps the sums too:
+// what the package documentation describes, written apart from the
+// encoder under test.
+func encodeV5(t testing.TB, g *snapshot.Global) []byte { return encodeIndexed(t, g, 5) }
+
+// encodeIndexed writes g in format version 2 to 5, whose channel ends
 // (and, from version 3, wait targets) are indices of participants.
 func encodeIndexed(t testing.TB, g *snapshot.Global, version uint16) []byte {
 	var buf bytes.Buffer
@@ -117,6 +121,15 @@ func encodeIndexed(t testing.TB, g *snapshot.Global, version uint16) []byte {
 				must(e.EncodeUint(p.SentTo))
 				must(e.EncodeUint(p.Received))
 			}
+		} else {
+			must(e.EncodeNil())
+		}
+	}
+	if version >= 5 {
+		if g.Sums != nil {
+			must(e.EncodeArrayLen(2))
+			must(e.EncodeUint(g.Sums.Sent))
+			must(e.EncodeUint(g.Sums.Received))
 		} else {
 			must(e.EncodeNil())
 		}

@@ -57,15 +57,16 @@ func TestDecodeVersion3(t *testing.T) {
 // TestEncodedSizeOfWaits measures what waits and violations cost in the
 // stored form. A snapshot without them costs one byte more in version 3
 // than in version 2 (the violations' empty array), whatever its size: a
-// participant without waits is encoded as in version 2. Version 4 adds
-// one byte more (nil for no receiver counts).
+// participant without waits is encoded as in version 2. Versions 4 and 5
+// add one byte more each (nil for no receiver counts, nil for no sums).
 func TestEncodedSizeOfWaits(t *testing.T) {
 	g := storetest.NewGlobal(1, storetest.BenchShape)
-	v4, err := persistence.EncodeGlobal(g)
+	v5, err := persistence.EncodeGlobal(g)
 	require.NoError(t, err)
-	v2, v3 := encodeV2(t, g), encodeV3(t, g)
+	v2, v3, v4 := encodeV2(t, g), encodeV3(t, g), encodeV4(t, g)
 	assert.Equal(t, len(v2)+1, len(v3), "%d participants without waits", len(g.Participants))
 	assert.Equal(t, len(v3)+1, len(v4), "%d participants without receiver counts", len(g.Participants))
+	assert.Equal(t, len(v4)+1, len(v5), "%d participants without sums", len(g.Participants))
 
 	shape := storetest.BenchShape
 	shape.Waiting, shape.Edges = shape.Participants, 1
@@ -75,8 +76,8 @@ func TestEncodedSizeOfWaits(t *testing.T) {
 	waiting3, err := persistence.EncodeGlobal(storetest.NewGlobal(1, shape))
 	require.NoError(t, err)
 	n := float64(len(g.Participants) - 1) // the departed one has no waits
-	t.Logf("%d participants: %d bytes in version 2, %d in version 4; with one wait-for edge each %d (%.1f bytes a participant more), with three %d (%.1f more)",
-		len(g.Participants), len(v2), len(v4), len(waiting), float64(len(waiting)-len(v4))/n, len(waiting3), float64(len(waiting3)-len(v4))/n)
+	t.Logf("%d participants: %d bytes in version 2, %d in version 5; with one wait-for edge each %d (%.1f bytes a participant more), with three %d (%.1f more)",
+		len(g.Participants), len(v2), len(v5), len(waiting), float64(len(waiting)-len(v5))/n, len(waiting3), float64(len(waiting3)-len(v5))/n)
 }
 
 // body3 is body in format version 3.

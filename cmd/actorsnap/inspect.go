@@ -612,6 +612,10 @@ func verifyCmd() *cobra.Command {
 				}
 				receivers = fmt.Sprintf(", %d receivers balance (sent to it = received + in flight)", n)
 			}
+			// One counted in sums proves the same with two totals.
+			if s := g.Sums; s != nil {
+				receivers += fmt.Sprintf(", the sums balance (%d sent before the records = %d received + %d in flight)", s.Sent, s.Received, g.TotalInFlight())
+			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "snapshot %d: ok: checksums match, %d channels balance (sent before = received before + in flight)%s, %s%s\n",
 				g.ID, len(g.Channels), receivers, decoded, violated)
