@@ -75,7 +75,13 @@ const (
 // (the default) or InSums, which costs least where the pairs of
 // participants that talk keep changing. The other modes count per
 // channel.
-func WithCounting(c Counting) Option { return func(cfg *config) { cfg.counting = c } }
+//
+// Restore counts as the snapshot it restores was counted unless
+// WithCounting is given: in sums when it keeps sums (snapshot.Global.Sums)
+// and the system has no transport.
+func WithCounting(c Counting) Option {
+	return func(cfg *config) { cfg.counting, cfg.countingSet = c, true }
+}
 
 // broadcasts reports whether the guardian starts every participant.
 func (c *config) broadcasts() bool { return c.initiation == Broadcast || c.initiation == InOrder }
@@ -97,6 +103,7 @@ type config struct {
 	search      BackEdgeSearch
 	initiation  Initiation
 	counting    Counting
+	countingSet bool
 	lazyAfter   time.Duration // Lazy: before the guardian starts the silent
 	timeout     time.Duration
 	concurrent  int

@@ -126,6 +126,9 @@ func restoreOn(ctx context.Context, store persistence.Store, id snapshot.Snapsho
 		return nil, nil, fmt.Errorf("%w: snapshot %d: %w: counting in sums needs the epoch mode, and the snapshot was taken in %s mode", ErrRestore, g.ID, ErrConfig, g.Mode)
 	}
 	cfg.mode = g.Mode
+	if !cfg.countingSet && g.Sums != nil && cfg.transport == nil {
+		cfg.counting = InSums
+	}
 	// A state that no longer decodes would make its actor fail as it
 	// starts, and the first snapshot abort on the restart: say why first.
 	if err := CheckDecodes(g, opts...); err != nil {

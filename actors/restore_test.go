@@ -228,3 +228,53 @@ func TestRestoredChildKeepsItsParent(t *testing.T) {
 	require.NotNil(t, got, "the restored child has a parent")
 	assert.Equal(t, "p0", got.Id)
 }
+
+// A snapshot counted in sums keeps its sums in the file store, and a
+// restore from it counts in sums unless told otherwise: its first
+// snapshot, the restored state, carries sums that balance. Told to count
+// per channel, it does, from the same snapshot.
+func TestRestoreCountsAsTheSnapshotWas(t *testing.T) {
+	ctx := context.Background()
+	store, err := persistence.Open(ctx, t.TempDir())
+	require.NoError(t, err)
+	b := newBank(t, 100, 1000, 17, WithStore(store), WithMode(snapshot.Epochs), WithCounting(InSums))
+	var g *snapshot.Global
+	for range 3 {
+		g, err = b.sys.Snapshot(ctx)
+		require.NoError(t, err)
+		b.check(t, g)
+	}
+	require.NotNil(t, g.Sums)
+	shutdown(t, b.sys)
+	stored, err := store.Load(ctx, g.ID)
+	require.NoError(t, err)
+	require.Equal(t, g.Sums, stored.Sums, "the store keeps the sums")
+	require.NoError(t, stored.VerifySums())
+
+	kind := WithKind("account", func() actor.Actor { return &account{rng: rand.New(rand.NewPCG(1, 2)), paused: &b.paused} })
+	for _, tc := range []struct {
+		name string
+		opts []Option
+		sums bool
+	}{
+		{"as stored", nil, true},
+		{"per channel", []Option{WithCounting(PerChannel)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sys, err := Restore(ctx, store, g.ID, append([]Option{testMessages, WithTimeout(testTimeout), kind}, tc.opts...)...)
+			require.NoError(t, err)
+			assert.Equal(t, tc.sums, sys.cfg.sums())
+			next, err := sys.Snapshot(ctx)
+			shutdown(t, sys)
+			require.NoError(t, err)
+			first, err := store.Load(ctx, next.ID-1)
+			require.NoError(t, err)
+			sameContent(t, g, first)
+			for _, s := range []*snapshot.Global{first, next} {
+				require.NoError(t, s.Verify())
+				assert.Equal(t, tc.sums, s.Sums != nil, "snapshot %d counted in sums", s.ID)
+				assert.Equal(t, !tc.sums, s.ReceiverCounts, "snapshot %d counted per channel", s.ID)
+			}
+		})
+	}
+}
