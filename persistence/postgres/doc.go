@@ -122,7 +122,7 @@
 //	snapshots     one header row per snapshot
 //	  id            bigint primary key (snapshot ids must be at most 2^63-1)
 //	  format        smallint, the row format (1; 2 from version 3; 3 from
-//	                version 5)
+//	                version 5; 4 from version 6)
 //	  mode          smallint
 //	  start_sec, start_nsec, end_sec, end_nsec   the instants, in Unix
 //	                seconds and nanoseconds (timestamptz keeps microseconds)
@@ -173,6 +173,14 @@
 // Whether it keeps them is the snapshot's, not each row's: a snapshot of
 // no participants has it too, and every row of one that keeps none holds
 // 0, as Load requires.
+//
+// Version 6 keeps the sums of a snapshot counted in sums (Global.Sums),
+// in row format 4 (rows of formats 1 to 3 stay as they were, keep no
+// sums, and load as before):
+//
+//	snapshots     + sum_sent, sum_received bigint, the sums' Sent and
+//	              Received; both NULL for a snapshot without sums (and
+//	              in every row before format 4), neither otherwise
 //
 // ord is a row's position in the Global (participants sorted by id,
 // channels by sender then receiver, a channel's messages in FIFO order, a
@@ -234,10 +242,12 @@
 // for none, else 1 plus 2 for wait_any and 4 for wait_timer; in format 3
 // its sent_to and received follow them. The header's checksum is the
 // CRC-32C of 'h', the id, format, mode, instants and counts (from format
-// 2 the counts of waits and violations too, and in format 3
-// receiver_counts after them), then of every row's crc in order:
-// participants, channels, messages, waits, violations. A row moved to another snapshot or position, changed, added
-// or removed therefore fails a check.
+// 2 the counts of waits and violations too, from format 3
+// receiver_counts after them, and in format 4 the sums after that: one
+// byte, 0 for none, else 1 and then sum_sent and sum_received), then of
+// every row's crc in order: participants, channels, messages, waits,
+// violations. A row moved to another snapshot or position, changed,
+// added or removed, or the sums changed, therefore fails a check.
 //
 // # Reading
 //
@@ -245,15 +255,20 @@
 // one read-only REPEATABLE READ transaction: it sees a snapshot being
 // saved or deleted meanwhile wholly or not at all. It checks every row's
 // checksum, the rows' positions and counts against the header, that a
-// snapshot that keeps no receiver counts has none, the header's checksum,
-// the format's limits, and finally Verify. A fault is
+// snapshot that keeps no receiver counts has none, that sum_sent and
+// sum_received are both NULL or neither (both NULL before format 4), the
+// header's checksum, the format's limits, and finally Verify, which holds
+// the sums to the messages in flight. A fault is
 // reported as a *persistence.CorruptError whose File is the
 // schema-qualified table (such as "actorsnap.participants") and whose
 // Offset is the row's position among the snapshot's rows of that table
 // (0 for the header), with the row named in the Reason. Whether the waits
 // and violations tables hold rows of a snapshot that counts none is read
 // with the header, at no query of its own. A header of a row format other
-// than 1 to 3 is reported with persistence.ErrFormatVersion.
+// than 1 to 4 is reported with persistence.ErrFormatVersion, and so is
+// one of a format that the schema's version, as the Store opened it
+// (persistence.MustExist), does not hold: it was saved after another
+// Store migrated the schema.
 // Names and byte strings are copied from the connection's buffer into a
 // few shared blocks, so a Global costs a few allocations beyond one per
 // message.

@@ -56,6 +56,7 @@ const (
 	kindInt16
 	kindInt32
 	kindInt64
+	kindNullInt64 // bigint; an empty value makes it NULL
 	kindBool
 	kindNullBool
 	kindDelete // the row is deleted
@@ -103,6 +104,8 @@ var fuzzColumns = func() []fuzzColumn {
 		{"snapshots", "waits", kindInt32, 0},
 		{"snapshots", "violations", kindInt32, 0},
 		{"snapshots", "receiver_counts", kindBool, 0},
+		{"snapshots", "sum_sent", kindNullInt64, 0},
+		{"snapshots", "sum_received", kindNullInt64, 0},
 		{"snapshots", "checksum", kindInt64, 0},
 		{"snapshots", "complete", kindBool, 0},
 		{"snapshots", "id", kindInt64, 0},
@@ -146,8 +149,8 @@ type rowsFixture struct {
 
 // fuzzShape is small, and has what every table and check needs: a
 // departed participant, participants with and without waits, channels
-// with messages, violations, and receiver counts.
-var fuzzShape = storetest.Shape{Participants: 4, StateSize: 5, Channels: 3, InFlight: 2, MessageSize: 3, Waiting: 2, Edges: 2, Violations: 2, ReceiverCounts: true}
+// with messages, violations, receiver counts and sums.
+var fuzzShape = storetest.Shape{Participants: 4, StateSize: 5, Channels: 3, InFlight: 2, MessageSize: 3, Waiting: 2, Edges: 2, Violations: 2, ReceiverCounts: true, Sums: true}
 
 func fuzzGlobal(id snapshot.SnapshotID) *snapshot.Global {
 	g := storetest.NewGlobal(id, fuzzShape)
@@ -213,8 +216,8 @@ func (t tables) qualified(name string) string { return pgx.Identifier{t.snapshot
 // The input is the column changed (an index into fuzzColumns), the row
 // (an index into the table's rows of the snapshot), how (the how* bits)
 // and the value: a byte string as is, a number from up to 8 bytes,
-// big-endian (or a delta from the last byte, with howAlt), a boolean from
-// the low bit.
+// big-endian (or a delta from the last byte, with howAlt; a nullable
+// number is NULL from none), a boolean from the low bit.
 //
 //	eval "$(bash .ci/postgres.sh)"
 //	go test ./persistence/postgres -run '^$' -fuzz '^FuzzLoadRows$' -fuzztime 3m -fuzzminimizetime 1000x -parallel 1
@@ -228,7 +231,7 @@ func FuzzLoadRows(f *testing.F) {
 		switch c.kind {
 		case kindBytes, kindNullBytes, kindText:
 			v = []byte("node-1/account-000001")
-		case kindBool, kindNullBool:
+		case kindBool, kindNullBool, kindNullInt64:
 			v = []byte{0}
 		default:
 			v = []byte{1}
@@ -255,7 +258,7 @@ func FuzzLoadRows(f *testing.F) {
 			f.Add(column("snapshots", name), byte(0), byte(howFix), num(n))
 		}
 	}
-	for _, format := range []int64{1, 2, rowFormat + 1} {
+	for _, format := range []int64{1, 2, 3, rowFormat + 1} {
 		f.Add(column("snapshots", "format"), byte(0), byte(howFix), num(format))
 	}
 	f.Add(column("snapshots", "mac_key"), byte(0), byte(howSigned|howAlt), []byte(nil))
@@ -271,6 +274,14 @@ func FuzzLoadRows(f *testing.F) {
 	f.Add(column("participants", "sent_to"), byte(1), byte(howFix|howAlt), []byte{1})
 	f.Add(column("participants", "received"), byte(2), byte(howFix), num(-1))
 	f.Add(column("snapshots", "receiver_counts"), byte(0), byte(howFix), []byte{0})
+	// Sums that no longer balance, one of them NULL, or at the ends of
+	// their range, with the checksums recomputed.
+	f.Add(column("snapshots", "sum_sent"), byte(0), byte(howFix|howAlt), []byte{1})
+	f.Add(column("snapshots", "sum_received"), byte(0), byte(howFix|howAlt), []byte{0xff})
+	f.Add(column("snapshots", "sum_received"), byte(0), byte(howFix), []byte(nil))
+	f.Add(column("snapshots", "sum_sent"), byte(0), byte(howSigned|howFix), []byte(nil))
+	f.Add(column("snapshots", "sum_sent"), byte(0), byte(howFix), num(-1))
+	f.Add(column("snapshots", "sum_received"), byte(0), byte(howFix), num(math.MinInt64))
 
 	f.Fuzz(func(t *testing.T, col, row, how byte, value []byte) {
 		fx.run(t, fuzzColumns[int(col)%len(fuzzColumns)], int(row), how, value)
@@ -426,6 +437,9 @@ func columnValue(c fuzzColumn, how byte, value []byte) (any, string) {
 		}
 		return n&1 != 0, `$2`
 	}
+	if c.kind == kindNullInt64 && len(value) == 0 {
+		return nil, `$2`
+	}
 	if alt {
 		return int64(int8(n)), c.name + ` + $2`
 	}
@@ -440,7 +454,7 @@ func columnValue(c fuzzColumn, how byte, value []byte) (any, string) {
 }
 
 // rowSum scans a row of t, as RETURNING gives t.cols, and returns its
-// checksum in row format 3, computed as the loader computes it, and its
+// checksum in row format 4, computed as the loader computes it, and its
 // key (snapshot_id and t.keys).
 func rowSum(h *hasher, t fuzzTable, rows pgx.Rows) (uint32, []any, error) {
 	var (
@@ -494,15 +508,23 @@ func (fx *rowsFixture) fixHeader(ctx context.Context, tx pgx.Tx, id snapshot.Sna
 		return `(SELECT coalesce(array_agg(crc ORDER BY ` + order + `), '{}') FROM ` + t.qualified(table) + ` WHERE snapshot_id = $1)`
 	}
 	h := header{id: int64(id)}
-	var sums [5][]int64
-	err := tx.QueryRow(ctx, `SELECT format, mode, start_sec, start_nsec, end_sec, end_nsec, participants, channels, messages, waits, violations, receiver_counts, `+
+	var (
+		sums                 [5][]int64
+		sumSent, sumReceived *int64
+	)
+	err := tx.QueryRow(ctx, `SELECT format, mode, start_sec, start_nsec, end_sec, end_nsec, participants, channels, messages, waits, violations, receiver_counts, sum_sent, sum_received, `+
 		crcs("participants", "ord")+`, `+crcs("channels", "ord")+`, `+crcs("messages", "channel_ord, ord")+`, `+
 		crcs("waits", "participant_ord, ord")+`, `+crcs("violations", "ord")+`
 		FROM `+t.qSnapshots+` WHERE id = $1`, int64(id)).Scan(
 		&h.format, &h.mode, &h.startSec, &h.startNsec, &h.endSec, &h.endNsec, &h.participants, &h.channels, &h.messages, &h.waits, &h.violations, &h.receiverCounts,
-		&sums[0], &sums[1], &sums[2], &sums[3], &sums[4])
+		&sumSent, &sumReceived, &sums[0], &sums[1], &sums[2], &sums[3], &sums[4])
 	if err != nil {
 		return false
+	}
+	// Half the sums (one NULL) are summed as none: Load refuses them
+	// before it sums anything.
+	if sumSent != nil && sumReceived != nil {
+		h.sums = &snapshot.SumCounts{Sent: uint64(*sumSent), Received: uint64(*sumReceived)}
 	}
 	sum := newHeaderSum(h)
 	for _, s := range sums {

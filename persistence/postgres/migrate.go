@@ -118,11 +118,18 @@ var migrations = []string{
 	ALTER TABLE {schema}.participants
 		ADD COLUMN sent_to  bigint NOT NULL DEFAULT 0,
 		ADD COLUMN received bigint NOT NULL DEFAULT 0;`,
+	// 6: row format 4, which keeps the sums of a snapshot counted in sums
+	// (Global.Sums), Sent and Received as the bits of a uint64, in
+	// snapshots: both NULL for a snapshot without them. The rows of
+	// formats 1 to 3 stay as they are: NULL is what they hold, no sums.
+	`ALTER TABLE {schema}.snapshots
+		ADD COLUMN sum_sent     bigint,
+		ADD COLUMN sum_received bigint;`,
 }
 
 // SchemaVersion is the version of the database schema this build
 // migrates to.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // migrate brings the schema up to SchemaVersion in one transaction, under
 // a transaction-scoped advisory lock of the schema's own: processes

@@ -284,6 +284,9 @@ func TestCorrupt(t *testing.T) {
 		{"receiver counts claimed",
 			`UPDATE %[1]s.snapshots SET receiver_counts = true WHERE id = 5`,
 			"snapshots", 0, "header checksum mismatch"},
+		{"sums claimed",
+			`UPDATE %[1]s.snapshots SET sum_sent = 48, sum_received = 0 WHERE id = 5`,
+			"snapshots", 0, "header checksum mismatch"},
 	}
 	// The same shape keeping receiver counts: participant p's received
 	// count is p<<33 + 7, its sent count that plus the messages in flight
@@ -304,10 +307,28 @@ func TestCorrupt(t *testing.T) {
 			`UPDATE %[1]s.snapshots SET receiver_counts = false WHERE id = 5`,
 			"participants", 0, "participant 0: sent_to 10 and received 7, but the snapshot keeps no receiver counts"},
 	}
+	// The same shape counted in sums: received 5<<40 + 12 before the
+	// records, and that plus the 48 messages in flight sent.
+	summed := storetest.WithWaits
+	summed.Sums = true
+	summedTests := []damage{
+		{"sum sent",
+			`UPDATE %[1]s.snapshots SET sum_sent = sum_sent + 1 WHERE id = 5`,
+			"snapshots", 0, "header checksum mismatch"},
+		{"sum received's high bit",
+			`UPDATE %[1]s.snapshots SET sum_received = sum_received # (1::bigint << 63) WHERE id = 5`,
+			"snapshots", 0, "header checksum mismatch"},
+		{"sums taken away",
+			`UPDATE %[1]s.snapshots SET sum_sent = NULL, sum_received = NULL WHERE id = 5`,
+			"snapshots", 0, "header checksum mismatch"},
+		{"half the sums",
+			`UPDATE %[1]s.snapshots SET sum_received = NULL WHERE id = 5`,
+			"snapshots", 0, "sum_sent and sum_received must both be NULL, or neither"},
+	}
 	for _, set := range []struct {
 		shape storetest.Shape
 		tests []damage
-	}{{storetest.WithWaits, tests}, {counted, countedTests}} {
+	}{{storetest.WithWaits, tests}, {counted, countedTests}, {summed, summedTests}} {
 		for _, tt := range set.tests {
 			t.Run(tt.name, func(t *testing.T) {
 				t.Parallel()
@@ -457,6 +478,11 @@ func schemaV2(t *testing.T) string { return schemaFrom(t, "testdata/schema-v2.sq
 // build before version 5 left it.
 func schemaV4(t *testing.T) string { return schemaFrom(t, "testdata/schema-v4.sql") }
 
+// schemaV5 returns a fresh schema holding testdata/schema-v5.sql: a
+// store of schema version 5 with two snapshots in row format 3, as the
+// build before version 6 left it.
+func schemaV5(t *testing.T) string { return schemaFrom(t, "testdata/schema-v5.sql") }
+
 // schemaFrom returns a fresh schema made by the SQL of fixture, in which
 // {schema} stands for the schema's quoted name.
 func schemaFrom(t *testing.T, fixture string) string {
@@ -494,7 +520,7 @@ func TestSchemaVersion2(t *testing.T) {
 	assert.Equal(t, []int32{1, 2}, migrations(t, schema), "MustExist migrates nothing")
 
 	s := open(t, schema)
-	assert.Equal(t, []int32{1, 2, 3, 4, 5}, migrations(t, schema))
+	assert.Equal(t, []int32{1, 2, 3, 4, 5, 6}, migrations(t, schema))
 	g, err = s.Load(ctx, 7)
 	require.NoError(t, err)
 	require.NoError(t, storetest.Equal(old, g))
@@ -554,13 +580,13 @@ func TestSchemaVersion4(t *testing.T) {
 	assert.Equal(t, []int32{1, 2, 3, 4}, migrations(t, schema), "MustExist migrates nothing")
 
 	s := openWith(t, schema, postgres.WithKeyring(keys))
-	assert.Equal(t, []int32{1, 2, 3, 4, 5}, migrations(t, schema))
+	assert.Equal(t, []int32{1, 2, 3, 4, 5, 6}, migrations(t, schema))
 	loads(s)
 	require.NoError(t, s.Save(ctx, counted))
 	g, err := s.Latest(ctx)
 	require.NoError(t, err)
 	require.NoError(t, storetest.Equal(counted, g))
-	assert.Equal(t, []int16{2, 2, 3}, query[int16](t, `SELECT format FROM `+schema+`.snapshots ORDER BY id`))
+	assert.Equal(t, []int16{2, 2, 4}, query[int16](t, `SELECT format FROM `+schema+`.snapshots ORDER BY id`))
 	assert.Equal(t, []bool{false, false, true}, query[bool](t, `SELECT receiver_counts FROM `+schema+`.snapshots ORDER BY id`))
 	requireRetained(t, s, 3, 7, 8, 9)
 	requireRetained(t, s, 1, 9)
@@ -624,6 +650,137 @@ func TestCountsOnlyWithReceiverCounts(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, storetest.Equal(storetest.NewGlobal(1, storetest.Small), got))
 	assert.Equal(t, []int64{0}, query[int64](t, `SELECT DISTINCT sent_to | received FROM `+schema+`.participants`))
+}
+
+// schemaV5Globals returns the snapshots of testdata/schema-v5.sql: 7,
+// with waits and violations, and 8, of mode Epochs, keeping receiver
+// counts and signed with k1; neither has sums.
+func schemaV5Globals() (waiting, counted *snapshot.Global) {
+	shape := storetest.Small
+	shape.ReceiverCounts = true
+	return storetest.NewGlobal(7, storetest.WithWaits), storetest.NewGlobal(8, shape)
+}
+
+// TestSchemaVersion5 opens a schema of version 5 holding snapshots in row
+// format 3, as the build before version 6 left it
+// (testdata/schema-v5.sql, kept as written): with MustExist it is read as
+// it is, and changes nothing; opened to write, it is migrated, and its
+// snapshots load as they were saved, without sums (the signed one's MAC
+// still matches), alongside snapshots counted in sums, which the Store
+// opened before the migration refuses as of a format its schema does not
+// hold.
+func TestSchemaVersion5(t *testing.T) {
+	serverURL(t)
+	t.Parallel()
+	ctx := context.Background()
+	schema := schemaV5(t)
+	keys := keyring(t, "k1")
+	waiting, counted := schemaV5Globals()
+	loads := func(s persistence.Store) {
+		t.Helper()
+		for _, want := range []*snapshot.Global{waiting, counted} {
+			g, err := s.Load(ctx, want.ID)
+			require.NoError(t, err, "snapshot %d", want.ID)
+			require.NoError(t, storetest.Equal(want, g), "snapshot %d", want.ID)
+			assert.Nil(t, g.Sums, "snapshot %d", want.ID)
+		}
+	}
+	shape := storetest.WithWaits
+	shape.Sums = true
+	summed := storetest.NewGlobal(9, shape)
+
+	u := withParams(t, serverURL(t), map[string]string{"schema": schema})
+	ro, err := persistence.OpenURL(ctx, u, persistence.MustExist(), persistence.Authenticate(keys))
+	require.NoError(t, err)
+	defer ro.(*postgres.Store).Close()
+	loads(ro)
+	require.ErrorContains(t, ro.Save(ctx, summed), "version 5")
+	assert.Equal(t, []int32{1, 2, 3, 4, 5}, migrations(t, schema), "MustExist migrates nothing")
+
+	s := openWith(t, schema, postgres.WithKeyring(keys))
+	assert.Equal(t, []int32{1, 2, 3, 4, 5, 6}, migrations(t, schema))
+	loads(s)
+	require.NoError(t, s.Save(ctx, summed))
+	g, err := s.Latest(ctx)
+	require.NoError(t, err)
+	require.NoError(t, storetest.Equal(summed, g))
+	assert.Equal(t, []int16{3, 3, 4}, query[int16](t, `SELECT format FROM `+schema+`.snapshots ORDER BY id`))
+	assert.Equal(t, []bool{true, true, false}, query[bool](t, `SELECT sum_sent IS NULL AND sum_received IS NULL FROM `+schema+`.snapshots ORDER BY id`))
+	requireRetained(t, s, 3, 7, 8, 9)
+	requireRetained(t, s, 1, 9)
+
+	// The store opened before the migration reads the schema as it was
+	// then: a snapshot saved since is of a format it cannot read.
+	_, err = ro.Load(ctx, 9)
+	require.ErrorIs(t, err, persistence.ErrFormatVersion)
+	require.ErrorContains(t, err, "row format 4")
+}
+
+// TestRowFormat3Damage: the checksums of row format 3 cover no sums, so
+// sums found in the header of a snapshot of that format, both or one of
+// them, are reported as damage, not loaded.
+func TestRowFormat3Damage(t *testing.T) {
+	serverURL(t)
+	t.Parallel()
+	tests := []struct {
+		name string
+		sql  string // %[1]s is the schema
+	}{
+		{"sums claimed", `UPDATE %[1]s.snapshots SET sum_sent = 48, sum_received = 0 WHERE id = 7`},
+		{"half the sums claimed", `UPDATE %[1]s.snapshots SET sum_received = 0 WHERE id = 7`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			schema := schemaV5(t)
+			s := open(t, schema)
+			exec(t, fmt.Sprintf(tt.sql, schema))
+			_, err := s.Load(ctx, 7)
+			requireCorrupt(t, err, 7, schema+".snapshots", 0, "row format 3 keeps no sums, but the header's sum_sent or sum_received is set")
+			_, counted := schemaV5Globals()
+			g, err := s.Load(ctx, 8)
+			require.NoError(t, err)
+			require.NoError(t, storetest.Equal(counted, g))
+		})
+	}
+}
+
+// TestSumsDoNotBalance: sums stored with their checksums and MAC, but not
+// balanced with the messages in flight, as only someone writing the
+// database on purpose would leave them (Save refuses them), are refused
+// by Load's Verify as damage.
+func TestSumsDoNotBalance(t *testing.T) {
+	serverURL(t)
+	t.Parallel()
+	ctx := context.Background()
+	schema := freshSchema(t)
+	s := openWith(t, schema, postgres.WithKeyring(keyring(t, "k1")))
+	shape := storetest.Small
+	shape.Sums = true
+	tests := []struct {
+		name   string
+		change func(g *snapshot.Global)
+	}{
+		{"sent one more", func(g *snapshot.Global) { g.Sums.Sent++ }},
+		{"received more than sent", func(g *snapshot.Global) { g.Sums.Received = g.Sums.Sent + 1 }},
+		{"received at the end of its range", func(g *snapshot.Global) { g.Sums.Received = 1<<64 - 1 }},
+		{"a message left out", func(g *snapshot.Global) { storetest.DropMessage(g) }},
+	}
+	for i, tt := range tests {
+		id := snapshot.SnapshotID(i + 1)
+		g := storetest.NewGlobal(id, shape)
+		tt.change(g)
+		require.ErrorIs(t, s.Save(ctx, g), snapshot.ErrImbalance, tt.name)
+		require.NoError(t, postgres.SaveUnchecked(ctx, s, g), tt.name)
+		_, err := s.Load(ctx, id)
+		requireCorrupt(t, err, id, schema+".snapshots", 0, "loaded snapshot fails Verify: snapshot "+fmt.Sprint(id)+": sums do not balance")
+	}
+	balanced := storetest.NewGlobal(9, shape)
+	require.NoError(t, postgres.SaveUnchecked(ctx, s, balanced))
+	g, err := s.Load(ctx, 9)
+	require.NoError(t, err)
+	require.NoError(t, storetest.Equal(balanced, g))
 }
 
 // TestSchemaNewer opens a schema migrated by a newer build.
@@ -789,19 +946,28 @@ func TestExecModes(t *testing.T) {
 	counted.Participants = slices.Clone(edge.Participants)
 	counted.Participants[1].SentTo, counted.Participants[1].Received = 1<<64-1, 1<<64-1
 	counted.Participants[2].SentTo, counted.Participants[2].Received = 1<<63+1, 1<<63-1
+	// edge counted in sums at the end of their range, stored as their
+	// bits.
+	summed := *edge
+	summed.ID, summed.Mode = 2, snapshot.Epochs
+	summed.Sums = &snapshot.SumCounts{Sent: 1<<64 - 1, Received: 1<<64 - 3}
+	sumsShape := storetest.WithWaits
+	sumsShape.Sums = true
 	for _, mode := range []string{"cache_statement", "cache_describe", "describe_exec", "exec", "simple_protocol"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			s, err := postgres.Open(ctx, withParams(t, base, map[string]string{"default_query_exec_mode": mode, "schema": freshSchema(t)}))
+			schema := freshSchema(t)
+			s, err := postgres.Open(ctx, withParams(t, base, map[string]string{"default_query_exec_mode": mode, "schema": schema}))
 			require.NoError(t, err)
 			defer s.Close()
-			for _, g := range []*snapshot.Global{edge, &counted, storetest.NewGlobal(5, storetest.WithWaits)} {
+			for _, g := range []*snapshot.Global{storetest.NewGlobal(1, sumsShape), &summed, edge, &counted, storetest.NewGlobal(5, storetest.WithWaits)} {
 				require.NoError(t, s.Save(ctx, g))
 				got, err := s.Load(ctx, g.ID)
 				require.NoError(t, err)
 				require.NoError(t, storetest.Equal(g, got))
 			}
+			assert.Equal(t, []int64{-1, -3}, query[int64](t, `SELECT unnest(ARRAY[sum_sent, sum_received]) FROM `+schema+`.snapshots WHERE id = 2`))
 			got, err := s.Load(ctx, 3)
 			require.NoError(t, err)
 			assert.Nil(t, got.Participants[1].State, "a nil state stays nil")

@@ -18,15 +18,15 @@ import (
 )
 
 // rowFormat is the version of the row layout and checksums this build
-// writes, stored in each header row. It reads it and formats 1 and 2:
-// neither keeps receiver counts, and format 1 has no waits and no
-// violations. A snapshot of another format is listed but refused by Load
-// with persistence.ErrFormatVersion.
-const rowFormat = 3
+// writes, stored in each header row. It reads it and formats 1 to 3:
+// none of them keeps sums, formats 1 and 2 keep no receiver counts, and
+// format 1 has no waits and no violations. A snapshot of another format
+// is listed but refused by Load with persistence.ErrFormatVersion.
+const rowFormat = 4
 
 // formatSchema is, for each row format, the schema version whose tables
 // first hold it.
-var formatSchema = [rowFormat + 1]int{1: 1, 2: 3, 3: 5}
+var formatSchema = [rowFormat + 1]int{1: 1, 2: 3, 3: 5, 4: 6}
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -101,8 +101,9 @@ type header struct {
 	startNsec, endNsec     int32
 	participants, channels int32
 	messages               int32
-	waits, violations      int32 // 0 in format 1
-	receiverCounts         bool  // false before format 3
+	waits, violations      int32               // 0 in format 1
+	receiverCounts         bool                // false before format 3
+	sums                   *snapshot.SumCounts // Global.Sums; nil before format 4
 	checksum               int64
 	complete               bool
 	// Whether the waits and violations tables hold rows of the snapshot,
@@ -126,6 +127,7 @@ func newHeader(g *snapshot.Global) header {
 		waits:          int32(totalWaits(g)),
 		violations:     int32(len(g.Violations)),
 		receiverCounts: g.ReceiverCounts,
+		sums:           g.Sums,
 	}
 }
 
@@ -150,7 +152,9 @@ func newHeaderSum(h header) *hasher {
 // appendColumns appends the header's canonical encoding, which its
 // checksum and the snapshot's MAC start with: the tag, the id, format,
 // mode, instants and counts (from format 2 the counts of waits and
-// violations too), and in format 3 the receiver_counts flag.
+// violations too), from format 3 the receiver_counts flag, and in format
+// 4 the sums: a byte, 0 for none, else 1 followed by sum_sent and
+// sum_received.
 func (h *header) appendColumns(b []byte) []byte {
 	b = append(b, tagHeader)
 	b = binary.BigEndian.AppendUint64(b, uint64(h.id))
@@ -170,7 +174,25 @@ func (h *header) appendColumns(b []byte) []byte {
 	if h.format >= 3 {
 		b = append(b, b2u(h.receiverCounts))
 	}
+	if h.format >= 4 {
+		if h.sums == nil {
+			return append(b, 0)
+		}
+		b = append(b, 1)
+		b = binary.BigEndian.AppendUint64(b, h.sums.Sent)
+		b = binary.BigEndian.AppendUint64(b, h.sums.Received)
+	}
 	return b
+}
+
+// sumColumns returns the values of sum_sent and sum_received: the bits of
+// the sums (bigint has no unsigned form), both nil (NULL) without them.
+func (h *header) sumColumns() (sent, received *int64) {
+	if h.sums == nil {
+		return nil, nil
+	}
+	s, r := int64(h.sums.Sent), int64(h.sums.Received)
+	return &s, &r
 }
 
 // pgLayout names the rows' form in MACs (see persistence.Keyring.Sign).
@@ -617,7 +639,7 @@ func (s *Store) load(c *call, tx pgx.Tx, id snapshot.SnapshotID) (*snapshot.Glob
 			EXISTS (SELECT FROM ` + s.t.qViolations + ` WHERE snapshot_id = $1)`
 	}
 	// Nor has one before version 4 the MAC's columns, nor one before
-	// version 5 the receiver counts.
+	// version 5 the receiver counts, nor one before version 6 the sums.
 	macCols := `NULL::text, NULL::bytea`
 	if s.version >= 4 {
 		macCols = `mac_key, mac`
@@ -626,16 +648,22 @@ func (s *Store) load(c *call, tx pgx.Tx, id snapshot.SnapshotID) (*snapshot.Glob
 	if s.version >= 5 {
 		countsCol = `receiver_counts`
 	}
+	sumCols := `NULL::bigint, NULL::bigint`
+	if s.version >= 6 {
+		sumCols = `sum_sent, sum_received`
+	}
 	var (
-		macKey *string
-		macSum []byte
+		macKey               *string
+		macSum               []byte
+		sumSent, sumReceived *int64
 	)
 	err := tx.QueryRow(ctx, `SELECT format, mode, start_sec, start_nsec, end_sec, end_nsec,
-			participants, channels, messages, checksum, complete, `+extra+`, `+macCols+`, `+countsCol+`
+			participants, channels, messages, checksum, complete, `+extra+`, `+macCols+`, `+countsCol+`, `+sumCols+`
 		FROM `+s.t.qSnapshots+` WHERE id = $1`, int64(id)).Scan(
 		&h.format, &h.mode, &h.startSec, &h.startNsec, &h.endSec, &h.endNsec,
 		&h.participants, &h.channels, &h.messages, &h.checksum, &h.complete,
-		&h.waits, &h.violations, &h.strayWaits, &h.strayViolations, &macKey, &macSum, &h.receiverCounts)
+		&h.waits, &h.violations, &h.strayWaits, &h.strayViolations, &macKey, &macSum, &h.receiverCounts,
+		&sumSent, &sumReceived)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: %d", persistence.ErrNotFound, id)
 	}
@@ -672,10 +700,17 @@ func (s *Store) load(c *call, tx pgx.Tx, id snapshot.SnapshotID) (*snapshot.Glob
 		return nil, l.corrupt(t, 0, "row format %d has no waits or violations, but the header counts %d and %d", h.format, h.waits, h.violations)
 	case h.format < 3 && h.receiverCounts:
 		return nil, l.corrupt(t, 0, "row format %d keeps no receiver counts, but the header's receiver_counts is set", h.format)
+	case h.format < 4 && (sumSent != nil || sumReceived != nil):
+		return nil, l.corrupt(t, 0, "row format %d keeps no sums, but the header's sum_sent or sum_received is set", h.format)
+	case (sumSent == nil) != (sumReceived == nil):
+		return nil, l.corrupt(t, 0, "sum_sent and sum_received must both be NULL, or neither")
 	case h.waits == 0 && h.strayWaits:
 		return nil, l.corrupt(s.t.waits, 0, "wait rows, but the header counts none")
 	case h.violations == 0 && h.strayViolations:
 		return nil, l.corrupt(s.t.violations, 0, "violation rows, but the header counts none")
+	}
+	if sumSent != nil {
+		h.sums = &snapshot.SumCounts{Sent: uint64(*sumSent), Received: uint64(*sumReceived)}
 	}
 	keyID := ""
 	if macKey != nil {
@@ -697,6 +732,7 @@ func (s *Store) load(c *call, tx pgx.Tx, id snapshot.SnapshotID) (*snapshot.Glob
 		Start:          time.Unix(h.startSec, int64(h.startNsec)).UTC(),
 		End:            time.Unix(h.endSec, int64(h.endNsec)).UTC(),
 		ReceiverCounts: h.receiverCounts,
+		Sums:           h.sums,
 	}
 	l.sum = newHeaderSum(h)
 	waiting, err := l.participants(tx, g, h.format, int(h.participants))

@@ -61,9 +61,9 @@ func forge(t *testing.T, schema, from string, id snapshot.SnapshotID) {
 			INSERT INTO %[1]s.%[3]s SELECT * FROM %[2]s.%[3]s WHERE snapshot_id = %[4]d;`, q(schema), q(from), table, id)
 	}
 	fmt.Fprintf(&sql, `UPDATE %[1]s.snapshots a SET (format, mode, start_sec, start_nsec, end_sec, end_nsec,
-			participants, channels, messages, waits, violations, receiver_counts, checksum) =
+			participants, channels, messages, waits, violations, receiver_counts, sum_sent, sum_received, checksum) =
 		(b.format, b.mode, b.start_sec, b.start_nsec, b.end_sec, b.end_nsec,
-			b.participants, b.channels, b.messages, b.waits, b.violations, b.receiver_counts, b.checksum)
+			b.participants, b.channels, b.messages, b.waits, b.violations, b.receiver_counts, b.sum_sent, b.sum_received, b.checksum)
 		FROM %[2]s.snapshots b WHERE a.id = %[3]d AND b.id = %[3]d`, q(schema), q(from), id)
 	exec(t, sql.String())
 }
@@ -110,6 +110,35 @@ func TestTamperedSnapshotRefused(t *testing.T) {
 	exec(t, `UPDATE `+schema+`.snapshots SET mac_key = 'k2' WHERE id = 4`)
 	_, err = openWith(t, schema, postgres.WithKeyring(keyring(t, "k2", "k1"))).Load(ctx, 4)
 	storetest.RequireUnauthentic(t, err, 4, "k2")
+}
+
+// TestTamperedSumsRefused: sums changed on purpose, kept balanced (sent
+// and received both one more) and with every checksum recomputed, pass
+// every checksum and Verify, so a Store without a key loads them; the MAC
+// covers the sums, and the Store with the key that signed the snapshot
+// refuses it.
+func TestTamperedSumsRefused(t *testing.T) {
+	serverURL(t)
+	t.Parallel()
+	ctx := context.Background()
+	schema, other := freshSchema(t), freshSchema(t)
+	s := openWith(t, schema, postgres.WithKeyring(keyring(t, "k1")))
+	shape := storetest.Small
+	shape.Sums = true
+	want := storetest.NewGlobal(5, shape)
+	require.NoError(t, s.Save(ctx, want))
+
+	forged := storetest.NewGlobal(5, shape)
+	storetest.BalanceSums(forged, want.Sums.Received+1)
+	require.NoError(t, open(t, other).Save(ctx, forged))
+	forge(t, schema, other, 5)
+
+	g, err := open(t, schema).Load(ctx, 5)
+	require.NoError(t, err, "without a key the forgery loads")
+	require.NoError(t, storetest.Equal(forged, g))
+
+	_, err = s.Load(ctx, 5)
+	storetest.RequireUnauthentic(t, err, 5, "k1")
 }
 
 // TestKeysRotateAndSignaturesRequired checks what a keyring accepts: a

@@ -301,13 +301,14 @@ func (s *Store) save(c *call, tx pgx.Tx, g *snapshot.Global) error {
 		return fmt.Errorf("schema %s is at version %d, opened without migrating it (MustExist); this build saves to version %d", s.schema, s.version, SchemaVersion)
 	}
 	h := newHeader(g)
+	sumSent, sumReceived := h.sumColumns()
 	ctx, cancel := c.stmt()
 	defer cancel()
 	tag, err := tx.Exec(ctx, `INSERT INTO `+s.t.qSnapshots+`
-		(id, format, mode, start_sec, start_nsec, end_sec, end_nsec, participants, channels, messages, waits, violations, receiver_counts, checksum, complete)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 0, false)
+		(id, format, mode, start_sec, start_nsec, end_sec, end_nsec, participants, channels, messages, waits, violations, receiver_counts, sum_sent, sum_received, checksum, complete)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 0, false)
 		ON CONFLICT (id) DO NOTHING`,
-		h.id, h.format, h.mode, h.startSec, h.startNsec, h.endSec, h.endNsec, h.participants, h.channels, h.messages, h.waits, h.violations, h.receiverCounts)
+		h.id, h.format, h.mode, h.startSec, h.startNsec, h.endSec, h.endNsec, h.participants, h.channels, h.messages, h.waits, h.violations, h.receiverCounts, sumSent, sumReceived)
 	if err != nil {
 		return err
 	}
