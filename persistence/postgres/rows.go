@@ -828,7 +828,7 @@ func (l *loader) participants(tx pgx.Tx, g *snapshot.Global, format int16, n int
 		var f byte
 		if waitAny.Valid || waitTimer.Valid {
 			if !waitAny.Valid || !waitTimer.Valid || format < 2 {
-				return nil, l.corrupt(t, int64(ord), "%s: wait_any and wait_timer must both be NULL, or neither (and only in row format 2)", key())
+				return nil, l.corrupt(t, int64(ord), "%s: wait_any and wait_timer must both be NULL, or neither (and only from row format 2)", key())
 			}
 			f = waitFlags(&snapshot.Waits{Any: waitAny.Bool, Timer: waitTimer.Bool})
 		}
