@@ -164,16 +164,22 @@ var modes = []struct {
 }{
 	{"unaligned", WithMode(snapshot.Unaligned)},
 	{"aligned", WithMode(snapshot.Aligned)},
-	{"epoch", WithMode(snapshot.Epochs)},
+	// Counting per channel, as in a cluster.
+	{"epoch", func(c *config) {
+		WithMode(snapshot.Epochs)(c)
+		WithCounting(PerChannel)(c)
+	}},
 	// Lazy starts, and records of every counter when more than a quarter
 	// changed (snapshot.Config.DeltaMin): the default lists only what
 	// changed.
 	{"epoch-lazy", func(c *config) {
 		WithMode(snapshot.Epochs)(c)
+		WithCounting(PerChannel)(c)
 		WithInitiation(Lazy)(c)
 		withDeltaMin(2)(c)
 	}},
-	// Counting in sums: two totals per participant, no count per channel.
+	// Counting in sums, the default within one member: two totals per
+	// participant, no count per channel.
 	{"epoch-sums", func(c *config) {
 		WithMode(snapshot.Epochs)(c)
 		WithCounting(InSums)(c)
@@ -204,7 +210,7 @@ func forModes(t *testing.T, test func(t *testing.T, mode Option)) {
 // its channels, the money).
 func TestRecordsOfChangesAtTheDeltaMinRule(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
-	b := newBankWith(t, 200, 150, 1000, 3, WithMode(snapshot.Epochs), withDeltaMin(64),
+	b := newBankWith(t, 200, 150, 1000, 3, WithMode(snapshot.Epochs), WithCounting(PerChannel), withDeltaMin(64),
 		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 	defer shutdown(t, b.sys)
 	for range 40 {

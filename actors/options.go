@@ -54,8 +54,9 @@ const (
 	// PerChannel counts the messages of each channel at both ends: a
 	// record lists the counts that changed since the last, and the
 	// guardian checks every receiver, and the order of every channel's
-	// messages in flight. The default. Its cost per message grows with
-	// the pairs of participants that ever exchanged one.
+	// messages in flight. Its cost per message grows with the pairs of
+	// participants that ever exchanged one. The default in a cluster
+	// (WithTransport).
 	PerChannel Counting = iota
 	// InSums keeps two totals per participant, the messages it sent and
 	// those it received, as Mattern's sum counters do: a send and a
@@ -66,19 +67,21 @@ const (
 	// no check of each channel's order, and a snapshot that waits for
 	// its messages in flight asks every participant that was posted one
 	// from an older epoch since its capture to look at its queue again,
-	// not only the receivers it is owed by. Within one member only, for
-	// now.
+	// not only the receivers it is owed by. The default within one
+	// member; refused in a cluster, for now.
 	InSums
 )
 
-// WithCounting selects how the epoch mode counts messages: PerChannel
-// (the default) or InSums, which costs least where the pairs of
-// participants that talk keep changing. The other modes count per
-// channel.
+// WithCounting selects how the epoch mode counts messages: PerChannel or
+// InSums. Without it, a system counts in sums, which costs least and
+// least depends on how many pairs of participants talk, unless it has a
+// transport (WithTransport), where it counts per channel. The other
+// modes count per channel.
 //
 // Restore counts as the snapshot it restores was counted unless
-// WithCounting is given: in sums when it keeps sums (snapshot.Global.Sums)
-// and the system has no transport.
+// WithCounting is given: in sums when it keeps sums (snapshot.Global.Sums),
+// per channel when it keeps receiver counts, and as a new system would
+// otherwise.
 func WithCounting(c Counting) Option {
 	return func(cfg *config) { cfg.counting, cfg.countingSet = c, true }
 }
@@ -86,8 +89,14 @@ func WithCounting(c Counting) Option {
 // broadcasts reports whether the guardian starts every participant.
 func (c *config) broadcasts() bool { return c.initiation == Broadcast || c.initiation == InOrder }
 
-// sums reports whether participants count in sums (WithCounting).
-func (c *config) sums() bool { return c.counting == InSums }
+// sums reports whether participants count in sums: as WithCounting
+// says, else whenever the epoch mode runs without a transport.
+func (c *config) sums() bool {
+	if c.countingSet {
+		return c.counting == InSums
+	}
+	return c.mode == snapshot.Epochs && c.transport == nil
+}
 
 // hurried reports whether a start is recorded ahead of the queue
 // (Broadcast in the epoch mode).

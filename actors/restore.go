@@ -122,12 +122,16 @@ func restoreOn(ctx context.Context, store persistence.Store, id snapshot.Snapsho
 		return nil, nil, fmt.Errorf("%w: snapshot %d: %w: mode %s not supported", ErrRestore, g.ID, ErrConfig, g.Mode)
 	case high >= snapshot.MaxSnapshotID:
 		return nil, nil, fmt.Errorf("%w: snapshot %d: %w: the store has held snapshot %d", ErrRestore, g.ID, persistence.ErrIDsExhausted, high)
-	case cfg.sums() && g.Mode != snapshot.Epochs:
+	case cfg.countingSet && cfg.counting == InSums && g.Mode != snapshot.Epochs:
 		return nil, nil, fmt.Errorf("%w: snapshot %d: %w: counting in sums needs the epoch mode, and the snapshot was taken in %s mode", ErrRestore, g.ID, ErrConfig, g.Mode)
 	}
 	cfg.mode = g.Mode
-	if !cfg.countingSet && g.Sums != nil && cfg.transport == nil {
-		cfg.counting = InSums
+	switch {
+	case cfg.countingSet:
+	case g.Sums != nil && cfg.transport == nil:
+		cfg.counting, cfg.countingSet = InSums, true
+	case g.ReceiverCounts:
+		cfg.counting, cfg.countingSet = PerChannel, true
 	}
 	// A state that no longer decodes would make its actor fail as it
 	// starts, and the first snapshot abort on the restart: say why first.

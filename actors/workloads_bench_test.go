@@ -48,8 +48,8 @@ type benchMode struct {
 var workloadModes = []benchMode{
 	{"unaligned", []actors.Option{actors.WithMode(snapshot.Unaligned)}},
 	{"aligned", []actors.Option{actors.WithMode(snapshot.Aligned)}},
-	{"epoch", []actors.Option{actors.WithMode(snapshot.Epochs)}},
-	{"epoch-lazy", []actors.Option{actors.WithMode(snapshot.Epochs), actors.WithInitiation(actors.Lazy)}},
+	{"epoch", []actors.Option{actors.WithMode(snapshot.Epochs), actors.WithCounting(actors.PerChannel)}},
+	{"epoch-lazy", []actors.Option{actors.WithMode(snapshot.Epochs), actors.WithCounting(actors.PerChannel), actors.WithInitiation(actors.Lazy)}},
 	{"epoch-sums", []actors.Option{actors.WithMode(snapshot.Epochs), actors.WithCounting(actors.InSums)}},
 }
 
