@@ -335,7 +335,7 @@ func testRoundTrip(t *testing.T, s persistence.Store) {
 	}
 	empty := &snapshot.Global{ID: 1}
 	waiting := NewGlobal(5, Shape{Participants: 300, StateSize: 10, Channels: 100, InFlight: 1, MessageSize: 10, Waiting: 200, Edges: 4, Violations: 3})
-	big := NewGlobal(7, Shape{Participants: 300, StateSize: 100, Channels: 400, InFlight: 4, MessageSize: 40})
+	big := NewGlobal(9, Shape{Participants: 300, StateSize: 100, Channels: 400, InFlight: 4, MessageSize: 40})
 	counted := NewGlobal(6, Shape{Participants: 300, StateSize: 10, Channels: 120, InFlight: 2, MessageSize: 10, ReceiverCounts: true})
 	// Receiver counts at the ends of their range.
 	countedEdge := *edge
@@ -343,7 +343,12 @@ func testRoundTrip(t *testing.T, s persistence.Store) {
 	countedEdge.Participants = slices.Clone(edge.Participants)
 	countedEdge.Participants[0].SentTo, countedEdge.Participants[0].Received = 1<<64-1, 1<<64-3
 	countedEdge.Participants[2].SentTo, countedEdge.Participants[2].Received = 1<<63, 1<<63
-	all := []*snapshot.Global{empty, edge, &countedEdge, waiting, counted, big}
+	summed := NewGlobal(2, Shape{Participants: 300, StateSize: 10, Channels: 90, InFlight: 3, MessageSize: 10, Sums: true})
+	// Sums at the end of their range.
+	summedEdge := *edge
+	summedEdge.ID, summedEdge.Mode = 8, snapshot.Epochs
+	BalanceSums(&summedEdge, 1<<64-1-uint64(edge.TotalInFlight()))
+	all := []*snapshot.Global{empty, summed, &summedEdge, edge, &countedEdge, waiting, counted, big}
 	for _, g := range all {
 		require.NoError(t, s.Save(ctx, g))
 	}
