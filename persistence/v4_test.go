@@ -2,6 +2,7 @@ package persistence_test
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -50,12 +51,9 @@ func TestDecodeVersion4RefusesBadCounts(t *testing.T) {
 	g := countsGlobal()
 	n := 2 * len(g.Participants)
 	withCounts := func(write func(e *msgpack.Encoder)) []byte {
-		// The encoding of g up to its violations, then write's counts.
 		c := *g
 		c.ReceiverCounts = false
-		b := encodeV4(t, &c)
-		body := b[:len(b)-5] // less the nil and the checksum
-		return persistence.FixChecksum(append(append(body, encodeWith(t, write)...), 0, 0, 0, 0))
+		return withLastField(t, encodeV4(t, &c), write)
 	}
 	good := withCounts(func(e *msgpack.Encoder) {
 		_ = e.EncodeArrayLen(n)
@@ -109,6 +107,15 @@ func TestDecodeVersion4RefusesBadCounts(t *testing.T) {
 	var ce *persistence.CorruptError
 	require.ErrorAs(t, err, &ce)
 	assert.Contains(t, ce.Error(), "want 10")
+}
+
+// withLastField returns b, an encoding whose last field is nil, with
+// what write encodes in its place, and its checksum made to match.
+func withLastField(t testing.TB, b []byte, write func(e *msgpack.Encoder)) []byte {
+	t.Helper()
+	require.Equal(t, byte(0xc0), b[len(b)-5], "the last field is nil")
+	body := slices.Clip(b[:len(b)-5]) // less the nil and the checksum
+	return persistence.FixChecksum(append(append(body, encodeWith(t, write)...), 0, 0, 0, 0))
 }
 
 // encodeWith returns what write encodes.
