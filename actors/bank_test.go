@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,8 +21,16 @@ import (
 	"github.com/actorsnap/actorsnap/snapshot/snapshottest"
 )
 
-// transfer moves money between accounts.
-type transfer struct{ Amount int64 }
+// transfer moves money between accounts. From and Seq number it on its
+// channel, as its sender counts: the n-th transfer an account sends to a
+// peer has Seq n. So a snapshot's states say which transfers are in
+// flight on each channel, and in what order (checkChannelsFromStates),
+// and a receiver sees a channel's order broken (orderCheck).
+type transfer struct {
+	Amount int64
+	From   string
+	Seq    uint64
+}
 
 // peers tells an account whom it may pay; it comes from outside the
 // snapshot and is not part of the state.
@@ -37,9 +46,53 @@ type addPeer struct{ pid *actor.PID }
 // peer, so that the number of transfers in flight stays constant.
 type account struct {
 	Balance int64
-	peers   []*actor.PID `msgpack:"-"` // wiring, given at the start
-	rng     *rand.Rand   `msgpack:"-"`
-	paused  *atomic.Bool `msgpack:"-"`
+	// Sent and Got count, per peer's name, the transfers sent to it and
+	// received from it: the ends of each channel.
+	Sent, Got peerCounts
+	peers     []*actor.PID `msgpack:"-"` // wiring, given at the start
+	rng       *rand.Rand   `msgpack:"-"`
+	paused    *atomic.Bool `msgpack:"-"`
+	order     *orderCheck  `msgpack:"-"` // nil: not checked
+}
+
+// peerCounts are counts by peer's name, sorted by it: a state encodes
+// the same way every time.
+type peerCounts []peerCount
+
+type peerCount struct {
+	Peer string
+	N    uint64
+}
+
+// at returns the index of peer's count, made 0 if it has none.
+func (c *peerCounts) at(peer string) int {
+	i, ok := slices.BinarySearchFunc(*c, peer, func(x peerCount, p string) int { return strings.Compare(x.Peer, p) })
+	if !ok {
+		*c = slices.Insert(*c, i, peerCount{Peer: peer})
+	}
+	return i
+}
+
+// get returns peer's count.
+func (c peerCounts) get(peer string) uint64 {
+	if i, ok := slices.BinarySearchFunc(c, peer, func(x peerCount, p string) int { return strings.Compare(x.Peer, p) }); ok {
+		return c[i].N
+	}
+	return 0
+}
+
+// orderCheck keeps the first transfer an account received out of its
+// channel's order.
+type orderCheck struct{ first atomic.Pointer[error] }
+
+func (o *orderCheck) broke(err error) { o.first.CompareAndSwap(nil, &err) }
+
+// err returns the first order broken; nil when none was.
+func (o *orderCheck) err() error {
+	if e := o.first.Load(); e != nil {
+		return *e
+	}
+	return nil
 }
 
 func (a *account) Receive(ctx actor.Context) {
@@ -54,6 +107,11 @@ func (a *account) Receive(ctx actor.Context) {
 		a.peers = append(a.peers, m.pid)
 	case *transfer:
 		a.Balance += m.Amount
+		got := &a.Got[a.Got.at(m.From)]
+		if want := got.N + 1; m.Seq != want && a.order != nil {
+			a.order.broke(fmt.Errorf("%s received transfer %d from %s, want %d", ctx.Self().Id, m.Seq, m.From, want))
+		}
+		got.N = m.Seq
 		if !a.paused.Load() {
 			a.pay(ctx)
 		}
@@ -69,7 +127,10 @@ func (a *account) pay(ctx actor.Context) {
 		amount = a.rng.Int64N(a.Balance + 1)
 	}
 	a.Balance -= amount
-	ctx.Send(a.peers[a.rng.IntN(len(a.peers))], &transfer{Amount: amount})
+	to := a.peers[a.rng.IntN(len(a.peers))]
+	sent := &a.Sent[a.Sent.at(to.Id)]
+	sent.N++
+	ctx.Send(to, &transfer{Amount: amount, From: ctx.Self().Id, Seq: sent.N})
 }
 
 // bank is a running bank of participants.
@@ -79,6 +140,7 @@ type bank struct {
 	total  int64
 	trace  *snapshottest.Trace
 	paused atomic.Bool
+	order  orderCheck
 }
 
 // testTimeout is the snapshot timeout of the bank tests: a bound for a
@@ -103,7 +165,7 @@ func newBankWith(t testing.TB, n, chords int, initial int64, seed uint64, opts .
 	sys.trace = b.trace
 	r := rand.New(rand.NewPCG(seed, 7))
 	require.NoError(t, sys.RegisterKind("account", func() actor.Actor {
-		return &account{Balance: initial, rng: rand.New(rand.NewPCG(r.Uint64(), 1)), paused: &b.paused}
+		return &account{Balance: initial, rng: rand.New(rand.NewPCG(r.Uint64(), 1)), paused: &b.paused, order: &b.order}
 	}))
 	for i := range n {
 		pid, err := sys.Spawn("account", fmt.Sprintf("acct-%04d", i))
@@ -130,6 +192,85 @@ func (b *bank) check(t testing.TB, g *snapshot.Global) {
 	require.NoError(t, b.trace.CheckCut(g))
 	require.NoError(t, b.trace.CheckChannels(g))
 	require.NoError(t, snapshottest.CheckConservation(g, b.total, balanceOf, amountOf))
+	require.NoError(t, checkChannelsFromStates(g))
+	require.NoError(t, b.order.err())
+}
+
+// checkChannelsFromStates checks a bank's snapshot against its accounts'
+// own counts, in every mode and counting: on each channel between two
+// accounts that recorded, the transfers in flight are exactly those the
+// sender had sent before its record and the receiver had not received
+// before its own, in the order sent. A channel left out, a transfer left
+// off, one too many, or two out of order, fail it; so does a transfer
+// received that its sender had not sent (an orphan). Of a departed
+// sender's channel, the transfers in flight must follow what its
+// receiver got.
+func checkChannelsFromStates(g *snapshot.Global) error {
+	accounts := map[snapshot.ProcessID]*account{}
+	for _, p := range g.Participants {
+		if p.Departed || (p.Kind != "account" && p.Kind != "opened") {
+			continue
+		}
+		a := &account{}
+		if err := msgpack.Unmarshal(p.State, a); err != nil {
+			return fmt.Errorf("snapshot %d: state of %s: %w", g.ID, p.ID, err)
+		}
+		accounts[p.ID] = a
+	}
+	listed := map[snapshot.Channel]bool{}
+	for _, c := range g.Channels {
+		from, to := accounts[c.Channel.From], accounts[c.Channel.To]
+		if to == nil || len(c.Messages) == 0 {
+			continue
+		}
+		listed[c.Channel] = true
+		next := to.Got.get(string(c.Channel.From)) + 1
+		for i, m := range c.Messages {
+			v, err := DecodeMessage(m.Payload.(RecordedMessage), testMessages)
+			if err != nil {
+				return fmt.Errorf("snapshot %d: channel %s: %w", g.ID, c.Channel, err)
+			}
+			tr := v.(*transfer)
+			if tr.From != string(c.Channel.From) || tr.Seq != next+uint64(i) {
+				return fmt.Errorf("snapshot %d: channel %s: message %d in flight is transfer %d from %s, want %d", g.ID, c.Channel, i, tr.Seq, tr.From, next+uint64(i))
+			}
+		}
+		if from != nil {
+			if sent := from.Sent.get(string(c.Channel.To)); next-1+uint64(len(c.Messages)) != sent {
+				return fmt.Errorf("snapshot %d: channel %s: %d in flight after %d received, but %d sent", g.ID, c.Channel, len(c.Messages), next-1, sent)
+			}
+		}
+	}
+	for fromID, from := range accounts {
+		for _, s := range from.Sent {
+			ch, sent := snapshot.Channel{From: fromID, To: snapshot.ProcessID(s.Peer)}, s.N
+			to := accounts[ch.To]
+			if to == nil {
+				continue
+			}
+			got := to.Got.get(string(fromID))
+			if got > sent {
+				return fmt.Errorf("snapshot %d: channel %s: %d received before the cut, only %d sent", g.ID, ch, got, sent)
+			}
+			if got < sent && !listed[ch] {
+				return fmt.Errorf("snapshot %d: channel %s: %d sent, %d received, and none in flight", g.ID, ch, sent, got)
+			}
+		}
+	}
+	// What a receiver got from a peer that never sent it anything is an
+	// orphan too.
+	for toID, to := range accounts {
+		for _, r := range to.Got {
+			from := accounts[snapshot.ProcessID(r.Peer)]
+			if from == nil {
+				continue
+			}
+			if sent := from.Sent.get(string(toID)); r.N > sent {
+				return fmt.Errorf("snapshot %d: channel %s->%s: %d received before the cut, only %d sent", g.ID, r.Peer, toID, r.N, sent)
+			}
+		}
+	}
+	return nil
 }
 
 func balanceOf(state []byte) (int64, error) {
@@ -331,7 +472,7 @@ func TestAccountsOpenedWhileSnapshotting(t *testing.T) {
 		defer shutdown(t, b.sys)
 		r := rand.New(rand.NewPCG(5, 9))
 		require.NoError(t, b.sys.RegisterKind("opened", func() actor.Actor {
-			return &account{rng: rand.New(rand.NewPCG(r.Uint64(), 2)), paused: &b.paused}
+			return &account{rng: rand.New(rand.NewPCG(r.Uint64(), 2)), paused: &b.paused, order: &b.order}
 		}))
 		type shot struct {
 			g   *snapshot.Global

@@ -49,7 +49,7 @@ func TestRestoreTakesTheSameSnapshotFirst(t *testing.T) {
 		shutdown(t, b.sys)
 
 		sys, err := Restore(ctx, store, g.ID, testMessages, WithTimeout(testTimeout), WithKind("account", func() actor.Actor {
-			return &account{rng: rand.New(rand.NewPCG(1, 2)), paused: &b.paused}
+			return &account{rng: rand.New(rand.NewPCG(1, 2)), paused: &b.paused, order: &b.order}
 		}))
 		require.NoError(t, err)
 		defer shutdown(t, sys)
@@ -77,8 +77,10 @@ func TestRestoreTakesTheSameSnapshotFirst(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, next.Verify())
 			require.NoError(t, checkMoney(next, b.total))
+			require.NoError(t, checkChannelsFromStates(next))
 			assert.Greater(t, next.ID, first.ID)
 		}
+		require.NoError(t, b.order.err(), "the replay kept each channel's order")
 	})
 }
 
@@ -116,7 +118,7 @@ func TestRestoreOlderSnapshot(t *testing.T) {
 	require.NoError(t, err)
 
 	sys, err := Restore(ctx, store, ids[0], testMessages, WithTimeout(testTimeout), WithKind("account", func() actor.Actor {
-		return &account{rng: rand.New(rand.NewPCG(1, 2)), paused: &b.paused}
+		return &account{rng: rand.New(rand.NewPCG(1, 2)), paused: &b.paused, order: &b.order}
 	}))
 	require.NoError(t, err)
 	defer shutdown(t, sys)
@@ -251,7 +253,9 @@ func TestRestoreCountsAsTheSnapshotWas(t *testing.T) {
 	require.Equal(t, g.Sums, stored.Sums, "the store keeps the sums")
 	require.NoError(t, stored.VerifySums())
 
-	kind := WithKind("account", func() actor.Actor { return &account{rng: rand.New(rand.NewPCG(1, 2)), paused: &b.paused} })
+	kind := WithKind("account", func() actor.Actor {
+		return &account{rng: rand.New(rand.NewPCG(1, 2)), paused: &b.paused, order: &b.order}
+	})
 	for _, tc := range []struct {
 		name string
 		opts []Option
