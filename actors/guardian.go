@@ -708,6 +708,9 @@ func (g *guardian) carry() {
 					continue
 				}
 				p.recapture.Store(true)
+				if tr, ok := g.s.trace.(recaptureTracer); ok {
+					tr.Recapture(id)
+				}
 				p.mb.Hurry()
 			}
 		}
@@ -760,6 +763,12 @@ func broadcast(id snapshot.SnapshotID, parts []*participant, hurry bool) {
 // broadcast has posted, or hurried, the start to every participant.
 type broadcastTracer interface {
 	Broadcast(id snapshot.SnapshotID)
+}
+
+// recaptureTracer is a tracer (System.trace) that also hears when the
+// guardian asks a participant to capture its queue again.
+type recaptureTracer interface {
+	Recapture(p snapshot.ProcessID)
 }
 
 // explain names a stopped participant as the reason of a snapshot that

@@ -164,7 +164,7 @@ func probesTraced(t *testing.T, n int, opts ...Option) (*System, []*actor.PID, c
 	sys, err := NewSystem(append([]Option{testMessages}, opts...)...)
 	require.NoError(t, err)
 	recorded := make(chan snapshot.ProcessID, 100)
-	sys.trace = &signalTrace{recorded: recorded, broadcast: make(chan snapshot.SnapshotID, 100)}
+	sys.trace = &signalTrace{recorded: recorded, broadcast: make(chan snapshot.SnapshotID, 100), recaptured: make(chan snapshot.ProcessID, 100)}
 	events := make(chan string, 100)
 	require.NoError(t, sys.RegisterKind("probe", func() actor.Actor { return &probe{events: events} }))
 	var pids []*actor.PID
@@ -441,8 +441,16 @@ func TestStateThatCannotBeEncodedFailsItsSnapshotOnly(t *testing.T) {
 
 // signalTrace reports local records.
 type signalTrace struct {
-	recorded  chan<- snapshot.ProcessID
-	broadcast chan snapshot.SnapshotID // each snapshot whose start reached every participant
+	recorded   chan<- snapshot.ProcessID
+	broadcast  chan snapshot.SnapshotID // each snapshot whose start reached every participant
+	recaptured chan snapshot.ProcessID  // each participant asked to capture its queue again
+}
+
+func (s *signalTrace) Recapture(p snapshot.ProcessID) {
+	select {
+	case s.recaptured <- p:
+	default:
+	}
 }
 
 func (s *signalTrace) Broadcast(id snapshot.SnapshotID) {
@@ -1057,6 +1065,52 @@ func TestSendToStoppedBeforeRecordAborts(t *testing.T) {
 		assert.Contains(t, r.err.Error(), "p1, with messages")
 		assert.Contains(t, r.err.Error(), "still on their way to it")
 	})
+}
+
+// Counting in sums, a message from an older epoch posted to a receiver
+// after it captured its queue is taken by a second capture, before the
+// receiver reads it: the snapshot completes while the receiver waits
+// behind another message, with the message in flight. Only that
+// receiver is asked: the sender, posted nothing since its capture, is
+// not. Without the recapture the snapshot would wait for the receiver
+// to read the message, and the test would time out.
+func TestRecaptureTakesALateMessage(t *testing.T) {
+	// The start is read behind what is queued (InOrder): a message queued
+	// before it is sent before the record.
+	sys, pids, _, recorded := probesTraced(t, 2, WithMode(snapshot.Epochs), WithCounting(InSums), WithInitiation(InOrder))
+	defer shutdown(t, sys)
+	recaptured := sys.trace.(*signalTrace).recaptured
+	release0 := block(t, sys, pids[0])
+	defer release0()
+	sys.Root().Send(pids[0], &sendTo{to: pids[1], msg: &note{Text: "late"}})
+	pending := startAsync(sys)
+	require.Equal(t, snapshot.ProcessID("p1"), waitFor(t, recorded), "p1 records first, its queue empty")
+	release1 := block(t, sys, pids[1])
+	defer release1()
+	// Behind p1's gate, another: p1 will wait in it with "late" queued
+	// behind it.
+	entered, hold := make(chan struct{}, 1), make(chan struct{})
+	sys.Root().Send(pids[1], &gate{entered: entered, release: hold})
+	defer close(hold)
+	release0() // p0 sends "late" from the older epoch, then records
+	require.Equal(t, snapshot.ProcessID("p0"), waitFor(t, recorded))
+	require.Equal(t, snapshot.ProcessID("p1"), waitFor(t, recaptured), "the one posted a late message is asked")
+	release1()
+	r := waitFor(t, pending)
+	require.NoError(t, r.err)
+	waitFor(t, entered) // p1 waits in the second gate, "late" unread
+	require.NoError(t, r.global.Verify())
+	c, ok := r.global.Channel(snapshot.Channel{From: "p0", To: "p1"})
+	require.True(t, ok, "p0's message to p1 is in flight")
+	require.Len(t, c.Messages, 1)
+	m, ok := c.Messages[0].Payload.(persistence.RecordedMessage)
+	require.True(t, ok)
+	assert.Contains(t, string(m.Data), "late")
+	select {
+	case p := <-recaptured:
+		t.Fatalf("%s was asked to capture again, with nothing late posted to it", p)
+	default:
+	}
 }
 
 // Counting in sums, a post that meets the closed mailbox of a participant
