@@ -493,7 +493,16 @@ func (c *Coordinator) Stopped(now time.Time, p ProcessID, final LocalRecord, rec
 	sp := &stoppedProcess{final: final, after: after}
 	c.stopped[p] = sp
 	for _, s := range c.pending {
-		if r := c.runs[s]; r.asm.AwaitsRecord(p) {
+		r := c.runs[s]
+		if c.cfg.Sums && s > after && !r.asm.Involves(p) {
+			// Started after p left the live ones, before its stop came
+			// here: p is neither among its participants nor in its
+			// base, yet what p sent, received and lost is in the sums of
+			// the others. It stands in departed, as it would had its
+			// stop come first (Start).
+			r.asm.Require(p)
+		}
+		if r.asm.AwaitsRecord(p) {
 			rec := final
 			rec.Snapshot = s
 			note(r.asm.AddDeparted(rec))

@@ -185,3 +185,43 @@ func TestSumsCoordinatorLost(t *testing.T) {
 	require.NotNil(t, rd.Over[0].Global, "%v", rd.Over[0].Err)
 	assert.Equal(t, &snapshot.SumCounts{Sent: 6, Received: 6}, rd.Over[0].Global.Sums, "a's 5 and 2; b's 1 and 2, and its 2 lost")
 }
+
+// Counting in sums, a snapshot that starts after a participant left the
+// live ones but before its stop reached the coordinator (the glue's
+// registry and the coordinator learn of a stop in turn) takes it as
+// departed when the stop comes: its sent, received and lost messages are
+// in the others' sums, and without it the snapshot could never balance.
+func TestSumsStopAfterALaterStart(t *testing.T) {
+	now := time.Unix(0, 0)
+	c, err := snapshot.NewCoordinator(snapshot.CoordinatorConfig{Mode: snapshot.Epochs, Sums: true})
+	require.NoError(t, err)
+	id1, err := c.Start(now, []snapshot.ProcessID{"a", "b"}, "")
+	require.NoError(t, err)
+	c.Ready()
+	// a sent b a message of epoch 0, then recorded; b recorded before it
+	// came, stopped with it queued, and lost it.
+	require.NoError(t, c.Record(now, snapshot.LocalRecord{Snapshot: id1, Process: "a", SentTotal: 1}))
+	require.NoError(t, c.Record(now, snapshot.LocalRecord{Snapshot: id1, Process: "b"}))
+	require.NoError(t, c.Channel(now, snapshot.ChannelRecord{Snapshot: id1, Channel: snapshot.Channel{From: "a", To: "b"}, Messages: []snapshot.Message{{Seq: 1, Payload: "x"}}}))
+	rd := c.Ready()
+	require.Len(t, rd.Over, 1)
+	require.NotNil(t, rd.Over[0].Global, "%v", rd.Over[0].Err)
+
+	// Snapshot 2 starts with a alone: b's stop has not come yet.
+	id2, err := c.Start(now, []snapshot.ProcessID{"a"}, "")
+	require.NoError(t, err)
+	c.Ready()
+	require.NoError(t, c.Record(now, snapshot.LocalRecord{Snapshot: id2, Process: "a", SentTotal: 1}))
+	assert.Empty(t, c.Ready().Over, "a's message to b is counted sent, and nothing received yet")
+	lost := snapshot.EpochCounts{{Epoch: 0, N: 1}}
+	require.NoError(t, c.Stopped(now, "b", snapshot.LocalRecord{Process: "b", Epoch: id1, Lost: &lost}, []snapshot.SnapshotID{id1}, id1))
+	rd = c.Ready()
+	require.Len(t, rd.Over, 1)
+	g := rd.Over[0].Global
+	require.NotNil(t, g, "%v", rd.Over[0].Err)
+	require.NoError(t, g.Verify())
+	assert.Equal(t, &snapshot.SumCounts{Sent: 1, Received: 1}, g.Sums, "b stands in with the message it lost")
+	p, ok := g.Participant("b")
+	require.True(t, ok)
+	assert.True(t, p.Departed)
+}

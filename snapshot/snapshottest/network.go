@@ -84,6 +84,12 @@ type Config struct {
 	// sender has not (that snapshot needed it) and half the time
 	// otherwise; the other half go outside the snapshots.
 	Sums bool
+	// StopLag, from 0 to 1, is the chance that a stop reaches the
+	// coordinator a tick or two late (Coordinator.Stopped), as in package
+	// actors, where a participant leaves the registry (and so the live
+	// ones a snapshot starts with) before the guardian hears its stop:
+	// snapshots may start in between, without it.
+	StopLag float64
 	// FailRecords, from 0 to 1, is the chance that a process cannot hand
 	// a record on whole, as a participant whose state cannot be encoded:
 	// the coordinator hears of it through Coordinator.Failed, and its
@@ -201,10 +207,13 @@ type Network struct {
 	// captured counts the queued messages handed over (Config.Capture);
 	// recaptured those of them handed over again at Ready.Recapture.
 	captured, recaptured int
-	order                []*link // links in creation order, for deterministic draining
-	events               events
-	seq                  uint64
-	trace                *Trace
+	// lagging are the stops that reach the coordinator late (StopLag),
+	// in the order they happened.
+	lagging []laggedStop
+	order   []*link // links in creation order, for deterministic draining
+	events  events
+	seq     uint64
+	trace   *Trace
 
 	held      int // deliveries waiting on blocked links
 	completed []*snapshot.Global
@@ -656,8 +665,18 @@ func (n *Network) Stop(i int) {
 	for _, pc := range final.Sent {
 		n.enqueue(i, n.index[pc.Peer], envelope{kind: departed})
 	}
-	if err := n.coord.Stopped(tickTime(n.now), id, final, recorded, n.coord.Last()); err != nil {
-		n.logf("%s: stopped: %v", id, err)
+	after := n.coord.Last()
+	stopped := func() {
+		if err := n.coord.Stopped(tickTime(n.now), id, final, recorded, after); err != nil {
+			n.logf("%s: stopped: %v", id, err)
+		}
+	}
+	if n.cfg.StopLag > 0 && n.rng.Float64() < n.cfg.StopLag {
+		at := n.now + 1 + int64(n.rng.IntN(2))
+		n.logf("%s: its stop reaches the coordinator at tick %d", id, at)
+		n.lagging = append(n.lagging, laggedStop{at: at, stopped: stopped})
+	} else {
+		stopped()
 	}
 	// What it held blocked comes due, to be lost.
 	for _, l := range n.order {
@@ -1036,13 +1055,26 @@ func (n *Network) Tick(traffic bool) {
 		}
 		n.deliverEnvelope(ev.l.from, ev.l.to, ev.l.pop())
 	}
+	// Late stops in the order they happened, each once its tick came.
+	for len(n.lagging) > 0 && n.lagging[0].at <= n.now && n.err == nil {
+		l := n.lagging[0]
+		n.lagging = n.lagging[1:]
+		l.stopped()
+		n.coordinate()
+	}
 	n.coord.Tick(tickTime(n.now))
 	n.coordinate()
 }
 
+// laggedStop is a stop on its way to the coordinator (Config.StopLag).
+type laggedStop struct {
+	at      int64
+	stopped func()
+}
+
 // Quiet reports whether no message is in flight and no snapshot pending.
 func (n *Network) Quiet() bool {
-	return len(n.events) == 0 && n.held == 0 && len(n.coord.Pending()) == 0
+	return len(n.events) == 0 && n.held == 0 && len(n.coord.Pending()) == 0 && len(n.lagging) == 0
 }
 
 // Drain ticks without traffic until the network is quiet, for at most
