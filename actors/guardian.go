@@ -708,10 +708,10 @@ func (g *guardian) carry() {
 					continue
 				}
 				p.recapture.Store(true)
-				if tr, ok := g.s.trace.(recaptureTracer); ok {
-					tr.Recapture(id)
-				}
 				p.mb.Hurry()
+				if tr, ok := g.s.trace.(recaptureTracer); ok {
+					tr.Recapture(id) // once asked: its hurried work is due
+				}
 			}
 		}
 		for _, id := range rd.Resync {
@@ -766,7 +766,8 @@ type broadcastTracer interface {
 }
 
 // recaptureTracer is a tracer (System.trace) that also hears when the
-// guardian asks a participant to capture its queue again.
+// guardian has asked a participant to capture its queue again: its
+// hurried work goes before its next message from then on.
 type recaptureTracer interface {
 	Recapture(p snapshot.ProcessID)
 }

@@ -1085,6 +1085,9 @@ func TestRecaptureTakesALateMessage(t *testing.T) {
 	sys.Root().Send(pids[0], &sendTo{to: pids[1], msg: &note{Text: "late"}})
 	pending := startAsync(sys)
 	require.Equal(t, snapshot.ProcessID("p1"), waitFor(t, recorded), "p1 records first, its queue empty")
+	// Its record reaches the snapshot at the end of its turn: block it
+	// after, or the record waits in the gate's turn.
+	waitMissing(t, sys, 1, "p0")
 	release1 := block(t, sys, pids[1])
 	defer release1()
 	// Behind p1's gate, another: p1 will wait in it with "late" queued
