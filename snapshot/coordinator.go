@@ -494,12 +494,15 @@ func (c *Coordinator) Stopped(now time.Time, p ProcessID, final LocalRecord, rec
 	c.stopped[p] = sp
 	for _, s := range c.pending {
 		r := c.runs[s]
-		if c.cfg.Sums && s > after && !r.asm.Involves(p) {
+		if s > after && !r.asm.Involves(p) {
 			// Started after p left the live ones, before its stop came
-			// here: p is neither among its participants nor in its
-			// base, yet what p sent, received and lost is in the sums of
-			// the others. It stands in departed, as it would had its
-			// stop come first (Start).
+			// here: p stands in departed now, as Start has every stopped
+			// one not dropped stand in. A message of p's may be on its
+			// way to a participant that records before it arrives and
+			// names p in no record; counting in sums, what p sent,
+			// received and lost is in the others' sums. Asked about p
+			// before its stop came, the snapshot asks again.
+			r.asm.StopKnown(p)
 			r.asm.Require(p)
 		}
 		if r.asm.AwaitsRecord(p) {
