@@ -309,14 +309,7 @@ func stoppedWithMessagesOnTheirWay(t *testing.T, counting Counting) {
 	r := waitFor(t, pending)
 	if counting == InSums {
 		require.NoError(t, r.err)
-		require.NoError(t, r.global.Verify())
-		c, ok := r.global.Channel(snapshot.Channel{From: "p0", To: "p2"})
-		require.True(t, ok, "p0's message to p2 is in flight")
-		require.Len(t, c.Messages, 1)
-		m, ok := c.Messages[0].Payload.(persistence.RecordedMessage)
-		require.True(t, ok)
-		assert.Equal(t, "test.note", m.Type)
-		assert.Contains(t, string(m.Data), "lost")
+		requireNoteInFlight(t, r.global, snapshot.Channel{From: "p0", To: "p2"}, "lost")
 	} else {
 		require.ErrorIs(t, r.err, snapshot.ErrAborted)
 		require.ErrorIs(t, r.err, ErrParticipantStopped)
@@ -1067,6 +1060,20 @@ func TestSendToStoppedBeforeRecordAborts(t *testing.T) {
 	})
 }
 
+// requireNoteInFlight requires g to verify and to hold one message in
+// flight on ch, a note whose text holds text.
+func requireNoteInFlight(t *testing.T, g *snapshot.Global, ch snapshot.Channel, text string) {
+	t.Helper()
+	require.NoError(t, g.Verify())
+	c, ok := g.Channel(ch)
+	require.True(t, ok, "a message in flight on %s", ch)
+	require.Len(t, c.Messages, 1)
+	m, ok := c.Messages[0].Payload.(persistence.RecordedMessage)
+	require.True(t, ok)
+	assert.Equal(t, "test.note", m.Type)
+	assert.Contains(t, string(m.Data), text)
+}
+
 // Counting in sums, a message from an older epoch posted to a receiver
 // after it captured its queue is taken by a second capture, before the
 // receiver reads it: the snapshot completes while the receiver waits
@@ -1102,13 +1109,7 @@ func TestRecaptureTakesALateMessage(t *testing.T) {
 	r := waitFor(t, pending)
 	require.NoError(t, r.err)
 	waitFor(t, entered) // p1 waits in the second gate, "late" unread
-	require.NoError(t, r.global.Verify())
-	c, ok := r.global.Channel(snapshot.Channel{From: "p0", To: "p1"})
-	require.True(t, ok, "p0's message to p1 is in flight")
-	require.Len(t, c.Messages, 1)
-	m, ok := c.Messages[0].Payload.(persistence.RecordedMessage)
-	require.True(t, ok)
-	assert.Contains(t, string(m.Data), "late")
+	requireNoteInFlight(t, r.global, snapshot.Channel{From: "p0", To: "p1"}, "late")
 	select {
 	case p := <-recaptured:
 		t.Fatalf("%s was asked to capture again, with nothing late posted to it", p)
