@@ -541,15 +541,6 @@ func (a *Assembler) Require(p ProcessID) {
 	}
 }
 
-// StopKnown says that AssemblerConfig.Departed now knows p stopped
-// before the snapshot began: if it was asked about p before, and p is
-// required later, it is asked again.
-func (a *Assembler) StopKnown(p ProcessID) {
-	if i, ok := a.lookup(p); ok {
-		a.procs[i].asked = false
-	}
-}
-
 // Involves reports whether p takes part in the snapshot: it must record
 // (it was given, or required since) or it has recorded.
 func (a *Assembler) Involves(p ProcessID) bool {

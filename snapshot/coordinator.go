@@ -500,9 +500,8 @@ func (c *Coordinator) Stopped(now time.Time, p ProcessID, final LocalRecord, rec
 			// one not dropped stand in. A message of p's may be on its
 			// way to a participant that records before it arrives and
 			// names p in no record; counting in sums, what p sent,
-			// received and lost is in the others' sums. Asked about p
-			// before its stop came, the snapshot asks again.
-			r.asm.StopKnown(p)
+			// received and lost is in the others' sums. Required, it
+			// awaits the record that final stands in for below.
 			r.asm.Require(p)
 		}
 		if r.asm.AwaitsRecord(p) {
