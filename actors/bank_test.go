@@ -64,9 +64,14 @@ type peerCount struct {
 	N    uint64
 }
 
+// find returns where peer's count is, or would go, and whether it is.
+func (c peerCounts) find(peer string) (int, bool) {
+	return slices.BinarySearchFunc(c, peer, func(x peerCount, p string) int { return strings.Compare(x.Peer, p) })
+}
+
 // at returns the index of peer's count, made 0 if it has none.
 func (c *peerCounts) at(peer string) int {
-	i, ok := slices.BinarySearchFunc(*c, peer, func(x peerCount, p string) int { return strings.Compare(x.Peer, p) })
+	i, ok := c.find(peer)
 	if !ok {
 		*c = slices.Insert(*c, i, peerCount{Peer: peer})
 	}
@@ -75,7 +80,7 @@ func (c *peerCounts) at(peer string) int {
 
 // get returns peer's count.
 func (c peerCounts) get(peer string) uint64 {
-	if i, ok := slices.BinarySearchFunc(c, peer, func(x peerCount, p string) int { return strings.Compare(x.Peer, p) }); ok {
+	if i, ok := c.find(peer); ok {
 		return c[i].N
 	}
 	return 0
@@ -241,32 +246,20 @@ func checkChannelsFromStates(g *snapshot.Global) error {
 			}
 		}
 	}
+	// Sent but neither received nor in flight: a channel left out.
 	for fromID, from := range accounts {
 		for _, s := range from.Sent {
-			ch, sent := snapshot.Channel{From: fromID, To: snapshot.ProcessID(s.Peer)}, s.N
-			to := accounts[ch.To]
-			if to == nil {
-				continue
-			}
-			got := to.Got.get(string(fromID))
-			if got > sent {
-				return fmt.Errorf("snapshot %d: channel %s: %d received before the cut, only %d sent", g.ID, ch, got, sent)
-			}
-			if got < sent && !listed[ch] {
-				return fmt.Errorf("snapshot %d: channel %s: %d sent, %d received, and none in flight", g.ID, ch, sent, got)
+			ch := snapshot.Channel{From: fromID, To: snapshot.ProcessID(s.Peer)}
+			if to := accounts[ch.To]; to != nil && to.Got.get(string(fromID)) < s.N && !listed[ch] {
+				return fmt.Errorf("snapshot %d: channel %s: %d sent, %d received, and none in flight", g.ID, ch, s.N, to.Got.get(string(fromID)))
 			}
 		}
 	}
-	// What a receiver got from a peer that never sent it anything is an
-	// orphan too.
+	// Received but not sent before the cut: an orphan.
 	for toID, to := range accounts {
 		for _, r := range to.Got {
-			from := accounts[snapshot.ProcessID(r.Peer)]
-			if from == nil {
-				continue
-			}
-			if sent := from.Sent.get(string(toID)); r.N > sent {
-				return fmt.Errorf("snapshot %d: channel %s->%s: %d received before the cut, only %d sent", g.ID, r.Peer, toID, r.N, sent)
+			if from := accounts[snapshot.ProcessID(r.Peer)]; from != nil && r.N > from.Sent.get(string(toID)) {
+				return fmt.Errorf("snapshot %d: channel %s->%s: %d received before the cut, only %d sent", g.ID, r.Peer, toID, r.N, from.Sent.get(string(toID)))
 			}
 		}
 	}
