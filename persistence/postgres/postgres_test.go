@@ -620,16 +620,8 @@ func TestRowFormat2Damage(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
-			schema := schemaV4(t)
-			s := open(t, schema)
-			exec(t, fmt.Sprintf(tt.sql, schema))
-			_, err := s.Load(ctx, 7)
-			requireCorrupt(t, err, 7, schema+"."+tt.table, tt.offset, tt.reason)
 			_, epochs := schemaV4Globals()
-			g, err := s.Load(ctx, 8)
-			require.NoError(t, err)
-			require.NoError(t, storetest.Equal(epochs, g))
+			requireDamageOf7(t, schemaV4(t), tt.sql, tt.table, tt.offset, tt.reason, epochs)
 		})
 	}
 }
@@ -732,18 +724,25 @@ func TestRowFormat3Damage(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
-			schema := schemaV5(t)
-			s := open(t, schema)
-			exec(t, fmt.Sprintf(tt.sql, schema))
-			_, err := s.Load(ctx, 7)
-			requireCorrupt(t, err, 7, schema+".snapshots", 0, "row format 3 keeps no sums, but the header's sum_sent or sum_received is set")
 			_, counted := schemaV5Globals()
-			g, err := s.Load(ctx, 8)
-			require.NoError(t, err)
-			require.NoError(t, storetest.Equal(counted, g))
+			requireDamageOf7(t, schemaV5(t), tt.sql, "snapshots", 0, "row format 3 keeps no sums, but the header's sum_sent or sum_received is set", counted)
 		})
 	}
+}
+
+// requireDamageOf7 runs sql (%[1]s is the schema) on a fixture schema
+// that holds snapshots 7 and 8, and requires snapshot 7 to load as
+// corrupt, in table at offset for reason, and 8 to load whole, as intact.
+func requireDamageOf7(t *testing.T, schema, sql, table string, offset int64, reason string, intact *snapshot.Global) {
+	t.Helper()
+	ctx := context.Background()
+	s := open(t, schema)
+	exec(t, fmt.Sprintf(sql, schema))
+	_, err := s.Load(ctx, 7)
+	requireCorrupt(t, err, 7, schema+"."+table, offset, reason)
+	g, err := s.Load(ctx, 8)
+	require.NoError(t, err)
+	require.NoError(t, storetest.Equal(intact, g))
 }
 
 // TestSumsDoNotBalance: sums stored with their checksums and MAC, but not
