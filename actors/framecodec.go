@@ -51,7 +51,8 @@ const (
 	bitAwaited
 	bitProbe
 	bitGlobal
-	bitsAll = bitGlobal<<1 - 1
+	bitRound
+	bitsAll = bitRound<<1 - 1
 )
 
 // isChannelKind reports whether k is the kind of a channel frame, whose
@@ -89,6 +90,7 @@ func (f *frame) mask() uint64 {
 	set(bitAwaited, f.Awaited != nil)
 	set(bitProbe, f.Probe)
 	set(bitGlobal, f.Global != nil)
+	set(bitRound, f.Round != 0)
 	return m
 }
 
@@ -163,6 +165,9 @@ func appendFrame(b []byte, f *frame) ([]byte, error) {
 	}
 	if m&bitGlobal != 0 {
 		w.blob(f.Global)
+	}
+	if m&bitRound != 0 {
+		w.uvarint(f.Round)
 	}
 	return w.b, w.err
 }
@@ -363,6 +368,9 @@ func (r *frameReader) frame(f *frame, names *interner) {
 	if m&bitGlobal != 0 {
 		f.Global = &snapshot.Global{}
 		r.blob(f.Global)
+	}
+	if m&bitRound != 0 {
+		f.Round = r.uvarint()
 	}
 }
 

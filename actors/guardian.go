@@ -85,6 +85,7 @@ type (
 		final    snapshot.LocalRecord
 		recorded []snapshot.SnapshotID // the snapshots in progress it recorded
 		after    snapshot.SnapshotID   // the last snapshot started when it left the registry
+		took     uint64                // the last round of drops it took
 	}
 	restartedMsg struct{ id snapshot.ProcessID }
 	// lostMsg says, counting in sums, that a message a participant sent
@@ -324,12 +325,13 @@ func (g *guardian) handle(msg any) {
 			g.registered(m)
 		}
 	case *stoppedMsg:
+		g.s.reg.heard(m.id)
 		g.announce(nil, []snapshot.ProcessID{m.id})
 		if !g.forward(m) {
 			// Kept even if it sent nothing: participants that sent to it
 			// name it in their records, and a snapshot must know it
 			// stopped rather than wait for its record.
-			_ = g.coord.Stopped(now(), m.id, m.final, m.recorded, m.after)
+			_ = g.coord.Stopped(now(), m.id, m.final, m.recorded, m.after, m.took)
 		}
 	case *lostMsg:
 		g.coord.Lost(now(), m.to, m.epoch, 1)
@@ -593,6 +595,7 @@ func (g *guardian) start(reply chan<- result, direct, probe bool, remote ...remo
 	if flooding && len(live) > len(parts) {
 		initiator = live[g.rng.IntN(len(live))]
 	}
+	reg.stoppingLocked(g.coord.Stopping)
 	id, err := g.coord.Start(now, live, initiator)
 	if err != nil {
 		reg.mu.Unlock()
@@ -834,17 +837,8 @@ func (g *guardian) saved(out saveOutcome) {
 // carrying participants long gone: their size and cost follow the live
 // system, not its history.
 func (g *guardian) drop(drops []snapshot.Drop) {
-	dropped := make(map[snapshot.ProcessID]bool, len(drops))
-	for _, d := range drops {
-		dropped[d.Process] = true
-		for _, id := range d.Peers {
-			if p := g.s.reg.lookup(id); p != nil {
-				p.handDrop(d.Process)
-			}
-		}
-	}
 	g.dropRemote(drops)
-	g.s.reg.drop(dropped) // after the handovers: a new one under the name finds them
+	g.s.reg.drop(drops)
 	if len(g.postponed) > 0 {
 		g.s.root.Send(g.self, &postponedMsg{})
 	}

@@ -16,11 +16,14 @@ func (p *participant) handAwaited(h awaitHandover) {
 	p.awaitsNew.Store(true)
 }
 
-// handDrop leaves the guardian's word that departed participant id is to
-// be forgotten (Process.DropPeer) before the next record.
-func (p *participant) handDrop(id snapshot.ProcessID) {
+// handDrops leaves the coordinator's word that the departed participants
+// ids, the whole of its round of drops meant for p, are to be forgotten
+// (Process.DropPeer) before the next record: a stop names the last round
+// taken, and no round is taken in part.
+func (p *participant) handDrops(ids []snapshot.ProcessID, round uint64) {
 	p.awaitsMu.Lock()
-	p.drops = append(p.drops, id)
+	p.drops = append(p.drops, ids...)
+	p.dropRound = max(p.dropRound, round)
 	p.awaitsMu.Unlock()
 	p.awaitsNew.Store(true)
 }
@@ -54,7 +57,7 @@ func (p *participant) takeHandovers(awaits bool) {
 		return
 	}
 	p.awaitsMu.Lock()
-	drops, resync := p.drops, p.resync
+	drops, round, resync := p.drops, p.dropRound, p.resync
 	p.drops, p.resync = nil, false
 	var hs []awaitHandover
 	if awaits {
@@ -66,6 +69,7 @@ func (p *participant) takeHandovers(awaits bool) {
 		p.proc.Resync()
 	}
 	p.drop(drops)
+	p.took = max(p.took, round)
 	for _, h := range hs {
 		p.proc.SetAwaited(h.id, h.from)
 	}

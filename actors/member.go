@@ -67,7 +67,7 @@ func (g *guardian) forward(msg interface{}) bool {
 		f.K, f.ID, f.From, f.Err = fFail, m.id, m.from, m.err.Error()
 	case *stoppedMsg:
 		final := m.final
-		f.K, f.From, f.Rec, f.Recorded, f.After = fStopped, m.id, &final, m.recorded, m.after
+		f.K, f.From, f.Rec, f.Recorded, f.After, f.Round = fStopped, m.id, &final, m.recorded, m.after, m.took
 	case *restartedMsg:
 		f.K, f.From = fRestarted, m.id
 	case *registered:
@@ -392,7 +392,8 @@ func (g *guardian) coordinatorFrame(f *frame) {
 	case fFail:
 		g.coord.Abort(g.now(), f.ID, fmt.Errorf("%s: %s", f.From, f.Err))
 	case fStopped:
-		_ = g.coord.Stopped(g.now(), f.From, *f.Rec, f.Recorded, f.After)
+		g.s.reg.heard(f.From)
+		_ = g.coord.Stopped(g.now(), f.From, *f.Rec, f.Recorded, f.After, f.Round)
 	case fRestarted:
 		g.coord.Fail(g.now(), f.From, fmt.Errorf("%w: %s", ErrParticipantRestarted, f.From))
 	case fRegistered:

@@ -123,11 +123,15 @@ type participant struct {
 
 	// drops holds departed participants to forget, left by the guardian
 	// with the awaited sets, under awaitsMu, and taken with them
-	// (guardian.drop); resync, the coordinator's word that the next
-	// record lists all counters (handResync). Kept apart from the fields
-	// every message reads.
-	drops  []snapshot.ProcessID
-	resync bool
+	// (guardian.drop), up to the round dropRound; resync, the
+	// coordinator's word that the next record lists all counters
+	// (handResync). Kept apart from the fields every message reads.
+	drops     []snapshot.ProcessID
+	dropRound uint64
+	resync    bool
+	// took is the last round of drops it took (snapshot.Drop.Round),
+	// which its stop names; its own goroutine's.
+	took uint64
 }
 
 // shell is the actor Proto.Actor runs for a participant: it keeps the
@@ -958,13 +962,13 @@ func (p *participant) depart() {
 	p.act()
 	p.turnEnd() // what it received goes before the stop, or it looks lost
 	recorded := p.proc.Active()
-	final := p.proc.Counters()
+	final, took := p.proc.Counters(), p.took
 	for _, pc := range final.Sent {
 		if t := p.targetByID(pc.Peer); t != nil {
 			p.post(t, &departedMsg{})
 		}
 	}
-	p.sys.tell(&stoppedMsg{id: p.id, final: final, recorded: recorded, after: after})
+	p.sys.tell(&stoppedMsg{id: p.id, final: final, recorded: recorded, after: after, took: took})
 	// What it still held (messages its paused senders sent) goes with it.
 	p.sys.recorded.Add(-int64(p.counted))
 	p.counted = 0

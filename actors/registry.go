@@ -46,6 +46,9 @@ type registry struct {
 	// remotes holds the stand-ins of other members' participants
 	// (WithTransport): their keys are in byKey too.
 	remotes map[snapshot.ProcessID]*participant
+	// unheard holds the participants here that left the live ones and
+	// whose stop the guardian has not heard yet (stoppingLocked).
+	unheard map[snapshot.ProcessID]bool
 	// early holds what other members' participants sent to a name
 	// placed here before a participant of that name was born (its spawn
 	// lags their start), for at most the system's timeout.
@@ -67,6 +70,7 @@ func newRegistry() registry {
 		stopped: make(map[snapshot.ProcessID]mailbox.SenderKey),
 		senders: make(map[snapshot.ProcessID]map[*participant]struct{}),
 		remotes: make(map[snapshot.ProcessID]*participant),
+		unheard: make(map[snapshot.ProcessID]bool),
 		early:   make(map[snapshot.ProcessID][]earlyMsg),
 		probes:  make(map[snapshot.SnapshotID]bool),
 	}
@@ -181,6 +185,7 @@ func (r *registry) stop(p *participant) (after snapshot.SnapshotID) {
 	}
 	r.byKey[p.key] = entry
 	r.stopped[p.id] = p.key
+	r.unheard[p.id] = true
 	return r.started
 }
 
@@ -195,20 +200,37 @@ func (r *registry) remove(p *participant) {
 	delete(r.byKey, p.key)
 }
 
-// drop gives the names of dropped participants again: no participant
-// counts a channel with them any more once it has taken the guardian's
-// word (guardian.drop), which those that sent to them since they stopped
-// get here, before the name is free. Their stopped entries go too:
-// everything they sent has been received, so no queue holds a message
-// under their keys that its receiver has not already named.
-func (r *registry) drop(ids map[snapshot.ProcessID]bool) {
+// drop hands the coordinator's drops to the participants here that are
+// to forget them, their peers and those that sent to them since they
+// stopped, each its whole round at once, and then gives the names again:
+// no participant counts a channel with them once it has taken the word,
+// and a new one under a name finds the word handed. Their stopped
+// entries go too: everything they sent has been received, so no queue
+// holds a message under their keys that its receiver has not already
+// named.
+func (r *registry) drop(drops []snapshot.Drop) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for id := range ids {
-		for q := range r.senders[id] {
-			q.handDrop(id)
+	hand := make(map[*participant][]snapshot.ProcessID)
+	var round uint64
+	for _, d := range drops {
+		round = max(round, d.Round)
+		for _, id := range d.Peers {
+			if p := r.byID[id]; p != nil {
+				hand[p] = append(hand[p], d.Process)
+			}
 		}
+		for q := range r.senders[d.Process] {
+			hand[q] = append(hand[q], d.Process)
+		}
+	}
+	for p, ids := range hand {
+		p.handDrops(ids, round)
+	}
+	for _, d := range drops {
+		id := d.Process
 		delete(r.senders, id)
+		delete(r.unheard, id)
 		if k, ok := r.stopped[id]; ok {
 			if e := r.byKey[k]; e != nil && e.stopped.Load() {
 				delete(r.byKey, k)
@@ -269,6 +291,22 @@ func (r *registry) lookupKey(k mailbox.SenderKey) *participant {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.byKey[k]
+}
+
+// stoppingLocked calls f with every participant whose stop has not
+// reached the coordinator (snapshot.Coordinator.Stopping). The caller
+// holds r.mu.
+func (r *registry) stoppingLocked(f func(snapshot.ProcessID)) {
+	for id := range r.unheard {
+		f(id)
+	}
+}
+
+// heard notes that participant id's stop reached the guardian.
+func (r *registry) heard(id snapshot.ProcessID) {
+	r.mu.Lock()
+	delete(r.unheard, id)
+	r.mu.Unlock()
 }
 
 // live returns the participants in id order.

@@ -93,17 +93,7 @@ func (s *System) handRemoteAwaited(id snapshot.SnapshotID, sets map[snapshot.Pro
 // dropFrame takes the coordinator's drops: the peers here forget each
 // dropped participant, then its name may be given again.
 func (s *System) dropFrame(f *frame) {
-	reg := &s.reg
-	dropped := make(map[snapshot.ProcessID]bool, len(f.Drops))
-	for _, d := range f.Drops {
-		dropped[d.Process] = true
-		for _, id := range d.Peers {
-			if p := reg.lookup(id); p != nil {
-				p.handDrop(d.Process)
-			}
-		}
-	}
-	reg.drop(dropped)
+	s.reg.drop(f.Drops)
 }
 
 // gateHold reports whether the gate keeps frame b from member from: one

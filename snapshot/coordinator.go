@@ -73,6 +73,17 @@ type Coordinator struct {
 	// snapshot started before they stopped, and who sent to them since.
 	stopped map[ProcessID]*stoppedProcess
 	drops   []Drop // drained, waiting for a moment no snapshot runs
+	// stopping are the participants said to have stopped whose Stopped
+	// has not come yet (Stopping), for the next Start; sentEarly, by
+	// such a participant, those that sent to it since (SentTo).
+	stopping  map[ProcessID]bool
+	sentEarly map[ProcessID]map[ProcessID]bool
+
+	// The drops handed over so far are numbered by round (Drop.Round);
+	// told holds, by participant, those it may not have taken yet: a
+	// stop that comes later names who it had not forgotten (Stopped).
+	round uint64
+	told  map[ProcessID][]toldDrop
 
 	learned map[Channel]bool // aligned mode: channels complete snapshots showed
 	changed bool             // learned changed since the awaited sets were handed out
@@ -93,6 +104,18 @@ type coordRun struct {
 	asm       *Assembler
 	nextSweep time.Time // zero: no sweeps
 	owed      bool      // its Owed receivers were named in Ready.Recapture
+}
+
+// toldDrop is a drop that a participant was told to take and may not
+// have taken yet. It goes when the participant's stop comes, and every
+// one goes once a snapshot is complete: drops wait for a moment no
+// snapshot runs, so that snapshot started after them. Every participant
+// of it took them before it recorded, or stood in with its stop; and one
+// whose stop was still on its way was among them (live, or said
+// Stopping), so that it could not be complete without it.
+type toldDrop struct {
+	round   uint64
+	process ProcessID
 }
 
 type stoppedProcess struct {
@@ -180,11 +203,15 @@ type Outcome struct {
 
 // Drop is a stopped participant drained and dropped. Peers are the
 // participants that must forget it; After is the last snapshot started
-// when it was dropped (none after holds it).
+// when it was dropped (none after holds it). Round numbers, from 1, the
+// Ready that handed it over: a participant takes every drop of a round
+// meant for it at once, before its next record, and says with its stop
+// the last round it took (Coordinator.Stopped).
 type Drop struct {
 	Process ProcessID
 	Peers   []ProcessID
 	After   SnapshotID
+	Round   uint64
 }
 
 // ErrIDsExhausted is returned by Coordinator.Start when no snapshot id is
@@ -292,6 +319,13 @@ func (c *Coordinator) Start(now time.Time, live []ProcessID, initiator ProcessID
 	for _, p := range slices.Sorted(maps.Keys(c.stopped)) {
 		asm.Require(p)
 	}
+	// So do those whose stop is on its way: a receiver may have counted
+	// their messages against counters a Ledger keeps from their earlier
+	// records, and no balance would miss them.
+	for _, p := range slices.Sorted(maps.Keys(c.stopping)) {
+		asm.Require(p)
+	}
+	clear(c.stopping)
 	if c.cfg.Learn && c.changed {
 		c.awaited(id, live)
 	}
@@ -365,6 +399,48 @@ func (c *Coordinator) RecordKept(now time.Time, rec *LocalRecord) error {
 		return err
 	}
 	return c.add(now, rec.Snapshot, func(a *Assembler) error { return a.addKept(rec) })
+}
+
+// untold takes stopped participant p off the drops it was told to take,
+// and strikes off final the participants dropped in the rounds after
+// took, the last it took: it stopped before it could forget them, and
+// no snapshot is to wait for them.
+func (c *Coordinator) untold(p ProcessID, final *LocalRecord, took uint64) {
+	var gone map[ProcessID]bool
+	for _, t := range c.told[p] {
+		if t.round > took {
+			if gone == nil {
+				gone = make(map[ProcessID]bool)
+			}
+			gone[t.process] = true
+		}
+	}
+	delete(c.told, p)
+	if gone != nil {
+		final.forget(gone)
+	}
+}
+
+// forget strikes the participants gone off r's channels, with their
+// Prior counts. A final record lists every channel; ReceivedTotal stays,
+// as a departed participant is not judged as a receiver.
+func (r *LocalRecord) forget(gone map[ProcessID]bool) {
+	sent := make([]PeerCount, 0, len(r.Sent))
+	var prior []uint64
+	if r.Prior != nil {
+		prior = make([]uint64, 0, len(r.Prior))
+	}
+	for k, pc := range r.Sent {
+		if gone[pc.Peer] {
+			continue
+		}
+		sent = append(sent, pc)
+		if k < len(r.Prior) {
+			prior = append(prior, r.Prior[k])
+		}
+	}
+	r.Sent, r.Prior = sent, prior
+	r.Received = slices.DeleteFunc(slices.Clone(r.Received), func(pc PeerCount) bool { return gone[pc.Peer] })
 }
 
 // apply hands rec to the Ledger, if there is one: every record, whether
@@ -469,13 +545,16 @@ func (c *Coordinator) run(id SnapshotID) *coordRun {
 // Stopped says that participant p stopped, at now, with the final
 // counters final (Process.Counters after Process.Stop), having recorded
 // the snapshots in recorded (Process.Active before the stop), when after
-// was the last snapshot started with p among its participants. The
-// snapshots p recorded hear it will report nothing more; those that
-// await its record, and those that start until it is dropped, take final
-// instead. It is to come after every report of p's. It returns the first
-// error an Assembler gave.
-func (c *Coordinator) Stopped(now time.Time, p ProcessID, final LocalRecord, recorded []SnapshotID, after SnapshotID) error {
+// was the last snapshot started with p among its participants, and took
+// the last round of drops p took (Drop.Round; 0 if none). The snapshots
+// p recorded hear it will report nothing more; those that await its
+// record, and those that start until it is dropped, take final instead,
+// without the participants dropped in the rounds p did not take: it may
+// have stopped before the word reached it. It is to come after every
+// report of p's. It returns the first error an Assembler gave.
+func (c *Coordinator) Stopped(now time.Time, p ProcessID, final LocalRecord, recorded []SnapshotID, after SnapshotID, took uint64) error {
 	c.now = now
+	c.untold(p, &final, took)
 	var first error
 	note := func(err error) {
 		if err != nil && first == nil {
@@ -490,7 +569,8 @@ func (c *Coordinator) Stopped(now time.Time, p ProcessID, final LocalRecord, rec
 			note(r.asm.Stopped(p))
 		}
 	}
-	sp := &stoppedProcess{final: final, after: after}
+	sp := &stoppedProcess{final: final, after: after, senders: c.sentEarly[p]}
+	delete(c.sentEarly, p)
 	c.stopped[p] = sp
 	for _, s := range c.pending {
 		r := c.runs[s]
@@ -516,6 +596,24 @@ func (c *Coordinator) Stopped(now time.Time, p ProcessID, final LocalRecord, rec
 	delete(c.parked, p)
 	c.check()
 	return first
+}
+
+// Stopping says, before the next Start, that participant p has stopped
+// and its Stopped is on its way: p is not among the live ones that
+// snapshot starts with, yet it requires p (the final record that comes
+// stands in for it). Without it, a receiver could count p's messages
+// against the counters a Ledger keeps from p's earlier records, and the
+// snapshot complete without p. A caller that learns of stops before
+// their final records, as a registry does, says so before each Start.
+// It is ignored once p's Stopped came.
+func (c *Coordinator) Stopping(p ProcessID) {
+	if _, ok := c.stopped[p]; ok {
+		return
+	}
+	if c.stopping == nil {
+		c.stopping = make(map[ProcessID]bool)
+	}
+	c.stopping[p] = true
 }
 
 // Lost says, counting in sums, that n messages that a sender counted,
@@ -563,10 +661,18 @@ func (c *Coordinator) lost(to ProcessID, sp *stoppedProcess, epoch SnapshotID, n
 
 // SentTo says that from sent to the stopped participant to, after its
 // stop: the send counts on a channel no snapshot may show, so from forgets
-// to with its peers when it is dropped.
+// to with its peers when it is dropped. It may come before to's Stopped,
+// which then takes it.
 func (c *Coordinator) SentTo(from, to ProcessID) {
 	s, ok := c.stopped[to]
 	if !ok {
+		if c.sentEarly == nil {
+			c.sentEarly = make(map[ProcessID]map[ProcessID]bool)
+		}
+		if c.sentEarly[to] == nil {
+			c.sentEarly[to] = make(map[ProcessID]bool)
+		}
+		c.sentEarly[to][from] = true
 		return
 	}
 	if s.senders == nil {
@@ -714,6 +820,7 @@ func (c *Coordinator) check() {
 			kept = append(kept, id)
 			continue
 		case Complete:
+			clear(c.told)
 			g, _ := r.asm.Global()
 			c.numbering = r.asm.Numbering()
 			c.drained(g, r.asm)
@@ -772,6 +879,7 @@ func (c *Coordinator) drained(g *Global, asm *Assembler) {
 // the finals of the others and the learned channels no longer name it.
 func (c *Coordinator) dropDrained() {
 	gone := make(map[ProcessID]bool, len(c.drops))
+	c.round++
 	for _, d := range c.drops {
 		peers := make(map[ProcessID]bool, len(d.Peers))
 		for _, p := range d.Peers {
@@ -781,7 +889,15 @@ func (c *Coordinator) dropDrained() {
 			peers[p] = true
 		}
 		d.Peers = slices.Sorted(maps.Keys(peers))
-		d.After = c.last
+		d.After, d.Round = c.last, c.round
+		for _, q := range d.Peers {
+			if _, stopped := c.stopped[q]; !stopped { // a known stop's final is struck below
+				if c.told == nil {
+					c.told = make(map[ProcessID][]toldDrop)
+				}
+				c.told[q] = append(c.told[q], toldDrop{round: c.round, process: d.Process})
+			}
+		}
 		gone[d.Process] = true
 		c.ready.Drops = append(c.ready.Drops, d)
 	}
@@ -795,10 +911,8 @@ func (c *Coordinator) dropDrained() {
 	if c.ledger != nil && c.ledger.Drop(slices.Collect(maps.Keys(gone))...) {
 		c.ready.ResyncAll = true
 	}
-	named := func(pc PeerCount) bool { return gone[pc.Peer] }
 	for _, s := range c.stopped {
-		s.final.Sent = slices.DeleteFunc(slices.Clone(s.final.Sent), named)
-		s.final.Received = slices.DeleteFunc(slices.Clone(s.final.Received), named)
+		s.final.forget(gone)
 	}
 	for ch := range c.learned {
 		if gone[ch.From] || gone[ch.To] {

@@ -117,7 +117,7 @@ func TestCoordinatorStopped(t *testing.T) {
 	id, _ := c.Start(t0, ids("a", "b"), "")
 	c.Ready()
 	require.NoError(t, c.Record(t0, rec(id, "a", one("b", 2), nil)))
-	require.NoError(t, c.Stopped(t0, "b", rec(0, "b", nil, one("a", 2)), nil, c.Last()))
+	require.NoError(t, c.Stopped(t0, "b", rec(0, "b", nil, one("a", 2)), nil, c.Last(), 0))
 	rd := c.Ready()
 	completeWithDeparted(t, rd, "b")
 
@@ -126,7 +126,7 @@ func TestCoordinatorStopped(t *testing.T) {
 	id, _ = c.Start(t0, ids("a", "b"), "")
 	require.NoError(t, c.Record(t0, rec(id, "a", one("b", 1), nil)))
 	require.NoError(t, c.Record(t0, rec(id, "b", nil, one("a", 0))))
-	err := c.Stopped(t0, "b", rec(0, "b", nil, one("a", 0)), []snapshot.SnapshotID{id}, c.Last())
+	err := c.Stopped(t0, "b", rec(0, "b", nil, one("a", 0)), []snapshot.SnapshotID{id}, c.Last(), 0)
 	require.Error(t, err, "the run says the channel to b cannot balance")
 	rd = c.Ready()
 	require.Len(t, rd.Over, 1)
@@ -144,7 +144,7 @@ func TestCoordinatorRequireStopped(t *testing.T) {
 	c.Ready()
 	// The child c stopped (after receiving one message from a) before
 	// the run heard it was born.
-	require.NoError(t, c.Stopped(t0, "c", rec(0, "c", nil, one("a", 1)), nil, c.Last()))
+	require.NoError(t, c.Stopped(t0, "c", rec(0, "c", nil, one("a", 1)), nil, c.Last(), 0))
 	c.Require(id, "c")
 	require.NoError(t, c.Record(t0, rec(id, "a", one("c", 1), nil)))
 	completeWithDeparted(t, c.Ready(), "c")
@@ -168,7 +168,7 @@ func completeWithDeparted(t *testing.T, rd snapshot.CoordinatorReady, p snapshot
 // hold it.
 func TestCoordinatorDropsDrained(t *testing.T) {
 	c := newCoordinator(t, snapshot.CoordinatorConfig{})
-	require.NoError(t, c.Stopped(t0, "b", rec(0, "b", one("a", 1), nil), nil, c.Last()))
+	require.NoError(t, c.Stopped(t0, "b", rec(0, "b", one("a", 1), nil), nil, c.Last(), 0))
 	c.SentTo("c", "b")
 	first, _ := c.Start(t0, ids("a", "c"), "")
 	second, _ := c.Start(t0, ids("a", "c"), "")
@@ -182,7 +182,7 @@ func TestCoordinatorDropsDrained(t *testing.T) {
 	require.NoError(t, c.Record(t0, rec(second, "c", nil, nil)))
 	rd = c.Ready()
 	require.Len(t, rd.Over, 1)
-	assert.Equal(t, []snapshot.Drop{{Process: "b", Peers: ids("a", "c"), After: second}}, rd.Drops)
+	assert.Equal(t, []snapshot.Drop{{Process: "b", Peers: ids("a", "c"), After: second, Round: 1}}, rd.Drops)
 
 	third, _ := c.Start(t0, ids("a", "c"), "")
 	c.Ready()
@@ -191,6 +191,65 @@ func TestCoordinatorDropsDrained(t *testing.T) {
 	g := c.Ready().Over[0].Global
 	_, held := g.Participant("b")
 	assert.False(t, held, "a dropped participant is in no later snapshot")
+}
+
+// Rule: a stop that comes after a round of drops its participant never
+// took (it stopped first) stands in without the participants dropped in
+// that round; one that took the round is taken as it is.
+func TestCoordinatorLateStopForgetsRoundsNotTaken(t *testing.T) {
+	for _, took := range []uint64{0, 1} {
+		c := newCoordinator(t, snapshot.CoordinatorConfig{})
+		require.NoError(t, c.Stopped(t0, "b", rec(0, "b", one("a", 1), nil), nil, c.Last(), 0))
+		first, _ := c.Start(t0, ids("a", "c"), "")
+		c.Ready()
+		require.NoError(t, c.Record(t0, rec(first, "a", nil, one("b", 1))))
+		require.NoError(t, c.Record(t0, rec(first, "c", nil, nil)))
+		rd := c.Ready()
+		require.Len(t, rd.Over, 1)
+		require.Equal(t, []snapshot.Drop{{Process: "b", Peers: ids("a"), After: first, Round: 1}}, rd.Drops)
+		// a stopped before the round reached it, with b still among its
+		// peers; its stop comes late, after the next snapshot began.
+		c.Stopping("a")
+		second, _ := c.Start(t0, ids("c"), "")
+		c.Ready()
+		require.NoError(t, c.Record(t0, rec(second, "c", nil, nil)))
+		assert.Empty(t, c.Ready().Over, "a, stopped, is awaited")
+		require.NoError(t, c.Stopped(t0, "a", rec(0, "a", nil, one("b", 1)), nil, first, took))
+		rd = c.Ready()
+		if took == 0 {
+			completeWithDeparted(t, rd, "a")
+			_, held := rd.Over[0].Global.Participant("b")
+			assert.False(t, held, "b was dropped in a round a never took")
+		} else {
+			// Having taken the round, a's final names a b given again,
+			// which this snapshot does not know: it waits for it.
+			assert.Empty(t, rd.Over)
+		}
+	}
+}
+
+// Rule: a participant said to be stopping before a start takes part in
+// that snapshot, which waits for its stop: a receiver's count of its
+// messages would otherwise balance against its earlier records without
+// it, in the Epochs mode.
+func TestCoordinatorStoppingIsRequired(t *testing.T) {
+	c := newCoordinator(t, snapshot.CoordinatorConfig{Mode: snapshot.Epochs})
+	id, _ := c.Start(t0, ids("a", "b"), "")
+	c.Ready()
+	require.NoError(t, c.Record(t0, rec(id, "a", one("b", 1), nil)))
+	require.NoError(t, c.Record(t0, rec(id, "b", nil, one("a", 1))))
+	require.Len(t, c.Ready().Over, 1)
+	c.Stopping("a")
+	next, _ := c.Start(t0, ids("b"), "")
+	c.Ready()
+	r := rec(next, "b", nil, one("a", 1))
+	r.Prev = id
+	require.NoError(t, c.Record(t0, r))
+	assert.Empty(t, c.Ready().Over, "a's stop is on its way")
+	final := rec(0, "a", one("b", 1), nil)
+	final.Prev, final.Prior = id, []uint64{1}
+	require.NoError(t, c.Stopped(t0, "a", final, nil, id, 0))
+	completeWithDeparted(t, c.Ready(), "a")
 }
 
 // Rule: a participant born while snapshots run takes part in each.
@@ -242,7 +301,7 @@ func TestCoordinatorDeadlineJudgedAtInput(t *testing.T) {
 // for a caller that holds starts back meanwhile.
 func TestCoordinatorDropsWaiting(t *testing.T) {
 	c := newCoordinator(t, snapshot.CoordinatorConfig{})
-	require.NoError(t, c.Stopped(t0, "b", rec(0, "b", one("a", 1), nil), nil, c.Last()))
+	require.NoError(t, c.Stopped(t0, "b", rec(0, "b", one("a", 1), nil), nil, c.Last(), 0))
 	first, _ := c.Start(t0, ids("a"), "")
 	second, _ := c.Start(t0, ids("a"), "")
 	require.NoError(t, c.Record(t0, rec(first, "a", nil, one("b", 1))))

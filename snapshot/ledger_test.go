@@ -320,7 +320,7 @@ func TestFinalRecordBeforeBirthCountsAtTheCut(t *testing.T) {
 		if birthFirst {
 			c.Require(id, "c")
 		}
-		require.NoError(t, c.Stopped(now, "c", final, nil, 0))
+		require.NoError(t, c.Stopped(now, "c", final, nil, 0, 0))
 		if !birthFirst {
 			c.Require(id, "c")
 		}

@@ -115,6 +115,9 @@ func TestRandomized(t *testing.T) {
 	t.Parallel()
 	randomRuns(t, "TestRandomized", func(run *snapshottest.BankRun) {
 		run.StopLag = 0.5 // half the stops come to the coordinator late
+		if *seed != 0 {
+			run.Log = func(line string) { t.Log(line) }
+		}
 	}, nil)
 }
 
@@ -128,6 +131,7 @@ func TestRandomizedEpochs(t *testing.T) {
 	markers, inFlight, deltas, captured, recaptured, failed := 0, 0, 0, 0, 0, 0
 	count := randomRuns(t, "TestRandomizedEpochs", func(run *snapshottest.BankRun) {
 		run.Mode = snapshot.Epochs
+		run.StopLag = 0.5 // half the stops come to the coordinator late
 		// Every fifth seed, some records cannot be handed on whole: each
 		// fails its own snapshot only, and the ledger stays in step.
 		if run.Seed%5 == 3 {
@@ -143,6 +147,9 @@ func TestRandomizedEpochs(t *testing.T) {
 			run.DeltaMin = 2
 		}
 		run.Log = func(line string) {
+			if *seed != 0 {
+				t.Log(line)
+			}
 			if strings.Contains(line, "marker") {
 				markers++
 			}

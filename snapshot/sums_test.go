@@ -154,7 +154,7 @@ func TestSumsCoordinatorLost(t *testing.T) {
 	require.NoError(t, c.Record(now, snapshot.LocalRecord{Snapshot: id2, Process: "b", SentTotal: 1, ReceivedTotal: 2}))
 	c.Lost(now, "b", 1, 1) // before b's stop: kept until it
 	assert.Empty(t, c.Ready().Over)
-	require.NoError(t, c.Stopped(now, "b", snapshot.LocalRecord{Process: "b", SentTotal: 1, ReceivedTotal: 2, Epoch: id2}, []snapshot.SnapshotID{id2}, id2))
+	require.NoError(t, c.Stopped(now, "b", snapshot.LocalRecord{Process: "b", SentTotal: 1, ReceivedTotal: 2, Epoch: id2}, []snapshot.SnapshotID{id2}, id2, 0))
 	rd = c.Ready()
 	require.Len(t, rd.Over, 1)
 	var le *snapshot.LostError
@@ -174,7 +174,7 @@ func TestSumsCoordinatorLost(t *testing.T) {
 	rd = c.Ready()
 	require.Len(t, rd.Over, 1)
 	require.NotNil(t, rd.Over[0].Global, "%v", rd.Over[0].Err)
-	assert.Equal(t, []snapshot.Drop{{Process: "b", After: id3}}, rd.Drops)
+	assert.Equal(t, []snapshot.Drop{{Process: "b", After: id3, Round: 1}}, rd.Drops)
 
 	// After its drop, b's totals are the base of every snapshot.
 	id4, _ := c.Start(now, []snapshot.ProcessID{"a"}, "")
@@ -214,7 +214,7 @@ func TestSumsStopAfterALaterStart(t *testing.T) {
 	require.NoError(t, c.Record(now, snapshot.LocalRecord{Snapshot: id2, Process: "a", SentTotal: 1}))
 	assert.Empty(t, c.Ready().Over, "a's message to b is counted sent, and nothing received yet")
 	lost := snapshot.EpochCounts{{Epoch: 0, N: 1}}
-	require.NoError(t, c.Stopped(now, "b", snapshot.LocalRecord{Process: "b", Epoch: id1, Lost: &lost}, []snapshot.SnapshotID{id1}, id1))
+	require.NoError(t, c.Stopped(now, "b", snapshot.LocalRecord{Process: "b", Epoch: id1, Lost: &lost}, []snapshot.SnapshotID{id1}, id1, 0))
 	rd = c.Ready()
 	require.Len(t, rd.Over, 1)
 	g := rd.Over[0].Global

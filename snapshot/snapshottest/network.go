@@ -85,10 +85,16 @@ type Config struct {
 	// otherwise; the other half go outside the snapshots.
 	Sums bool
 	// StopLag, from 0 to 1, is the chance that a stop reaches the
-	// coordinator a tick or two late (Coordinator.Stopped), as in package
-	// actors, where a participant leaves the registry (and so the live
-	// ones a snapshot starts with) before the guardian hears its stop:
-	// snapshots may start in between, without it.
+	// coordinator late (Coordinator.Stopped), by up to twice the longest
+	// delivery, as in package actors, where a participant leaves the
+	// registry (and so the live ones a snapshot starts with) before the
+	// guardian hears its stop:
+	// snapshots may start in between, without it. Half the time its
+	// driver says so at once (Coordinator.Stopping), as that registry
+	// does; otherwise it stays among the live ones until its stop comes,
+	// as another member's participant does in a cluster. A late stop
+	// names the participants dropped in between that it never forgot
+	// (Drop.Round).
 	StopLag float64
 	// FailRecords, from 0 to 1, is the chance that a process cannot hand
 	// a record on whole, as a participant whose state cannot be encoded:
@@ -226,6 +232,9 @@ type Network struct {
 	// complete snapshot started after its stop shows it drained; then it
 	// is in droppedAt, with the last snapshot started.
 	stopped   []bool
+	unheard   []bool   // stopped, and still live to the coordinator (Config.StopLag)
+	stopping  []bool   // stopped, said so before each start until the stop comes
+	took      []uint64 // per process: the last round of drops it took
 	lost      []Lost
 	droppedAt map[int]snapshot.SnapshotID
 
@@ -286,7 +295,7 @@ func (n *Network) Respawn(i int) bool {
 	n.logf("%s: respawned (joins the snapshots in progress: %v)", name, n.coord.Pending())
 	n.unnamed = append(n.unnamed, window{name: name, from: at, done: len(n.completed)})
 	delete(n.droppedAt, i)
-	n.procs[i], n.stopped[i] = p, false
+	n.procs[i], n.stopped[i], n.took[i] = p, false, 0
 	n.incarnation[i]++
 	n.trace.Forget(name)
 	if r, ok := n.app.(Respawner); ok {
@@ -418,6 +427,9 @@ func NewNetwork(cfg Config, app App) (*Network, error) {
 		n.backEdges = append(n.backEdges, pc.BackEdges)
 	}
 	n.incarnation = make([]int, len(n.procs))
+	n.took = make([]uint64, len(n.procs))
+	n.unheard = make([]bool, len(n.procs))
+	n.stopping = make([]bool, len(n.procs))
 	n.stopped = make([]bool, len(n.procs))
 	n.droppedAt = make(map[int]snapshot.SnapshotID)
 	return n, nil
@@ -617,6 +629,11 @@ func (n *Network) StartSnapshot(initiator int) snapshot.SnapshotID {
 	if initiator >= 0 && !n.stopped[initiator] {
 		by = n.name(initiator)
 	}
+	for i, s := range n.stopping {
+		if s {
+			n.coord.Stopping(n.name(i))
+		}
+	}
 	id, err := n.coord.Start(tickTime(n.now), n.live(), by)
 	if err != nil {
 		n.fail(err)
@@ -626,13 +643,14 @@ func (n *Network) StartSnapshot(initiator int) snapshot.SnapshotID {
 	return id
 }
 
-// live returns the names of the processes that have not stopped: the
+// live returns the names of the processes that have not stopped, or
+// whose stop their driver has not heard of (Config.StopLag): the
 // participants of a snapshot starting now, as the guardian of package
 // actors has them. The stopped stand in when a record names them.
 func (n *Network) live() []snapshot.ProcessID {
 	names := make([]snapshot.ProcessID, 0, len(n.procs))
 	for i, name := range n.cfg.Graph.Names {
-		if !n.stopped[i] {
+		if !n.stopped[i] || n.unheard[i] {
 			names = append(names, name)
 		}
 	}
@@ -665,16 +683,34 @@ func (n *Network) Stop(i int) {
 	for _, pc := range final.Sent {
 		n.enqueue(i, n.index[pc.Peer], envelope{kind: departed})
 	}
-	after := n.coord.Last()
+	after, took := n.coord.Last(), n.took[i]
 	stopped := func() {
-		if err := n.coord.Stopped(tickTime(n.now), id, final, recorded, after); err != nil {
+		if err := n.coord.Stopped(tickTime(n.now), id, final, recorded, after, took); err != nil {
 			n.logf("%s: stopped: %v", id, err)
 		}
 	}
 	if n.cfg.StopLag > 0 && n.rng.Float64() < n.cfg.StopLag {
-		at := n.now + 1 + int64(n.rng.IntN(2))
+		at := n.now + 1 + int64(n.rng.IntN(1+2*max(n.cfg.MaxDelay, 1)))
 		n.logf("%s: its stop reaches the coordinator at tick %d", id, at)
-		n.lagging = append(n.lagging, laggedStop{at: at, stopped: stopped})
+		if n.rng.IntN(2) == 0 {
+			// Its driver knows at once that it stopped, as package
+			// actors's registry does, and says so before each start
+			// (Coordinator.Stopping).
+			n.stopping[i] = true
+			n.lagging = append(n.lagging, laggedStop{at: at, stopped: func() {
+				n.stopping[i] = false
+				stopped()
+			}})
+		} else {
+			// Its driver holds it live until the stop comes, as the
+			// coordinating member of a cluster does with another
+			// member's participant.
+			n.unheard[i] = true
+			n.lagging = append(n.lagging, laggedStop{at: at, stopped: func() {
+				n.unheard[i] = false
+				stopped()
+			}})
+		}
 	} else {
 		stopped()
 	}
@@ -895,6 +931,7 @@ func (n *Network) coordinate() {
 			for j, p := range n.procs {
 				if !n.stopped[j] && slices.Contains(d.Peers, p.ID()) {
 					n.step(j, func(p *snapshot.Process) error { p.DropPeer(d.Process); return nil })
+					n.took[j] = d.Round
 				}
 			}
 		}
