@@ -654,6 +654,21 @@ func TestInvalidOptions(t *testing.T) {
 	}
 	_, err := NewSystem(testMessages, WithMaxConcurrent(65))
 	assert.Contains(t, err.Error(), "outside 1..64")
+	_, err = NewSystem(testMessages, WithMode(snapshot.Aligned), WithCounting(InSums))
+	require.ErrorIs(t, err, ErrConfig)
+}
+
+// The countings' names are those the command line takes.
+func TestParseCounting(t *testing.T) {
+	for _, c := range []Counting{PerChannel, InSums} {
+		got, err := ParseCounting(c.String())
+		require.NoError(t, err)
+		assert.Equal(t, c, got)
+	}
+	assert.Equal(t, "sums", InSums.String())
+	_, err := ParseCounting("each")
+	require.ErrorIs(t, err, ErrConfig)
+	assert.Contains(t, err.Error(), `unknown counting "each" (want sums or per-channel)`)
 }
 
 func TestPeriodicSnapshotsPublishOnEventStream(t *testing.T) {

@@ -72,6 +72,29 @@ const (
 	InSums
 )
 
+// String returns the counting's name, as ParseCounting and the command
+// line take it.
+func (c Counting) String() string {
+	switch c {
+	case PerChannel:
+		return "per-channel"
+	case InSums:
+		return "sums"
+	}
+	return fmt.Sprintf("Counting(%d)", uint8(c))
+}
+
+// ParseCounting returns the counting that String names: "per-channel" or
+// "sums".
+func ParseCounting(s string) (Counting, error) {
+	for _, c := range []Counting{PerChannel, InSums} {
+		if s == c.String() {
+			return c, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown counting %q (want sums or per-channel)", ErrConfig, s)
+}
+
 // WithCounting selects how the epoch mode counts messages: PerChannel or
 // InSums. Without it, a system counts in sums, which costs least and
 // least depends on how many pairs of participants talk, unless it has a

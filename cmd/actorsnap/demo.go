@@ -22,6 +22,7 @@ func demoFlags(cmd *cobra.Command, withSize bool) {
 		cmd.Flags().Int("actors", 1000, "number of account actors")
 		cmd.Flags().String("mode", "epoch", "snapshot algorithm: epoch, unaligned or aligned (a restore takes the snapshot's)")
 	}
+	cmd.Flags().String("counting", "", "how the epoch mode counts messages: sums (the default in one process) or per-channel (the default across members, and the only counting there); a restore counts as its snapshot did")
 	cmd.Flags().Duration("interval", 200*time.Millisecond, "time between snapshots")
 	cmd.Flags().Duration("duration", 10*time.Second, "how long to run")
 	cmd.Flags().Int("retain", 10, "snapshots to keep in the store (0: all)")
@@ -41,6 +42,9 @@ func memberFlags(cmd *cobra.Command) {
 // restore names a snapshot (an id or "latest"), the one it holds.
 func onMembers(cmd *cobra.Command, store persistence.Store, cfg bankdemo.RunConfig, members int, restore string) error {
 	f := cmd.Flags()
+	if counting, _ := f.GetString("counting"); counting == actors.InSums.String() {
+		return fmt.Errorf("--counting sums runs in one process; across members the epoch mode counts per channel")
+	}
 	ctx, out := cmd.Context(), cmd.OutOrStdout()
 	c, err := newClusterRun(out, cmd.ErrOrStderr(), store)
 	if err != nil {
@@ -144,6 +148,13 @@ func demoConfig(cmd *cobra.Command) (bankdemo.RunConfig, error) {
 			return cfg, fmt.Errorf("--mode: %w", err)
 		}
 		cfg.Options = append(cfg.Options, actors.WithMode(mode))
+	}
+	if name, _ := f.GetString("counting"); name != "" {
+		counting, err := actors.ParseCounting(name)
+		if err != nil {
+			return cfg, fmt.Errorf("--counting: %w", err)
+		}
+		cfg.Options = append(cfg.Options, actors.WithCounting(counting))
 	}
 	return cfg, nil
 }

@@ -158,6 +158,20 @@ func TestCommands(t *testing.T) {
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "restored 100 accounts, $100000")
 	assert.Contains(t, out, "0 inconsistent")
+
+	// Counting per channel, chosen on the command line, keeps no sums;
+	// the default, in one process, does.
+	out, _, err = actorsnap(t, "verify", "latest", "--store", store)
+	require.NoError(t, err)
+	assert.Contains(t, out, "the sums balance")
+	perChannel := filepath.Join(t.TempDir(), "snaps")
+	out, _, err = actorsnap(t, "run", "bank", "--store", perChannel, "--actors", "50", "--counting", "per-channel", "--interval", "20ms", "--duration", "300ms")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "0 inconsistent")
+	out, _, err = actorsnap(t, "verify", "latest", "--store", perChannel)
+	require.NoError(t, err)
+	assert.Contains(t, out, "ok: checksums match")
+	assert.NotContains(t, out, "the sums balance", "counted per channel")
 }
 
 // runSmallBank runs the bank demo briefly into store, which takes a few
@@ -183,6 +197,9 @@ func TestCommandErrors(t *testing.T) {
 		{[]string{"show", "abc", "--store", store}, "bad snapshot id"},
 		{[]string{"export", "latest", "--format", "xml", "--store", store}, "unknown --format"},
 		{[]string{"run", "bank", "--mode", "fast", "--store", store}, "unknown mode \"fast\""},
+		{[]string{"run", "bank", "--counting", "each", "--store", store}, "unknown counting \"each\""},
+		{[]string{"run", "bank", "--mode", "aligned", "--counting", "sums", "--store", store}, "counting in sums needs the epoch mode"},
+		{[]string{"run", "bank", "--members", "2", "--counting", "sums", "--store", store}, "--counting sums runs in one process"},
 		{[]string{"restore", "9999", "--store", store, "--duration", "100ms"}, "snapshot not found"},
 	} {
 		_, stderr, err := actorsnap(t, tc.args...)
