@@ -534,6 +534,10 @@ func (g *guardian) start(reply chan<- result, direct, probe bool, remote ...remo
 			g.s.log.Warn("periodic snapshot skipped", slog.Any("error", err))
 		}
 	}
+	// What an input before this one left for the guardian to do comes
+	// first (a batch of frames carries out the Coordinator's Ready once,
+	// at its end): Start's Ready is taken for its awaited sets below.
+	g.carry()
 	switch {
 	case g.down:
 		fail(ErrShutdown)

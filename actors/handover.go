@@ -17,13 +17,10 @@ func (p *participant) handAwaited(h awaitHandover) {
 }
 
 // handDrops leaves the coordinator's word that the departed participants
-// ids, the whole of its round of drops meant for p, are to be forgotten
-// (Process.DropPeer) before the next record: a stop names the last round
-// taken, and no round is taken in part.
-func (p *participant) handDrops(ids []snapshot.ProcessID, round uint64) {
+// ids are to be forgotten (Process.DropPeer) before the next record.
+func (p *participant) handDrops(ids []snapshot.ProcessID) {
 	p.awaitsMu.Lock()
 	p.drops = append(p.drops, ids...)
-	p.dropRound = max(p.dropRound, round)
 	p.awaitsMu.Unlock()
 	p.awaitsNew.Store(true)
 }
@@ -57,7 +54,7 @@ func (p *participant) takeHandovers(awaits bool) {
 		return
 	}
 	p.awaitsMu.Lock()
-	drops, round, resync := p.drops, p.dropRound, p.resync
+	drops, resync := p.drops, p.resync
 	p.drops, p.resync = nil, false
 	var hs []awaitHandover
 	if awaits {
@@ -69,7 +66,6 @@ func (p *participant) takeHandovers(awaits bool) {
 		p.proc.Resync()
 	}
 	p.drop(drops)
-	p.took = max(p.took, round)
 	for _, h := range hs {
 		p.proc.SetAwaited(h.id, h.from)
 	}

@@ -538,6 +538,7 @@ func (g *guardian) takeOver() {
 	seen := g.s.reg.started
 	g.s.reg.mu.RUnlock()
 	after := max(g.s.lease.High(), seen)
+	g.s.reg.unheardRemoteGone()
 	g.coord = g.newCoordinator(after, nil)
 	g.s.log.Info("coordinating the cluster's snapshots", slog.String("member", g.s.cfg.transport.Self()),
 		slog.Uint64("after", uint64(g.coord.Last())))

@@ -123,15 +123,11 @@ type participant struct {
 
 	// drops holds departed participants to forget, left by the guardian
 	// with the awaited sets, under awaitsMu, and taken with them
-	// (guardian.drop), up to the round dropRound; resync, the
-	// coordinator's word that the next record lists all counters
-	// (handResync). Kept apart from the fields every message reads.
-	drops     []snapshot.ProcessID
-	dropRound uint64
-	resync    bool
-	// took is the last round of drops it took (snapshot.Drop.Round),
-	// which its stop names; its own goroutine's.
-	took uint64
+	// (guardian.drop); resync, the coordinator's word that the next
+	// record lists all counters (handResync). Kept apart from the fields
+	// every message reads.
+	drops  []snapshot.ProcessID
+	resync bool
 }
 
 // shell is the actor Proto.Actor runs for a participant: it keeps the
@@ -948,8 +944,11 @@ func (p *participant) depart() {
 	p.departed = true
 	p.finalEpoch = p.proc.Epoch()
 	p.stopped.Store(true)
-	after := p.sys.reg.stop(p)
-	p.takeAwaited() // its final counters do not name participants dropped
+	// Every round of drops handed over before it left the registry is
+	// taken below: its final counters name none of them (took,
+	// snapshot.Coordinator.Stopped). A later round may not reach it.
+	after, took := p.sys.reg.stop(p)
+	p.takeAwaited()
 	if p.sums {
 		p.loseQueued()
 	}
@@ -962,7 +961,7 @@ func (p *participant) depart() {
 	p.act()
 	p.turnEnd() // what it received goes before the stop, or it looks lost
 	recorded := p.proc.Active()
-	final, took := p.proc.Counters(), p.took
+	final := p.proc.Counters()
 	for _, pc := range final.Sent {
 		if t := p.targetByID(pc.Peer); t != nil {
 			p.post(t, &departedMsg{})

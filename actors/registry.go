@@ -46,9 +46,13 @@ type registry struct {
 	// remotes holds the stand-ins of other members' participants
 	// (WithTransport): their keys are in byKey too.
 	remotes map[snapshot.ProcessID]*participant
-	// unheard holds the participants here that left the live ones and
-	// whose stop the guardian has not heard yet (stoppingLocked).
+	// unheard holds the participants, here or on another member, that
+	// left the live ones and whose stop the guardian has not heard yet
+	// (stoppingLocked): another member's until the coordinator takes its
+	// stop frame, or the participant is dropped. round is the last round
+	// of drops handed over here (drop).
 	unheard map[snapshot.ProcessID]bool
+	round   uint64
 	// early holds what other members' participants sent to a name
 	// placed here before a participant of that name was born (its spawn
 	// lags their start), for at most the system's timeout.
@@ -173,8 +177,9 @@ func (r *registry) publishLocked() {
 // and its name is refused (ErrNameStopped) until it is dropped (drop).
 //
 // It returns the last snapshot started before: those after do not have p
-// among their participants.
-func (r *registry) stop(p *participant) (after snapshot.SnapshotID) {
+// among their participants; and the last round of drops handed over
+// before (drop): those after are not handed to p.
+func (r *registry) stop(p *participant) (after snapshot.SnapshotID, round uint64) {
 	entry := &participant{id: p.id, key: p.key, finalEpoch: p.finalEpoch}
 	entry.stopped.Store(true)
 	r.mu.Lock()
@@ -186,7 +191,7 @@ func (r *registry) stop(p *participant) (after snapshot.SnapshotID) {
 	r.byKey[p.key] = entry
 	r.stopped[p.id] = p.key
 	r.unheard[p.id] = true
-	return r.started
+	return r.started, r.round
 }
 
 // remove unregisters a participant that never ran.
@@ -202,12 +207,13 @@ func (r *registry) remove(p *participant) {
 
 // drop hands the coordinator's drops to the participants here that are
 // to forget them, their peers and those that sent to them since they
-// stopped, each its whole round at once, and then gives the names again:
-// no participant counts a channel with them once it has taken the word,
-// and a new one under a name finds the word handed. Their stopped
-// entries go too: everything they sent has been received, so no queue
-// holds a message under their keys that its receiver has not already
-// named.
+// stopped; then it notes their round as handed over (a participant that
+// stops from then on names none of them in its final counters, once it
+// has taken what it holds), and gives the names again: no participant
+// counts a channel with them once it has taken the word, and a new one
+// under a name finds the word handed. Their stopped entries go too:
+// everything they sent has been received, so no queue holds a message
+// under their keys that its receiver has not already named.
 func (r *registry) drop(drops []snapshot.Drop) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -225,8 +231,9 @@ func (r *registry) drop(drops []snapshot.Drop) {
 		}
 	}
 	for p, ids := range hand {
-		p.handDrops(ids, round)
+		p.handDrops(ids)
 	}
+	r.round = max(r.round, round)
 	for _, d := range drops {
 		id := d.Process
 		delete(r.senders, id)
@@ -307,6 +314,18 @@ func (r *registry) heard(id snapshot.ProcessID) {
 	r.mu.Lock()
 	delete(r.unheard, id)
 	r.mu.Unlock()
+}
+
+// unheardRemoteGone forgets the other members' participants whose stop
+// frames went to a coordinator before this one: they will not come here.
+func (r *registry) unheardRemoteGone() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id := range r.unheard {
+		if r.remotes[id] != nil {
+			delete(r.unheard, id)
+		}
+	}
 }
 
 // live returns the participants in id order.

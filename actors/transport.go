@@ -562,6 +562,8 @@ func (r *registry) joined(addr string, live, left []snapshot.ProcessID, keys int
 	for _, id := range left {
 		if e := r.remotes[id]; e != nil && e.addr == addr {
 			e.stopped.Store(true)
+			// Its stop frame follows on its way to the coordinator.
+			r.unheard[id] = true
 			r.version++
 		}
 	}
@@ -577,6 +579,9 @@ func (r *registry) memberLeft(addr string) []snapshot.ProcessID {
 		if e.addr == addr && !e.stopped.Load() {
 			e.stopped.Store(true)
 			ids = append(ids, id)
+		}
+		if e.addr == addr {
+			delete(r.unheard, id) // no stop comes from a member gone
 		}
 	}
 	if len(ids) > 0 {

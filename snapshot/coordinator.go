@@ -80,10 +80,11 @@ type Coordinator struct {
 	sentEarly map[ProcessID]map[ProcessID]bool
 
 	// The drops handed over so far are numbered by round (Drop.Round);
-	// told holds, by participant, those it may not have taken yet: a
-	// stop that comes later names who it had not forgotten (Stopped).
-	round uint64
-	told  map[ProcessID][]toldDrop
+	// dropped holds, since the last complete snapshot, the round each
+	// name was last dropped in: a stop that comes later names who it had
+	// not forgotten (Stopped).
+	round   uint64
+	dropped map[ProcessID]uint64
 
 	learned map[Channel]bool // aligned mode: channels complete snapshots showed
 	changed bool             // learned changed since the awaited sets were handed out
@@ -104,18 +105,6 @@ type coordRun struct {
 	asm       *Assembler
 	nextSweep time.Time // zero: no sweeps
 	owed      bool      // its Owed receivers were named in Ready.Recapture
-}
-
-// toldDrop is a drop that a participant was told to take and may not
-// have taken yet. It goes when the participant's stop comes, and every
-// one goes once a snapshot is complete: drops wait for a moment no
-// snapshot runs, so that snapshot started after them. Every participant
-// of it took them before it recorded, or stood in with its stop; and one
-// whose stop was still on its way was among them (live, or said
-// Stopping), so that it could not be complete without it.
-type toldDrop struct {
-	round   uint64
-	process ProcessID
 }
 
 type stoppedProcess struct {
@@ -204,9 +193,10 @@ type Outcome struct {
 // Drop is a stopped participant drained and dropped. Peers are the
 // participants that must forget it; After is the last snapshot started
 // when it was dropped (none after holds it). Round numbers, from 1, the
-// Ready that handed it over: a participant takes every drop of a round
-// meant for it at once, before its next record, and says with its stop
-// the last round it took (Coordinator.Stopped).
+// Ready that handed it over: its driver hands a round over whole, each
+// participant takes what it holds before its next record, and a stop
+// says the last round handed over before its final counters were taken
+// (Coordinator.Stopped).
 type Drop struct {
 	Process ProcessID
 	Peers   []ProcessID
@@ -401,21 +391,36 @@ func (c *Coordinator) RecordKept(now time.Time, rec *LocalRecord) error {
 	return c.add(now, rec.Snapshot, func(a *Assembler) error { return a.addKept(rec) })
 }
 
-// untold takes stopped participant p off the drops it was told to take,
-// and strikes off final the participants dropped in the rounds after
-// took, the last it took: it stopped before it could forget them, and
-// no snapshot is to wait for them.
-func (c *Coordinator) untold(p ProcessID, final *LocalRecord, took uint64) {
+// untold strikes off a stopped participant's final the participants
+// dropped in the rounds after took, the last it took: it stopped before
+// it could forget them, and no snapshot is to wait for them.
+//
+// The rounds are the coordinator's; a participant has taken a round
+// once every drop of it meant for it was carried out, and the round
+// its stop says is one its driver had handed over whole (to every
+// participant it concerned) before the final was taken. Names are struck, not incarnations: a name given
+// again was freed after its round was handed over, so a participant
+// that sent to the new one under it took that round first. The names
+// are kept until a snapshot is complete: drops wait for a moment no
+// snapshot runs, so that snapshot started after them, and a participant
+// whose stop was still on its way took part in it (live, or said
+// Stopping): it could not complete before the stop came.
+func (c *Coordinator) untold(final *LocalRecord, took uint64) {
 	var gone map[ProcessID]bool
-	for _, t := range c.told[p] {
-		if t.round > took {
-			if gone == nil {
-				gone = make(map[ProcessID]bool)
+	strike := func(pcs []PeerCount) {
+		for _, pc := range pcs {
+			if r, ok := c.dropped[pc.Peer]; ok && r > took {
+				if gone == nil {
+					gone = make(map[ProcessID]bool)
+				}
+				gone[pc.Peer] = true
 			}
-			gone[t.process] = true
 		}
 	}
-	delete(c.told, p)
+	if len(c.dropped) > 0 {
+		strike(final.Sent)
+		strike(final.Received)
+	}
 	if gone != nil {
 		final.forget(gone)
 	}
@@ -554,7 +559,7 @@ func (c *Coordinator) run(id SnapshotID) *coordRun {
 // report of p's. It returns the first error an Assembler gave.
 func (c *Coordinator) Stopped(now time.Time, p ProcessID, final LocalRecord, recorded []SnapshotID, after SnapshotID, took uint64) error {
 	c.now = now
-	c.untold(p, &final, took)
+	c.untold(&final, took)
 	var first error
 	note := func(err error) {
 		if err != nil && first == nil {
@@ -820,7 +825,7 @@ func (c *Coordinator) check() {
 			kept = append(kept, id)
 			continue
 		case Complete:
-			clear(c.told)
+			clear(c.dropped)
 			g, _ := r.asm.Global()
 			c.numbering = r.asm.Numbering()
 			c.drained(g, r.asm)
@@ -890,14 +895,10 @@ func (c *Coordinator) dropDrained() {
 		}
 		d.Peers = slices.Sorted(maps.Keys(peers))
 		d.After, d.Round = c.last, c.round
-		for _, q := range d.Peers {
-			if _, stopped := c.stopped[q]; !stopped { // a known stop's final is struck below
-				if c.told == nil {
-					c.told = make(map[ProcessID][]toldDrop)
-				}
-				c.told[q] = append(c.told[q], toldDrop{round: c.round, process: d.Process})
-			}
+		if c.dropped == nil {
+			c.dropped = make(map[ProcessID]uint64)
 		}
+		c.dropped[d.Process] = c.round
 		gone[d.Process] = true
 		c.ready.Drops = append(c.ready.Drops, d)
 	}

@@ -228,6 +228,33 @@ func TestCoordinatorLateStopForgetsRoundsNotTaken(t *testing.T) {
 	}
 }
 
+// Rule: the names struck off a late stop's final are those dropped in
+// the rounds it did not take, whether or not the coordinator named it
+// among their peers: one that sent to a stopped participant after its
+// stop (counted on the channel by its driver) forgets it too.
+func TestCoordinatorLateStopForgetsSendsAfterAStop(t *testing.T) {
+	c := newCoordinator(t, snapshot.CoordinatorConfig{})
+	require.NoError(t, c.Stopped(t0, "b", rec(0, "b", nil, nil), nil, c.Last(), 0))
+	first, _ := c.Start(t0, ids("a", "c"), "")
+	c.Ready()
+	require.NoError(t, c.Record(t0, rec(first, "a", nil, nil)))
+	require.NoError(t, c.Record(t0, rec(first, "c", nil, nil)))
+	rd := c.Ready()
+	require.Len(t, rd.Over, 1)
+	require.Equal(t, []snapshot.Drop{{Process: "b", After: first, Round: 1}}, rd.Drops, "b had no peers")
+	// c sent to b after b stopped, then stopped itself before it took
+	// the round that dropped b.
+	c.Stopping("c")
+	second, _ := c.Start(t0, ids("a"), "")
+	c.Ready()
+	require.NoError(t, c.Record(t0, rec(second, "a", nil, nil)))
+	require.NoError(t, c.Stopped(t0, "c", rec(0, "c", one("b", 1), nil), nil, first, 0))
+	rd = c.Ready()
+	completeWithDeparted(t, rd, "c")
+	_, held := rd.Over[0].Global.Participant("b")
+	assert.False(t, held)
+}
+
 // Rule: a participant said to be stopping before a start takes part in
 // that snapshot, which waits for its stop: a receiver's count of its
 // messages would otherwise balance against its earlier records without

@@ -232,9 +232,9 @@ type Network struct {
 	// complete snapshot started after its stop shows it drained; then it
 	// is in droppedAt, with the last snapshot started.
 	stopped   []bool
-	unheard   []bool   // stopped, and still live to the coordinator (Config.StopLag)
-	stopping  []bool   // stopped, said so before each start until the stop comes
-	took      []uint64 // per process: the last round of drops it took
+	unheard   []bool // stopped, and still live to the coordinator (Config.StopLag)
+	stopping  []bool // stopped, said so before each start until the stop comes
+	round     uint64 // the last round of drops handed over (each whole, at once)
 	lost      []Lost
 	droppedAt map[int]snapshot.SnapshotID
 
@@ -295,7 +295,7 @@ func (n *Network) Respawn(i int) bool {
 	n.logf("%s: respawned (joins the snapshots in progress: %v)", name, n.coord.Pending())
 	n.unnamed = append(n.unnamed, window{name: name, from: at, done: len(n.completed)})
 	delete(n.droppedAt, i)
-	n.procs[i], n.stopped[i], n.took[i] = p, false, 0
+	n.procs[i], n.stopped[i] = p, false
 	n.incarnation[i]++
 	n.trace.Forget(name)
 	if r, ok := n.app.(Respawner); ok {
@@ -427,7 +427,6 @@ func NewNetwork(cfg Config, app App) (*Network, error) {
 		n.backEdges = append(n.backEdges, pc.BackEdges)
 	}
 	n.incarnation = make([]int, len(n.procs))
-	n.took = make([]uint64, len(n.procs))
 	n.unheard = make([]bool, len(n.procs))
 	n.stopping = make([]bool, len(n.procs))
 	n.stopped = make([]bool, len(n.procs))
@@ -683,7 +682,7 @@ func (n *Network) Stop(i int) {
 	for _, pc := range final.Sent {
 		n.enqueue(i, n.index[pc.Peer], envelope{kind: departed})
 	}
-	after, took := n.coord.Last(), n.took[i]
+	after, took := n.coord.Last(), n.round
 	stopped := func() {
 		if err := n.coord.Stopped(tickTime(n.now), id, final, recorded, after, took); err != nil {
 			n.logf("%s: stopped: %v", id, err)
@@ -924,6 +923,7 @@ func (n *Network) coordinate() {
 			}
 		}
 		for _, d := range rd.Drops {
+			n.round = max(n.round, d.Round)
 			i := n.index[d.Process]
 			n.droppedAt[i] = d.After
 			n.trace.Dropped(d.Process, d.After)
@@ -931,7 +931,6 @@ func (n *Network) coordinate() {
 			for j, p := range n.procs {
 				if !n.stopped[j] && slices.Contains(d.Peers, p.ID()) {
 					n.step(j, func(p *snapshot.Process) error { p.DropPeer(d.Process); return nil })
-					n.took[j] = d.Round
 				}
 			}
 		}
