@@ -1,0 +1,52 @@
+package actors
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/actorsnap/actorsnap/mailbox"
+	"github.com/actorsnap/actorsnap/snapshot"
+)
+
+// A round of drops reaches, whole, the peers of each participant dropped
+// and those that sent to it after its stop; a participant that leaves
+// the registry afterwards names that round with its stop, and one that
+// left before names the round before it, so that the coordinator strikes
+// the names dropped since off its final counters. The stops of the
+// registry's own participants are unheard until the guardian hears them.
+func TestRegistryStopNamesTheRoundHandedOut(t *testing.T) {
+	r := newRegistry()
+	add := func(id snapshot.ProcessID, key mailbox.SenderKey) *participant {
+		p := &participant{id: id, key: key}
+		r.byID[id], r.byKey[key] = p, p
+		return p
+	}
+	a, b, c, d := add("a", 1), add("b", 2), add("c", 3), add("d", 4)
+	_, round := r.stop(b)
+	assert.Zero(t, round)
+	require.NotNil(t, r.lookupOrStopped("b", c), "c sends to b, stopped: its channel counts")
+	_, round = r.stop(d) // d leaves before the round below
+	assert.Zero(t, round)
+
+	r.drop([]snapshot.Drop{{Process: "b", Peers: []snapshot.ProcessID{"a", "d"}, Round: 4}})
+	assert.Equal(t, []snapshot.ProcessID{"b"}, a.drops, "a peer")
+	assert.Equal(t, []snapshot.ProcessID{"b"}, c.drops, "a sender since the stop")
+	assert.Empty(t, d.drops, "d had left: its stop names round 0, and b is struck off its final")
+	assert.True(t, a.awaitsNew.Load())
+
+	_, round = r.stop(c)
+	assert.Equal(t, uint64(4), round, "c took round 4 before its final")
+	var unheard []snapshot.ProcessID
+	r.mu.Lock()
+	r.stoppingLocked(func(id snapshot.ProcessID) { unheard = append(unheard, id) })
+	r.mu.Unlock()
+	assert.ElementsMatch(t, []snapshot.ProcessID{"c", "d"}, unheard, "b, dropped, is not unheard")
+	r.heard("c")
+	unheard = nil
+	r.mu.Lock()
+	r.stoppingLocked(func(id snapshot.ProcessID) { unheard = append(unheard, id) })
+	r.mu.Unlock()
+	assert.Equal(t, []snapshot.ProcessID{"d"}, unheard)
+}
