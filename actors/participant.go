@@ -334,8 +334,10 @@ func (p *participant) startHurried() {
 	if again && !p.unread {
 		p.captureQueued(0)
 		p.act()
-		p.turnEnd()
 	}
+	// What the record left to report goes now, not at the end of a turn
+	// of messages that may follow.
+	p.turnEnd()
 }
 
 // deliver hands the current message to the application. msg, when set,
