@@ -395,10 +395,10 @@ func (c *Coordinator) RecordKept(now time.Time, rec *LocalRecord) error {
 // dropped in the rounds after took, the last it took: it stopped before
 // it could forget them, and no snapshot is to wait for them.
 //
-// The rounds are the coordinator's; a participant has taken a round
-// once every drop of it meant for it was carried out, and the round
-// its stop says is one its driver had handed over whole (to every
-// participant it concerned) before the final was taken. Names are struck, not incarnations: a name given
+// The rounds are the coordinator's. The round a stop says is one its
+// driver had handed over whole, to every participant it concerned,
+// before the participant left; the participant took it before its
+// final was taken. Names are struck, not incarnations: a name given
 // again was freed after its round was handed over, so a participant
 // that sent to the new one under it took that round first. The names
 // are kept until a snapshot is complete: drops wait for a moment no
@@ -551,7 +551,8 @@ func (c *Coordinator) run(id SnapshotID) *coordRun {
 // counters final (Process.Counters after Process.Stop), having recorded
 // the snapshots in recorded (Process.Active before the stop), when after
 // was the last snapshot started with p among its participants, and took
-// the last round of drops p took (Drop.Round; 0 if none). The snapshots
+// the last round of drops handed to p, and taken, before its final was
+// taken (Drop.Round; 0 if none). The snapshots
 // p recorded hear it will report nothing more; those that await its
 // record, and those that start until it is dropped, take final instead,
 // without the participants dropped in the rounds p did not take: it may
