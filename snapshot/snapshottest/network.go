@@ -88,13 +88,12 @@ type Config struct {
 	// coordinator late (Coordinator.Stopped), by up to twice the longest
 	// delivery, as in package actors, where a participant leaves the
 	// registry (and so the live ones a snapshot starts with) before the
-	// guardian hears its stop:
-	// snapshots may start in between, without it. Half the time its
-	// driver says so at once (Coordinator.Stopping), as that registry
-	// does; otherwise it stays among the live ones until its stop comes,
-	// as another member's participant does in a cluster. A late stop
-	// names the participants dropped in between that it never forgot
-	// (Drop.Round).
+	// guardian hears its stop: snapshots may start in between, without
+	// it. Half the time its driver says so at once (Coordinator.Stopping),
+	// as that registry does; otherwise it stays among the live ones until
+	// its stop comes, as another member's participant does in a cluster
+	// until its member's word of the stop arrives. A late stop names the
+	// participants dropped in between that it never forgot (Drop.Round).
 	StopLag float64
 	// FailRecords, from 0 to 1, is the chance that a process cannot hand
 	// a record on whole, as a participant whose state cannot be encoded:
@@ -702,8 +701,8 @@ func (n *Network) Stop(i int) {
 			}})
 		} else {
 			// Its driver holds it live until the stop comes, as the
-			// coordinating member of a cluster does with another
-			// member's participant.
+			// coordinating member of a cluster holds another member's
+			// participant until that member's word of the stop.
 			n.unheard[i] = true
 			n.lagging = append(n.lagging, laggedStop{at: at, stopped: func() {
 				n.unheard[i] = false
