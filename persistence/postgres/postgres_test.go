@@ -555,37 +555,12 @@ func schemaV4Globals() (waiting, epochs *snapshot.Global) {
 func TestSchemaVersion4(t *testing.T) {
 	serverURL(t)
 	t.Parallel()
-	ctx := context.Background()
-	schema := schemaV4(t)
-	keys := keyring(t, "k1")
 	waiting, epochs := schemaV4Globals()
-	loads := func(s persistence.Store) {
-		t.Helper()
-		for _, want := range []*snapshot.Global{waiting, epochs} {
-			g, err := s.Load(ctx, want.ID)
-			require.NoError(t, err, "snapshot %d", want.ID)
-			require.NoError(t, storetest.Equal(want, g), "snapshot %d", want.ID)
-		}
-	}
 	shape := storetest.WithWaits
 	shape.ReceiverCounts = true
 	counted := storetest.NewGlobal(9, shape)
-
-	u := withParams(t, serverURL(t), map[string]string{"schema": schema})
-	ro, err := persistence.OpenURL(ctx, u, persistence.MustExist(), persistence.Authenticate(keys))
-	require.NoError(t, err)
-	defer ro.(*postgres.Store).Close()
-	loads(ro)
-	require.ErrorContains(t, ro.Save(ctx, counted), "version 4")
-	assert.Equal(t, []int32{1, 2, 3, 4}, migrations(t, schema), "MustExist migrates nothing")
-
-	s := openWith(t, schema, postgres.WithKeyring(keys))
-	assert.Equal(t, []int32{1, 2, 3, 4, 5, 6}, migrations(t, schema))
-	loads(s)
-	require.NoError(t, s.Save(ctx, counted))
-	g, err := s.Latest(ctx)
-	require.NoError(t, err)
-	require.NoError(t, storetest.Equal(counted, g))
+	schema := schemaV4(t)
+	ro, s := migratesFrom(t, schema, 4, []*snapshot.Global{waiting, epochs}, counted, nil)
 	assert.Equal(t, []int16{2, 2, 4}, query[int16](t, `SELECT format FROM `+schema+`.snapshots ORDER BY id`))
 	assert.Equal(t, []bool{false, false, true}, query[bool](t, `SELECT receiver_counts FROM `+schema+`.snapshots ORDER BY id`))
 	requireRetained(t, s, 3, 7, 8, 9)
@@ -593,8 +568,57 @@ func TestSchemaVersion4(t *testing.T) {
 
 	// The store opened before the migration reads the schema as it was
 	// then: a snapshot saved since is of a format it cannot read.
-	_, err = ro.Load(ctx, 9)
+	_, err := ro.Load(context.Background(), 9)
 	require.ErrorIs(t, err, persistence.ErrFormatVersion)
+}
+
+// migratesFrom opens schema, a fixture of schema version version that
+// holds olds (signed with k1, if at all). Read only (MustExist), the store
+// loads each as it was saved (check, if set, looks at each loaded too),
+// refuses to save newer, a format its schema does not hold, and migrates
+// nothing. Opened to write, the schema is migrated to SchemaVersion; the
+// store loads olds again, and saves newer, which is then the latest as
+// saved. It returns both stores.
+func migratesFrom(t *testing.T, schema string, version int32, olds []*snapshot.Global, newer *snapshot.Global, check func(*snapshot.Global)) (ro, s *postgres.Store) {
+	t.Helper()
+	ctx := context.Background()
+	keys := keyring(t, "k1")
+	loads := func(s persistence.Store) {
+		t.Helper()
+		for _, want := range olds {
+			g, err := s.Load(ctx, want.ID)
+			require.NoError(t, err, "snapshot %d", want.ID)
+			require.NoError(t, storetest.Equal(want, g), "snapshot %d", want.ID)
+			if check != nil {
+				check(g)
+			}
+		}
+	}
+	upTo := func(n int32) []int32 {
+		var v []int32
+		for i := int32(1); i <= n; i++ {
+			v = append(v, i)
+		}
+		return v
+	}
+
+	u := withParams(t, serverURL(t), map[string]string{"schema": schema})
+	opened, err := persistence.OpenURL(ctx, u, persistence.MustExist(), persistence.Authenticate(keys))
+	require.NoError(t, err)
+	ro = opened.(*postgres.Store)
+	t.Cleanup(func() { _ = ro.Close() })
+	loads(ro)
+	require.ErrorContains(t, ro.Save(ctx, newer), fmt.Sprintf("version %d", version))
+	assert.Equal(t, upTo(version), migrations(t, schema), "MustExist migrates nothing")
+
+	s = openWith(t, schema, postgres.WithKeyring(keys))
+	assert.Equal(t, upTo(postgres.SchemaVersion), migrations(t, schema))
+	loads(s)
+	require.NoError(t, s.Save(ctx, newer))
+	g, err := s.Latest(ctx)
+	require.NoError(t, err)
+	require.NoError(t, storetest.Equal(newer, g))
+	return ro, s
 }
 
 // TestRowFormat2Damage: the checksums of row format 2 cover no receiver
@@ -664,38 +688,14 @@ func schemaV5Globals() (waiting, counted *snapshot.Global) {
 func TestSchemaVersion5(t *testing.T) {
 	serverURL(t)
 	t.Parallel()
-	ctx := context.Background()
-	schema := schemaV5(t)
-	keys := keyring(t, "k1")
 	waiting, counted := schemaV5Globals()
-	loads := func(s persistence.Store) {
-		t.Helper()
-		for _, want := range []*snapshot.Global{waiting, counted} {
-			g, err := s.Load(ctx, want.ID)
-			require.NoError(t, err, "snapshot %d", want.ID)
-			require.NoError(t, storetest.Equal(want, g), "snapshot %d", want.ID)
-			assert.Nil(t, g.Sums, "snapshot %d", want.ID)
-		}
-	}
 	shape := storetest.WithWaits
 	shape.Sums = true
 	summed := storetest.NewGlobal(9, shape)
-
-	u := withParams(t, serverURL(t), map[string]string{"schema": schema})
-	ro, err := persistence.OpenURL(ctx, u, persistence.MustExist(), persistence.Authenticate(keys))
-	require.NoError(t, err)
-	defer ro.(*postgres.Store).Close()
-	loads(ro)
-	require.ErrorContains(t, ro.Save(ctx, summed), "version 5")
-	assert.Equal(t, []int32{1, 2, 3, 4, 5}, migrations(t, schema), "MustExist migrates nothing")
-
-	s := openWith(t, schema, postgres.WithKeyring(keys))
-	assert.Equal(t, []int32{1, 2, 3, 4, 5, 6}, migrations(t, schema))
-	loads(s)
-	require.NoError(t, s.Save(ctx, summed))
-	g, err := s.Latest(ctx)
-	require.NoError(t, err)
-	require.NoError(t, storetest.Equal(summed, g))
+	schema := schemaV5(t)
+	ro, s := migratesFrom(t, schema, 5, []*snapshot.Global{waiting, counted}, summed, func(g *snapshot.Global) {
+		assert.Nil(t, g.Sums, "snapshot %d", g.ID)
+	})
 	assert.Equal(t, []int16{3, 3, 4}, query[int16](t, `SELECT format FROM `+schema+`.snapshots ORDER BY id`))
 	assert.Equal(t, []bool{true, true, false}, query[bool](t, `SELECT sum_sent IS NULL AND sum_received IS NULL FROM `+schema+`.snapshots ORDER BY id`))
 	requireRetained(t, s, 3, 7, 8, 9)
@@ -703,7 +703,7 @@ func TestSchemaVersion5(t *testing.T) {
 
 	// The store opened before the migration reads the schema as it was
 	// then: a snapshot saved since is of a format it cannot read.
-	_, err = ro.Load(ctx, 9)
+	_, err := ro.Load(context.Background(), 9)
 	require.ErrorIs(t, err, persistence.ErrFormatVersion)
 	require.ErrorContains(t, err, "row format 4")
 }
