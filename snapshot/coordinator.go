@@ -582,12 +582,16 @@ func (c *Coordinator) Stopped(now time.Time, p ProcessID, final LocalRecord, rec
 		r := c.runs[s]
 		if s > after && !r.asm.Involves(p) {
 			// Started after p left the live ones, before its stop came
-			// here: p stands in departed now, as Start has every stopped
-			// one not dropped stand in. A message of p's may be on its
-			// way to a participant that records before it arrives and
-			// names p in no record; counting in sums, what p sent,
-			// received and lost is in the others' sums. Required, it
-			// awaits the record that final stands in for below.
+			// here, and no one said it Stopping (a driver that could
+			// not know, as a coordinator that took over after the word
+			// went to the one before): p stands in departed now, as
+			// Start has every stopped one not dropped stand in. A
+			// message of p's may be on its way to a participant that
+			// records before it arrives and names p in no record;
+			// counting in sums, what p sent, received and lost is in
+			// the others' sums. Required, it awaits the record that
+			// final stands in for below. Only Stopping keeps such a
+			// snapshot from completing before the stop comes.
 			r.asm.Require(p)
 		}
 		if r.asm.AwaitsRecord(p) {
