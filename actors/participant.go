@@ -63,9 +63,14 @@ type participant struct {
 	// before stopped: a sender that finds it stopped and is behind it
 	// sends a message a snapshot it recorded needed.
 	finalEpoch snapshot.SnapshotID
-	unread     bool // a message taken off the queue is not received yet: no capture
-	budget     bool // a budgetMsg is on its way
-	kind       string
+	// parent is the participant that spawned it, here, if any: its
+	// records name its children until their Terminated comes, which may
+	// be after a child is dropped, so it is handed each drop of it
+	// (registry.drop). Set before the actor runs.
+	parent *participant
+	unread bool // a message taken off the queue is not received yet: no capture
+	budget bool // a budgetMsg is on its way
+	kind   string
 	// byID, held, children and reports are made at their first entry:
 	// most participants never have one, and a record reads some of them
 	// (an empty table made beforehand is a miss in the cache at every

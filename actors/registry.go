@@ -180,7 +180,7 @@ func (r *registry) publishLocked() {
 // among their participants; and the last round of drops handed over
 // before (drop): those after are not handed to p.
 func (r *registry) stop(p *participant) (after snapshot.SnapshotID, round uint64) {
-	entry := &participant{id: p.id, key: p.key, finalEpoch: p.finalEpoch}
+	entry := &participant{id: p.id, key: p.key, finalEpoch: p.finalEpoch, parent: p.parent}
 	entry.stopped.Store(true)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -206,14 +206,15 @@ func (r *registry) remove(p *participant) {
 }
 
 // drop hands the coordinator's drops to the participants here that are
-// to forget them, their peers and those that sent to them since they
-// stopped; then it notes their round as handed over (a participant that
-// stops from then on names none of them in its final counters, once it
-// has taken what it holds), and gives the names again: no participant
-// counts a channel with them once it has taken the word, and a new one
-// under a name finds the word handed. Their stopped entries go too:
-// everything they sent has been received, so no queue holds a message
-// under their keys that its receiver has not already named.
+// to forget them, their peers, those that sent to them since they
+// stopped, and their parents; then it notes their round as handed over
+// (a participant that stops from then on names none of them in its final
+// counters, once it has taken what it holds), and gives the names again:
+// no participant counts a channel with them once it has taken the word,
+// and a new one under a name finds the word handed. Their stopped
+// entries go too: everything they sent has been received, so no queue
+// holds a message under their keys that its receiver has not already
+// named.
 func (r *registry) drop(drops []snapshot.Drop) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -228,6 +229,15 @@ func (r *registry) drop(drops []snapshot.Drop) {
 		}
 		for q := range r.senders[d.Process] {
 			hand[q] = append(hand[q], d.Process)
+		}
+		if k, ok := r.stopped[d.Process]; ok {
+			// Its parent, if still here, names it among its children
+			// until its Terminated comes, and a snapshot that requires a
+			// child dropped waits for ever. The parent may be in neither
+			// list: counting in sums, no record names a peer.
+			if e := r.byKey[k]; e != nil && e.parent != nil && r.byID[e.parent.id] == e.parent {
+				hand[e.parent] = append(hand[e.parent], d.Process)
+			}
 		}
 	}
 	for p, ids := range hand {

@@ -50,3 +50,36 @@ func TestRegistryStopNamesTheRoundHandedOut(t *testing.T) {
 	r.mu.Unlock()
 	assert.Equal(t, []snapshot.ProcessID{"d"}, unheard)
 }
+
+// A dropped participant's parent is handed the drop though it is in
+// neither list (counting in sums, no record names a peer): its records
+// name the child until the child's Terminated comes, which may be after
+// the drop, and a snapshot that required a child dropped would wait for
+// ever. A parent that stopped is handed nothing.
+func TestRegistryDropReachesTheParent(t *testing.T) {
+	r := newRegistry()
+	add := func(id snapshot.ProcessID, key mailbox.SenderKey, parent *participant) *participant {
+		p := &participant{id: id, key: key, parent: parent}
+		r.byID[id], r.byKey[key] = p, p
+		return p
+	}
+	hub := add("hub", 1, nil)
+	courier := add("hub/courier", 2, hub)
+	gone := add("gone", 3, nil)
+	orphan := add("gone/courier", 4, gone)
+	r.stop(courier)
+	r.stop(gone)
+	r.stop(orphan)
+
+	r.drop([]snapshot.Drop{{Process: "hub/courier", Round: 1}, {Process: "gone/courier", Round: 1}})
+	assert.Equal(t, []snapshot.ProcessID{"hub/courier"}, hub.drops, "the parent")
+	assert.True(t, hub.awaitsNew.Load())
+	assert.Empty(t, gone.drops, "a parent that stopped")
+
+	hub.children = map[snapshot.ProcessID]bool{"hub/courier": true}
+	var err error
+	hub.proc, err = snapshot.NewProcess(snapshot.Config{ID: "hub", Mode: snapshot.Epochs, Sums: true})
+	require.NoError(t, err)
+	hub.takeDrops()
+	assert.Empty(t, hub.children, "its records no longer name the child")
+}

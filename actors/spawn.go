@@ -149,6 +149,7 @@ func (s *System) spawn(props *actor.Props, parent actor.SpawnerContext, kindName
 		return nil, err
 	}
 	p.joins = joins
+	p.parent = from
 	pid, err := s.start(props, parent, p, func() actor.Actor {
 		if a := first; a != nil {
 			first = nil
