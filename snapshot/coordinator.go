@@ -79,11 +79,9 @@ type Coordinator struct {
 	stopping  map[ProcessID]bool
 	sentEarly map[ProcessID]map[ProcessID]bool
 
-	// The drops handed over so far are numbered by round (Drop.Round);
 	// dropped holds, since the last complete snapshot, the round each
-	// name was last dropped in: a stop that comes later names who it had
-	// not forgotten (Stopped).
-	round   uint64
+	// name was last dropped in (Drop.Round): a stop that comes later
+	// names who it had not forgotten (Stopped).
 	dropped map[ProcessID]uint64
 
 	learned map[Channel]bool // aligned mode: channels complete snapshots showed
@@ -192,11 +190,12 @@ type Outcome struct {
 
 // Drop is a stopped participant drained and dropped. Peers are the
 // participants that must forget it; After is the last snapshot started
-// when it was dropped (none after holds it). Round numbers, from 1, the
-// Ready that handed it over: its driver hands a round over whole, each
+// when it was dropped (none after holds it). Round numbers the Ready
+// that handed it over: its driver hands a round over whole, each
 // participant takes what it holds before its next record, and a stop
 // says the last round handed over before its final counters were taken
-// (Coordinator.Stopped).
+// (Coordinator.Stopped). Rounds grow, across coordinators too: a round
+// is After, the same for every drop in it (0 is no round).
 type Drop struct {
 	Process ProcessID
 	Peers   []ProcessID
@@ -889,7 +888,11 @@ func (c *Coordinator) drained(g *Global, asm *Assembler) {
 // the finals of the others and the learned channels no longer name it.
 func (c *Coordinator) dropDrained() {
 	gone := make(map[ProcessID]bool, len(c.drops))
-	c.round++
+	// A round is numbered by the last snapshot started: a later round
+	// follows a later complete snapshot, and a coordinator that takes
+	// over starts its ids after every id before, so rounds grow across
+	// coordinators too, as the stops that name one require (Stopped).
+	round := uint64(c.last)
 	for _, d := range c.drops {
 		peers := make(map[ProcessID]bool, len(d.Peers))
 		for _, p := range d.Peers {
@@ -899,11 +902,11 @@ func (c *Coordinator) dropDrained() {
 			peers[p] = true
 		}
 		d.Peers = slices.Sorted(maps.Keys(peers))
-		d.After, d.Round = c.last, c.round
+		d.After, d.Round = c.last, round
 		if c.dropped == nil {
 			c.dropped = make(map[ProcessID]uint64)
 		}
-		c.dropped[d.Process] = c.round
+		c.dropped[d.Process] = round
 		gone[d.Process] = true
 		c.ready.Drops = append(c.ready.Drops, d)
 	}

@@ -182,7 +182,7 @@ func TestCoordinatorDropsDrained(t *testing.T) {
 	require.NoError(t, c.Record(t0, rec(second, "c", nil, nil)))
 	rd = c.Ready()
 	require.Len(t, rd.Over, 1)
-	assert.Equal(t, []snapshot.Drop{{Process: "b", Peers: ids("a", "c"), After: second, Round: 1}}, rd.Drops)
+	assert.Equal(t, []snapshot.Drop{{Process: "b", Peers: ids("a", "c"), After: second, Round: uint64(second)}}, rd.Drops)
 
 	third, _ := c.Start(t0, ids("a", "c"), "")
 	c.Ready()
@@ -197,7 +197,7 @@ func TestCoordinatorDropsDrained(t *testing.T) {
 // took (it stopped first) stands in without the participants dropped in
 // that round; one that took the round is taken as it is.
 func TestCoordinatorLateStopForgetsRoundsNotTaken(t *testing.T) {
-	for _, took := range []uint64{0, 1} {
+	for _, tookIt := range []bool{false, true} {
 		c := newCoordinator(t, snapshot.CoordinatorConfig{})
 		require.NoError(t, c.Stopped(t0, "b", rec(0, "b", one("a", 1), nil), nil, c.Last(), 0))
 		first, _ := c.Start(t0, ids("a", "c"), "")
@@ -206,7 +206,7 @@ func TestCoordinatorLateStopForgetsRoundsNotTaken(t *testing.T) {
 		require.NoError(t, c.Record(t0, rec(first, "c", nil, nil)))
 		rd := c.Ready()
 		require.Len(t, rd.Over, 1)
-		require.Equal(t, []snapshot.Drop{{Process: "b", Peers: ids("a"), After: first, Round: 1}}, rd.Drops)
+		require.Equal(t, []snapshot.Drop{{Process: "b", Peers: ids("a"), After: first, Round: uint64(first)}}, rd.Drops)
 		// a stopped before the round reached it, with b still among its
 		// peers; its stop comes late, after the next snapshot began.
 		c.Stopping("a")
@@ -214,9 +214,13 @@ func TestCoordinatorLateStopForgetsRoundsNotTaken(t *testing.T) {
 		c.Ready()
 		require.NoError(t, c.Record(t0, rec(second, "c", nil, nil)))
 		assert.Empty(t, c.Ready().Over, "a, stopped, is awaited")
+		var took uint64
+		if tookIt {
+			took = uint64(first)
+		}
 		require.NoError(t, c.Stopped(t0, "a", rec(0, "a", nil, one("b", 1)), nil, first, took))
 		rd = c.Ready()
-		if took == 0 {
+		if !tookIt {
 			completeWithDeparted(t, rd, "a")
 			_, held := rd.Over[0].Global.Participant("b")
 			assert.False(t, held, "b was dropped in a round a never took")
@@ -226,6 +230,45 @@ func TestCoordinatorLateStopForgetsRoundsNotTaken(t *testing.T) {
 			assert.Empty(t, rd.Over)
 		}
 	}
+}
+
+// Rule: rounds of drops grow across coordinators. A coordinator that
+// takes over starts its ids after every id before, and numbers its
+// rounds by them: a stop that took the last round of the coordinator
+// before, and comes late to this one, is struck the names this one
+// dropped since; it is not taken as having taken them.
+func TestCoordinatorRoundsGrowAcrossCoordinators(t *testing.T) {
+	before := newCoordinator(t, snapshot.CoordinatorConfig{})
+	require.NoError(t, before.Stopped(t0, "b", rec(0, "b", nil, nil), nil, before.Last(), 0))
+	first, _ := before.Start(t0, ids("a", "c", "d"), "")
+	before.Ready()
+	for _, p := range ids("a", "c", "d") {
+		require.NoError(t, before.Record(t0, rec(first, p, nil, nil)))
+	}
+	rd := before.Ready()
+	require.Len(t, rd.Drops, 1)
+	took := rd.Drops[0].Round // every participant took it
+
+	c := newCoordinator(t, snapshot.CoordinatorConfig{After: before.Last()})
+	require.NoError(t, c.Stopped(t0, "d", rec(0, "d", nil, one("a", 1)), nil, c.Last(), took))
+	second, _ := c.Start(t0, ids("a", "c"), "")
+	c.Ready()
+	require.NoError(t, c.Record(t0, rec(second, "a", one("d", 1), nil)))
+	require.NoError(t, c.Record(t0, rec(second, "c", nil, nil)))
+	rd = c.Ready()
+	require.Len(t, rd.Over, 1)
+	require.Len(t, rd.Drops, 1)
+	assert.Greater(t, rd.Drops[0].Round, took, "the round after a takeover follows the rounds before it")
+	// a stopped before d's round reached it, with d among its peers.
+	c.Stopping("a")
+	third, _ := c.Start(t0, ids("c"), "")
+	c.Ready()
+	require.NoError(t, c.Record(t0, rec(third, "c", nil, nil)))
+	require.NoError(t, c.Stopped(t0, "a", rec(0, "a", one("d", 1), nil), nil, second, took))
+	rd = c.Ready()
+	completeWithDeparted(t, rd, "a")
+	_, held := rd.Over[0].Global.Participant("d")
+	assert.False(t, held, "d was dropped in a round a never took")
 }
 
 // Rule: the names struck off a late stop's final are those dropped in
@@ -241,7 +284,7 @@ func TestCoordinatorLateStopForgetsSendsAfterAStop(t *testing.T) {
 	require.NoError(t, c.Record(t0, rec(first, "c", nil, nil)))
 	rd := c.Ready()
 	require.Len(t, rd.Over, 1)
-	require.Equal(t, []snapshot.Drop{{Process: "b", After: first, Round: 1}}, rd.Drops, "b had no peers")
+	require.Equal(t, []snapshot.Drop{{Process: "b", After: first, Round: uint64(first)}}, rd.Drops, "b had no peers")
 	// c sent to b after b stopped, then stopped itself before it took
 	// the round that dropped b.
 	c.Stopping("c")
