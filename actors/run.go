@@ -52,7 +52,7 @@ func (g *guardian) report(m *reportMsg) {
 	now := g.now()
 	if m.rec != nil {
 		for _, c := range m.children() {
-			g.coord.Require(m.id, c)
+			g.coord.RequireChild(m.id, c)
 		}
 		_ = g.coord.RecordKept(now, m.rec)
 	}

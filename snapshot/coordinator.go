@@ -702,6 +702,25 @@ func (c *Coordinator) Join(p ProcessID) []SnapshotID {
 	return ids
 }
 
+// RequireChild is Require for a child that a participant's record of id
+// names as born before that record. A child dropped before id began,
+// and not already part of id, is left out: its parent named it only
+// because its stop had not reached the parent yet (the drop on its way
+// there, or its termination notice), and a dropped participant can take
+// no part. A child under a name given again after the drop is part of
+// id already when its parent's record comes (its driver says it is born
+// before its parent can record), so it is not left out.
+func (c *Coordinator) RequireChild(id SnapshotID, p ProcessID) {
+	r := c.run(id)
+	if r == nil {
+		return
+	}
+	if round, ok := c.dropped[p]; ok && SnapshotID(round) < id && !r.asm.Involves(p) {
+		return
+	}
+	c.Require(id, p)
+}
+
 // Require says that participant p takes part in snapshot id, if in
 // progress: p was born before a participant's record of id (a child
 // spawned by a participant that had not recorded it), so a message from

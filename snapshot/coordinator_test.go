@@ -193,6 +193,51 @@ func TestCoordinatorDropsDrained(t *testing.T) {
 	assert.False(t, held, "a dropped participant is in no later snapshot")
 }
 
+// Rule: a child that its parent's record names, dropped before the
+// snapshot began, is left out (its parent had not heard it was gone);
+// a child under its name given again, part of the snapshot already
+// (born before the record), stays required.
+func TestCoordinatorRequireChildDropped(t *testing.T) {
+	for _, again := range []bool{false, true} {
+		c := newCoordinator(t, snapshot.CoordinatorConfig{})
+		require.NoError(t, c.Stopped(t0, "p/c", rec(0, "p/c", nil, nil), nil, c.Last(), 0))
+		first, _ := c.Start(t0, ids("p"), "")
+		c.Ready()
+		require.NoError(t, c.Record(t0, rec(first, "p", nil, nil)))
+		rd := c.Ready()
+		require.Len(t, rd.Over, 1)
+		require.Len(t, rd.Drops, 1, "p/c is dropped")
+
+		second, _ := c.Start(t0, ids("p"), "")
+		c.Ready()
+		if again {
+			c.Require(second, "p/c") // born again, before p's record
+		}
+		c.RequireChild(second, "p/c")
+		require.NoError(t, c.Record(t0, rec(second, "p", nil, nil)))
+		rd = c.Ready()
+		if again {
+			assert.Empty(t, rd.Over, "the new p/c is awaited")
+			m, ok := c.Missing(second)
+			require.True(t, ok)
+			assert.Equal(t, ids("p/c"), m.Participants)
+			continue
+		}
+		require.Len(t, rd.Over, 1)
+		require.NoError(t, rd.Over[0].Err)
+		_, held := rd.Over[0].Global.Participant("p/c")
+		assert.False(t, held)
+	}
+	// Without the drop (a child not yet heard of) it is required, as
+	// Require does.
+	c := newCoordinator(t, snapshot.CoordinatorConfig{})
+	id, _ := c.Start(t0, ids("p"), "")
+	c.Ready()
+	c.RequireChild(id, "p/c")
+	require.NoError(t, c.Record(t0, rec(id, "p", nil, nil)))
+	assert.Empty(t, c.Ready().Over, "p/c is awaited")
+}
+
 // Rule: a stop that comes after a round of drops its participant never
 // took (it stopped first) stands in without the participants dropped in
 // that round; one that took the round is taken as it is.
