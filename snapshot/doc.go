@@ -95,9 +95,9 @@
 // A Coordinator is that allocator, and the rest of the coordination, as a
 // pure state machine in the same style: its caller feeds it the starts it
 // wants (Start), what the processes produce (Record, Channel), what the
-// membership does (Stopped, SentTo, Join, Require, Fail), aborts (Abort)
-// and the time (Tick), and carries out CoordinatorReady in the order of
-// its fields: initiate sweeps, store each complete Global and have every
+// membership does (Stopped, Stopping, SentTo, Join, Require,
+// RequireChild, Fail), aborts (Abort) and the time (Tick), and carries
+// out CoordinatorReady in the order of its fields: initiate sweeps, store each complete Global and have every
 // process forget a snapshot that is over (Forget), have the peers of a
 // drained stopped process drop it (DropPeer), hand out the aligned mode's
 // awaited sets, and start snapshots (broadcast or at an initiator). It
