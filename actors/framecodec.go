@@ -51,8 +51,7 @@ const (
 	bitAwaited
 	bitProbe
 	bitGlobal
-	bitRound
-	bitsAll = bitRound<<1 - 1
+	bitsAll = bitGlobal<<1 - 1
 )
 
 // isChannelKind reports whether k is the kind of a channel frame, whose
@@ -90,7 +89,6 @@ func (f *frame) mask() uint64 {
 	set(bitAwaited, f.Awaited != nil)
 	set(bitProbe, f.Probe)
 	set(bitGlobal, f.Global != nil)
-	set(bitRound, f.Round != 0)
 	return m
 }
 
@@ -165,9 +163,6 @@ func appendFrame(b []byte, f *frame) ([]byte, error) {
 	}
 	if m&bitGlobal != 0 {
 		w.blob(f.Global)
-	}
-	if m&bitRound != 0 {
-		w.uvarint(f.Round)
 	}
 	return w.b, w.err
 }
@@ -368,9 +363,6 @@ func (r *frameReader) frame(f *frame, names *interner) {
 	if m&bitGlobal != 0 {
 		f.Global = &snapshot.Global{}
 		r.blob(f.Global)
-	}
-	if m&bitRound != 0 {
-		f.Round = r.uvarint()
 	}
 }
 

@@ -113,10 +113,7 @@ func randomFrame(rng *rand.Rand) *frame {
 		f.After = snapshot.SnapshotID(rng.IntN(100))
 	}
 	if maybe() {
-		f.Drops = []snapshot.Drop{{Process: id(), Peers: ids(), After: 7, Round: rng.Uint64()}}
-	}
-	if maybe() {
-		f.Round = rng.Uint64()
+		f.Drops = []snapshot.Drop{{Process: id(), Peers: ids(), After: 7}}
 	}
 	if maybe() {
 		f.Token = rng.Uint64()

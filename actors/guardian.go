@@ -85,7 +85,7 @@ type (
 		final    snapshot.LocalRecord
 		recorded []snapshot.SnapshotID // the snapshots in progress it recorded
 		after    snapshot.SnapshotID   // the last snapshot started when it left the registry
-		took     uint64                // the last round of drops handed out before it left the registry
+		took     snapshot.SnapshotID   // the last round of drops handed out before it left the registry
 	}
 	restartedMsg struct{ id snapshot.ProcessID }
 	// lostMsg says, counting in sums, that a message a participant sent

@@ -67,7 +67,7 @@ func (g *guardian) forward(msg interface{}) bool {
 		f.K, f.ID, f.From, f.Err = fFail, m.id, m.from, m.err.Error()
 	case *stoppedMsg:
 		final := m.final
-		f.K, f.From, f.Rec, f.Recorded, f.After, f.Round = fStopped, m.id, &final, m.recorded, m.after, m.took
+		f.K, f.From, f.Rec, f.Recorded, f.After, f.ID = fStopped, m.id, &final, m.recorded, m.after, m.took
 	case *restartedMsg:
 		f.K, f.From = fRestarted, m.id
 	case *registered:
@@ -393,7 +393,7 @@ func (g *guardian) coordinatorFrame(f *frame) {
 		g.coord.Abort(g.now(), f.ID, fmt.Errorf("%s: %s", f.From, f.Err))
 	case fStopped:
 		g.s.reg.heard(f.From)
-		_ = g.coord.Stopped(g.now(), f.From, *f.Rec, f.Recorded, f.After, f.Round)
+		_ = g.coord.Stopped(g.now(), f.From, *f.Rec, f.Recorded, f.After, f.ID)
 	case fRestarted:
 		g.coord.Fail(g.now(), f.From, fmt.Errorf("%w: %s", ErrParticipantRestarted, f.From))
 	case fRegistered:

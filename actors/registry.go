@@ -50,9 +50,9 @@ type registry struct {
 	// left the live ones and whose stop the guardian has not heard yet
 	// (stoppingLocked): another member's until the coordinator takes its
 	// stop frame, or the participant is dropped. round is the last round
-	// of drops handed over here (drop).
+	// of drops handed over here (drop; a round is its drops' After).
 	unheard map[snapshot.ProcessID]bool
-	round   uint64
+	round   snapshot.SnapshotID
 	// early holds what other members' participants sent to a name
 	// placed here before a participant of that name was born (its spawn
 	// lags their start), for at most the system's timeout.
@@ -179,7 +179,7 @@ func (r *registry) publishLocked() {
 // It returns the last snapshot started before: those after do not have p
 // among their participants; and the last round of drops handed over
 // before (drop): those after are not handed to p.
-func (r *registry) stop(p *participant) (after snapshot.SnapshotID, round uint64) {
+func (r *registry) stop(p *participant) (after, round snapshot.SnapshotID) {
 	entry := &participant{id: p.id, key: p.key, finalEpoch: p.finalEpoch, parent: p.parent}
 	entry.stopped.Store(true)
 	r.mu.Lock()
@@ -219,9 +219,9 @@ func (r *registry) drop(drops []snapshot.Drop) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	hand := make(map[*participant][]snapshot.ProcessID)
-	var round uint64
+	var round snapshot.SnapshotID
 	for _, d := range drops {
-		round = max(round, d.Round)
+		round = max(round, d.After)
 		for _, id := range d.Peers {
 			if p := r.byID[id]; p != nil {
 				hand[p] = append(hand[p], d.Process)

@@ -30,14 +30,14 @@ func TestRegistryStopNamesTheRoundHandedOut(t *testing.T) {
 	_, round = r.stop(d) // d leaves before the round below
 	assert.Zero(t, round)
 
-	r.drop([]snapshot.Drop{{Process: "b", Peers: []snapshot.ProcessID{"a", "d"}, Round: 4}})
+	r.drop([]snapshot.Drop{{Process: "b", Peers: []snapshot.ProcessID{"a", "d"}, After: 4}})
 	assert.Equal(t, []snapshot.ProcessID{"b"}, a.drops, "a peer")
 	assert.Equal(t, []snapshot.ProcessID{"b"}, c.drops, "a sender since the stop")
 	assert.Empty(t, d.drops, "d had left: its stop names round 0, and b is struck off its final")
 	assert.True(t, a.awaitsNew.Load())
 
 	_, round = r.stop(c)
-	assert.Equal(t, uint64(4), round, "c took round 4 before its final")
+	assert.Equal(t, snapshot.SnapshotID(4), round, "c took round 4 before its final")
 	var unheard []snapshot.ProcessID
 	r.mu.Lock()
 	r.stoppingLocked(func(id snapshot.ProcessID) { unheard = append(unheard, id) })
@@ -71,7 +71,7 @@ func TestRegistryDropReachesTheParent(t *testing.T) {
 	r.stop(gone)
 	r.stop(orphan)
 
-	r.drop([]snapshot.Drop{{Process: "hub/courier", Round: 1}, {Process: "gone/courier", Round: 1}})
+	r.drop([]snapshot.Drop{{Process: "hub/courier", After: 1}, {Process: "gone/courier", After: 1}})
 	assert.Equal(t, []snapshot.ProcessID{"hub/courier"}, hub.drops, "the parent")
 	assert.True(t, hub.awaitsNew.Load())
 	assert.Empty(t, gone.drops, "a parent that stopped")

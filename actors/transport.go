@@ -179,7 +179,7 @@ type frame struct {
 	K        uint8                 `msgpack:"k"`
 	From     snapshot.ProcessID    `msgpack:"f,omitempty"`
 	To       snapshot.ProcessID    `msgpack:"t,omitempty"`
-	ID       snapshot.SnapshotID   `msgpack:"i,omitempty"`
+	ID       snapshot.SnapshotID   `msgpack:"i,omitempty"` // fStopped: the last round of drops the participant took
 	Start    bool                  `msgpack:"b,omitempty"`
 	Stamp    *snapshot.Stamp       `msgpack:"s,omitempty"`
 	Msg      *RecordedMessage      `msgpack:"m,omitempty"`
@@ -199,7 +199,6 @@ type frame struct {
 	Awaited  *awaitedSets          `msgpack:"q,omitempty"` // fStart, aligned: this member's awaited sets from ID on
 	Probe    bool                  `msgpack:"z,omitempty"` // fStart, fAsk: a cut for an analysis, without state
 	Global   *snapshot.Global      `msgpack:"g,omitempty"` // fOver: the analysis's cut, to whoever asked
-	Round    uint64                `msgpack:"k,omitempty"` // fStopped: the last round of drops the participant took
 }
 
 // wireChannel is a channel recording on its way to the coordinator: its

@@ -89,7 +89,7 @@ func FuzzGuardianBatch(f *testing.F) {
 		return b
 	}
 	f.Add(seed(&frame{K: fReport, ID: 3, Rec: &rec, Chans: []wireChannel{{Snapshot: 3, Channel: snapshot.Channel{From: "a", To: "acct-1"}, Seqs: []uint64{4}, Msgs: []RecordedMessage{{Type: "fuzz", Data: []byte{1}}}}}}))
-	f.Add(seed(&frame{K: fStopped, From: "acct-1", Rec: &rec, Round: 2}, &frame{K: fOver, ID: 3, Err: "late", Tokens: []uint64{1}}))
+	f.Add(seed(&frame{K: fStopped, From: "acct-1", Rec: &rec, ID: 2}, &frame{K: fOver, ID: 3, Err: "late", Tokens: []uint64{1}}))
 	f.Add(seed(&frame{K: fStart, ID: 3}))
 	f.Add(seed(&frame{K: fReport, Chans: []wireChannel{{Seqs: []uint64{1}}}}))
 	changes := snapshot.LocalRecord{Snapshot: 4, Process: "acct-1", Sent: []snapshot.PeerCount{{Peer: "acct-2", N: 9}}, Prev: 3, Prior: []uint64{7}, Changes: true, ReceivedTotal: 5}

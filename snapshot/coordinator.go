@@ -80,9 +80,9 @@ type Coordinator struct {
 	sentEarly map[ProcessID]map[ProcessID]bool
 
 	// dropped holds, since the last complete snapshot, the round each
-	// name was last dropped in (Drop.Round): a stop that comes later
+	// name was last dropped in (its Drop.After): a stop that comes later
 	// names who it had not forgotten (Stopped).
-	dropped map[ProcessID]uint64
+	dropped map[ProcessID]SnapshotID
 
 	learned map[Channel]bool // aligned mode: channels complete snapshots showed
 	changed bool             // learned changed since the awaited sets were handed out
@@ -190,17 +190,19 @@ type Outcome struct {
 
 // Drop is a stopped participant drained and dropped. Peers are the
 // participants that must forget it; After is the last snapshot started
-// when it was dropped (none after holds it). Round numbers the Ready
-// that handed it over: its driver hands a round over whole, each
-// participant takes what it holds before its next record, and a stop
-// says the last round handed over before its final counters were taken
-// (Coordinator.Stopped). Rounds grow, across coordinators too: a round
-// is After, the same for every drop in it (0 is no round).
+// when it was dropped (none after holds it).
+//
+// After also numbers the round of drops, the Ready, that handed it over:
+// its driver hands a round over whole, each participant takes what it
+// holds before its next record, and a stop says the last round handed
+// over before its final counters were taken (Coordinator.Stopped).
+// Rounds grow, across coordinators too: a later round follows a later
+// complete snapshot, and a coordinator that takes over starts its ids
+// after every id before.
 type Drop struct {
 	Process ProcessID
 	Peers   []ProcessID
 	After   SnapshotID
-	Round   uint64
 }
 
 // ErrIDsExhausted is returned by Coordinator.Start when no snapshot id is
@@ -404,7 +406,7 @@ func (c *Coordinator) RecordKept(now time.Time, rec *LocalRecord) error {
 // snapshot runs, so that snapshot started after them, and a participant
 // whose stop was still on its way took part in it (live, or said
 // Stopping): it could not complete before the stop came.
-func (c *Coordinator) untold(final *LocalRecord, took uint64) {
+func (c *Coordinator) untold(final *LocalRecord, took SnapshotID) {
 	var gone map[ProcessID]bool
 	strike := func(pcs []PeerCount) {
 		for _, pc := range pcs {
@@ -551,13 +553,13 @@ func (c *Coordinator) run(id SnapshotID) *coordRun {
 // the snapshots in recorded (Process.Active before the stop), when after
 // was the last snapshot started with p among its participants, and took
 // the last round of drops handed to p, and taken, before its final was
-// taken (Drop.Round; 0 if none). The snapshots
+// taken (its Drop.After; 0 if none). The snapshots
 // p recorded hear it will report nothing more; those that await its
 // record, and those that start until it is dropped, take final instead,
 // without the participants dropped in the rounds p did not take: it may
 // have stopped before the word reached it. It is to come after every
 // report of p's. It returns the first error an Assembler gave.
-func (c *Coordinator) Stopped(now time.Time, p ProcessID, final LocalRecord, recorded []SnapshotID, after SnapshotID, took uint64) error {
+func (c *Coordinator) Stopped(now time.Time, p ProcessID, final LocalRecord, recorded []SnapshotID, after SnapshotID, took SnapshotID) error {
 	c.now = now
 	c.untold(&final, took)
 	var first error
@@ -715,7 +717,7 @@ func (c *Coordinator) RequireChild(id SnapshotID, p ProcessID) {
 	if r == nil {
 		return
 	}
-	if round, ok := c.dropped[p]; ok && SnapshotID(round) < id && !r.asm.Involves(p) {
+	if round, ok := c.dropped[p]; ok && round < id && !r.asm.Involves(p) {
 		return
 	}
 	c.Require(id, p)
@@ -907,11 +909,6 @@ func (c *Coordinator) drained(g *Global, asm *Assembler) {
 // the finals of the others and the learned channels no longer name it.
 func (c *Coordinator) dropDrained() {
 	gone := make(map[ProcessID]bool, len(c.drops))
-	// A round is numbered by the last snapshot started: a later round
-	// follows a later complete snapshot, and a coordinator that takes
-	// over starts its ids after every id before, so rounds grow across
-	// coordinators too, as the stops that name one require (Stopped).
-	round := uint64(c.last)
 	for _, d := range c.drops {
 		peers := make(map[ProcessID]bool, len(d.Peers))
 		for _, p := range d.Peers {
@@ -921,11 +918,11 @@ func (c *Coordinator) dropDrained() {
 			peers[p] = true
 		}
 		d.Peers = slices.Sorted(maps.Keys(peers))
-		d.After, d.Round = c.last, round
+		d.After = c.last
 		if c.dropped == nil {
-			c.dropped = make(map[ProcessID]uint64)
+			c.dropped = make(map[ProcessID]SnapshotID)
 		}
-		c.dropped[d.Process] = round
+		c.dropped[d.Process] = c.last
 		gone[d.Process] = true
 		c.ready.Drops = append(c.ready.Drops, d)
 	}

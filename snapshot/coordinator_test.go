@@ -182,7 +182,7 @@ func TestCoordinatorDropsDrained(t *testing.T) {
 	require.NoError(t, c.Record(t0, rec(second, "c", nil, nil)))
 	rd = c.Ready()
 	require.Len(t, rd.Over, 1)
-	assert.Equal(t, []snapshot.Drop{{Process: "b", Peers: ids("a", "c"), After: second, Round: uint64(second)}}, rd.Drops)
+	assert.Equal(t, []snapshot.Drop{{Process: "b", Peers: ids("a", "c"), After: second}}, rd.Drops)
 
 	third, _ := c.Start(t0, ids("a", "c"), "")
 	c.Ready()
@@ -251,7 +251,7 @@ func TestCoordinatorLateStopForgetsRoundsNotTaken(t *testing.T) {
 		require.NoError(t, c.Record(t0, rec(first, "c", nil, nil)))
 		rd := c.Ready()
 		require.Len(t, rd.Over, 1)
-		require.Equal(t, []snapshot.Drop{{Process: "b", Peers: ids("a"), After: first, Round: uint64(first)}}, rd.Drops)
+		require.Equal(t, []snapshot.Drop{{Process: "b", Peers: ids("a"), After: first}}, rd.Drops)
 		// a stopped before the round reached it, with b still among its
 		// peers; its stop comes late, after the next snapshot began.
 		c.Stopping("a")
@@ -259,9 +259,9 @@ func TestCoordinatorLateStopForgetsRoundsNotTaken(t *testing.T) {
 		c.Ready()
 		require.NoError(t, c.Record(t0, rec(second, "c", nil, nil)))
 		assert.Empty(t, c.Ready().Over, "a, stopped, is awaited")
-		var took uint64
+		var took snapshot.SnapshotID
 		if tookIt {
-			took = uint64(first)
+			took = first
 		}
 		require.NoError(t, c.Stopped(t0, "a", rec(0, "a", nil, one("b", 1)), nil, first, took))
 		rd = c.Ready()
@@ -292,7 +292,7 @@ func TestCoordinatorRoundsGrowAcrossCoordinators(t *testing.T) {
 	}
 	rd := before.Ready()
 	require.Len(t, rd.Drops, 1)
-	took := rd.Drops[0].Round // every participant took it
+	took := rd.Drops[0].After // the round; every participant took it
 
 	c := newCoordinator(t, snapshot.CoordinatorConfig{After: before.Last()})
 	require.NoError(t, c.Stopped(t0, "d", rec(0, "d", nil, one("a", 1)), nil, c.Last(), took))
@@ -303,7 +303,7 @@ func TestCoordinatorRoundsGrowAcrossCoordinators(t *testing.T) {
 	rd = c.Ready()
 	require.Len(t, rd.Over, 1)
 	require.Len(t, rd.Drops, 1)
-	assert.Greater(t, rd.Drops[0].Round, took, "the round after a takeover follows the rounds before it")
+	assert.Greater(t, rd.Drops[0].After, took, "the round after a takeover follows the rounds before it")
 	// a stopped before d's round reached it, with d among its peers.
 	c.Stopping("a")
 	third, _ := c.Start(t0, ids("c"), "")
@@ -329,7 +329,7 @@ func TestCoordinatorLateStopForgetsSendsAfterAStop(t *testing.T) {
 	require.NoError(t, c.Record(t0, rec(first, "c", nil, nil)))
 	rd := c.Ready()
 	require.Len(t, rd.Over, 1)
-	require.Equal(t, []snapshot.Drop{{Process: "b", After: first, Round: uint64(first)}}, rd.Drops, "b had no peers")
+	require.Equal(t, []snapshot.Drop{{Process: "b", After: first}}, rd.Drops, "b had no peers")
 	// c sent to b after b stopped, then stopped itself before it took
 	// the round that dropped b.
 	c.Stopping("c")

@@ -93,7 +93,7 @@ type Config struct {
 	// as that registry does; otherwise it stays among the live ones until
 	// its stop comes, as another member's participant does in a cluster
 	// until its member's word of the stop arrives. A late stop names the
-	// participants dropped in between that it never forgot (Drop.Round).
+	// participants dropped in between that it never forgot (Drop.After).
 	StopLag float64
 	// FailRecords, from 0 to 1, is the chance that a process cannot hand
 	// a record on whole, as a participant whose state cannot be encoded:
@@ -231,9 +231,9 @@ type Network struct {
 	// complete snapshot started after its stop shows it drained; then it
 	// is in droppedAt, with the last snapshot started.
 	stopped   []bool
-	unheard   []bool // stopped, and still live to the coordinator (Config.StopLag)
-	stopping  []bool // stopped, said so before each start until the stop comes
-	round     uint64 // the last round of drops handed over (each whole, at once)
+	unheard   []bool              // stopped, and still live to the coordinator (Config.StopLag)
+	stopping  []bool              // stopped, said so before each start until the stop comes
+	round     snapshot.SnapshotID // the last round of drops handed over (each whole, at once; its After)
 	lost      []Lost
 	droppedAt map[int]snapshot.SnapshotID
 
@@ -922,7 +922,7 @@ func (n *Network) coordinate() {
 			}
 		}
 		for _, d := range rd.Drops {
-			n.round = max(n.round, d.Round)
+			n.round = max(n.round, d.After)
 			i := n.index[d.Process]
 			n.droppedAt[i] = d.After
 			n.trace.Dropped(d.Process, d.After)
