@@ -182,7 +182,7 @@ func (s *System) restore(ctx context.Context, g *snapshot.Global, base snapshot.
 			departed[pt.ID] = true
 			// Its sender key names it, as a stopped participant's does.
 			stopped := &participant{id: pt.ID, key: mailbox.SenderKey(s.nextKey.Add(1))}
-			_, _ = s.reg.stop(stopped)
+			s.reg.stop(stopped)
 			s.reg.heard(pt.ID) // the restored coordinator knows it stopped
 			keys[pt.ID] = stopped.key
 			continue

@@ -348,12 +348,7 @@ func TestCoordinatorLateStopForgetsSendsAfterAStop(t *testing.T) {
 // messages would otherwise balance against its earlier records without
 // it, in the Epochs mode.
 func TestCoordinatorStoppingIsRequired(t *testing.T) {
-	c := newCoordinator(t, snapshot.CoordinatorConfig{Mode: snapshot.Epochs})
-	id, _ := c.Start(t0, ids("a", "b"), "")
-	c.Ready()
-	require.NoError(t, c.Record(t0, rec(id, "a", one("b", 1), nil)))
-	require.NoError(t, c.Record(t0, rec(id, "b", nil, one("a", 1))))
-	require.Len(t, c.Ready().Over, 1)
+	c, id := epochsAfterOneMessage(t)
 	c.Stopping("a")
 	next, _ := c.Start(t0, ids("b"), "")
 	c.Ready()
@@ -365,6 +360,20 @@ func TestCoordinatorStoppingIsRequired(t *testing.T) {
 	final.Prev, final.Prior = id, []uint64{1}
 	require.NoError(t, c.Stopped(t0, "a", final, nil, id, 0))
 	completeWithDeparted(t, c.Ready(), "a")
+}
+
+// epochsAfterOneMessage returns a coordinator in the Epochs mode whose
+// first snapshot, of a and b, is complete: a sent b one message, which b
+// received before its record. Its Ledger holds their counters.
+func epochsAfterOneMessage(t *testing.T) (*snapshot.Coordinator, snapshot.SnapshotID) {
+	t.Helper()
+	c := newCoordinator(t, snapshot.CoordinatorConfig{Mode: snapshot.Epochs})
+	id, _ := c.Start(t0, ids("a", "b"), "")
+	c.Ready()
+	require.NoError(t, c.Record(t0, rec(id, "a", one("b", 1), nil)))
+	require.NoError(t, c.Record(t0, rec(id, "b", nil, one("a", 1))))
+	require.Len(t, c.Ready().Over, 1)
+	return c, id
 }
 
 // Rule: a participant born while snapshots run takes part in each.
@@ -528,12 +537,7 @@ func TestCoordinatorChannels(t *testing.T) {
 // snapshot, and its counters reach the Ledger: the next record of its
 // process follows it, and the next snapshot completes.
 func TestCoordinatorFailedKeepsTheLedgerInStep(t *testing.T) {
-	c := newCoordinator(t, snapshot.CoordinatorConfig{Mode: snapshot.Epochs})
-	first, _ := c.Start(t0, ids("a", "b"), "")
-	c.Ready()
-	require.NoError(t, c.Record(t0, rec(first, "a", one("b", 1), nil)))
-	require.NoError(t, c.Record(t0, rec(first, "b", nil, one("a", 1))))
-	require.Len(t, c.Ready().Over, 1)
+	c, first := epochsAfterOneMessage(t)
 
 	// a sent one more, then could not hand its record on.
 	second, _ := c.Start(t0, ids("a", "b"), "")

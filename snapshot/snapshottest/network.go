@@ -690,25 +690,20 @@ func (n *Network) Stop(i int) {
 	if n.cfg.StopLag > 0 && n.rng.Float64() < n.cfg.StopLag {
 		at := n.now + 1 + int64(n.rng.IntN(1+2*max(n.cfg.MaxDelay, 1)))
 		n.logf("%s: its stop reaches the coordinator at tick %d", id, at)
+		// Its driver holds it live until the stop comes, as the
+		// coordinating member of a cluster holds another member's
+		// participant until that member's word of the stop; or it knows
+		// at once that it stopped, as package actors's registry does,
+		// and says so before each start (Coordinator.Stopping).
+		until := n.unheard
 		if n.rng.IntN(2) == 0 {
-			// Its driver knows at once that it stopped, as package
-			// actors's registry does, and says so before each start
-			// (Coordinator.Stopping).
-			n.stopping[i] = true
-			n.lagging = append(n.lagging, laggedStop{at: at, stopped: func() {
-				n.stopping[i] = false
-				stopped()
-			}})
-		} else {
-			// Its driver holds it live until the stop comes, as the
-			// coordinating member of a cluster holds another member's
-			// participant until that member's word of the stop.
-			n.unheard[i] = true
-			n.lagging = append(n.lagging, laggedStop{at: at, stopped: func() {
-				n.unheard[i] = false
-				stopped()
-			}})
+			until = n.stopping
 		}
+		until[i] = true
+		n.lagging = append(n.lagging, laggedStop{at: at, stopped: func() {
+			until[i] = false
+			stopped()
+		}})
 	} else {
 		stopped()
 	}
