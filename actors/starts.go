@@ -3,19 +3,24 @@ package actors
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 
+	"github.com/actorsnap/actorsnap/internal/msgpackbound"
 	"github.com/actorsnap/actorsnap/snapshot"
 )
 
 // A member's side of the coordinator's starts (WithTransport). A start
 // frame, and the drops that precede starts, are taken on the transport's
 // delivery, not by the guardian: whatever the same member sends after
-// them finds them applied. In the aligned mode the start also hands this
-// member's participants the senders whose barriers they await, and
-// channel frames from the other members that name a snapshot this member
-// has not heard of yet are held until its start comes (startGate): a
+// them finds them applied. Channel frames from the other members that
+// name a snapshot this member has not heard of yet are held until its
+// start comes (startGate): a participant never records a snapshot before
+// its member took what the coordinator sent before that snapshot's
+// start, whichever member its first marker, stamp or epoch came from.
+// So a record never names a participant dropped before the snapshot
+// began, nor misses a resync asked before it, and in the aligned mode a
 // participant never begins a snapshot with the awaited set of an older
-// graph, whichever member its first barrier came from.
+// graph (the start hands the senders whose barriers it awaits).
 
 // awaitedSets are the awaited sets of one member's participants from
 // snapshot From on (the snapshot the frame starts).
@@ -23,16 +28,20 @@ type awaitedSets struct {
 	Sets map[snapshot.ProcessID][]snapshot.ProcessID `msgpack:"s,omitempty"`
 }
 
-// startGate holds, in the aligned mode, the frames from other members
-// from a channel frame that names a snapshot not started here yet, in
-// order per member, until its start arrives or the system's timeout
-// passes (the start of a coordinator that died on the way never comes).
+// startGate holds the frames from other members from a channel frame
+// that names a snapshot not started here yet, in order per member, until
+// its start arrives or the system's timeout passes (the start of a
+// coordinator that died on the way never comes).
 type startGate struct {
 	mu       sync.Mutex
-	awaited  map[snapshot.ProcessID][]snapshot.ProcessID // as last handed to this member's participants
-	forced   snapshot.SnapshotID                         // taken as started after a hold timed out
+	awaited  map[snapshot.ProcessID][]snapshot.ProcessID // aligned: as last handed to this member's participants
+	forced   atomic.Uint64                               // taken as started after a hold timed out
 	held     map[string][]heldFrame
 	draining map[string]bool
+	// holding counts the frames held and the members being drained:
+	// with none, a frame that names no snapshot to come passes without
+	// the lock (every message of the epoch mode is asked).
+	holding atomic.Int64
 }
 
 // startFrame takes a start from the coordinating member: awaited sets
@@ -101,6 +110,10 @@ func (s *System) dropFrame(f *frame) {
 // here yet.
 func (s *System) gateHold(from string, b []byte) bool {
 	g := s.gate
+	id := namedIn(b)
+	if g.holding.Load() == 0 && (id == 0 || id <= s.startedHere(g)) {
+		return false
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if len(g.held[from]) > 0 || g.draining[from] {
@@ -111,16 +124,21 @@ func (s *System) gateHold(from string, b []byte) bool {
 			// the start, and may follow it.
 			return false
 		}
-		g.held[from] = append(g.held[from], heldFrame{from, b})
+		g.hold(from, heldFrame{from, b})
 		return true
 	}
-	id := s.names(b)
 	if id == 0 || id <= s.startedHere(g) {
 		return false
 	}
-	g.held[from] = append(g.held[from], heldFrame{from, b})
+	g.hold(from, heldFrame{from, b})
 	s.gateTimer(id)
 	return true
+}
+
+// hold keeps f, the next frame from member from. The caller holds g.mu.
+func (g *startGate) hold(from string, f heldFrame) {
+	g.held[from] = append(g.held[from], f)
+	g.holding.Add(1)
 }
 
 // gateTimer takes snapshot id as started here once the system's timeout
@@ -128,20 +146,20 @@ func (s *System) gateHold(from string, b []byte) bool {
 func (s *System) gateTimer(id snapshot.SnapshotID) {
 	g := s.gate
 	s.cfg.clock.AfterFunc(s.cfg.timeout, func() {
-		g.mu.Lock()
-		g.forced = max(g.forced, id)
-		g.mu.Unlock()
+		for f := g.forced.Load(); f < uint64(id) && !g.forced.CompareAndSwap(f, uint64(id)); f = g.forced.Load() {
+		}
 		s.releaseGate()
 	})
 }
 
 // startedHere is the last snapshot started on this member, or taken as
-// started. The caller holds g.mu.
+// started.
 func (s *System) startedHere(g *startGate) snapshot.SnapshotID {
-	s.reg.mu.RLock()
-	started := s.reg.started
-	s.reg.mu.RUnlock()
-	return max(started, g.forced)
+	var started snapshot.SnapshotID
+	if v := s.reg.view.Load(); v != nil {
+		started = v.started
+	}
+	return max(started, snapshot.SnapshotID(g.forced.Load()))
 }
 
 // isStart reports whether b is a start frame.
@@ -149,23 +167,30 @@ func isStart(b []byte) bool {
 	return len(b) > 0 && b[0] == fStart
 }
 
-// names returns the newest snapshot a channel frame names (a marker's, or
-// the newest a first message's stamp says its sender recorded), or 0.
-func (s *System) names(b []byte) snapshot.SnapshotID {
+// namedIn returns the newest snapshot a channel frame names (a marker's;
+// the newest a first message's stamp says its sender recorded; or the
+// epoch a message carries), or 0. It reads only as far as that: the gate
+// asks it of every frame.
+func namedIn(b []byte) snapshot.SnapshotID {
 	if len(b) == 0 || (b[0] != fMarker && b[0] != fMessage) {
 		return 0
 	}
-	c, err := readChannel(b, &s.interned)
-	if err != nil {
-		return 0 // deliverNow logs it
+	r := frameReader{b: b[1:]}
+	r.bytes() // from
+	r.bytes() // to
+	if b[0] == fMarker {
+		return snapshot.SnapshotID(r.uvarint())
 	}
-	if c.k == fMarker {
-		return c.id
+	switch r.byte1() {
+	case stampEpoch:
+		return snapshot.SnapshotID(r.uvarint())
+	case stampFirst:
+		var st snapshot.Stamp
+		if stamp := r.bytes(); r.err == nil && msgpackbound.Unmarshal(stamp, &st) == nil && len(st.Recorded) > 0 {
+			return slices.Max(st.Recorded)
+		}
 	}
-	if c.stamp != nil && len(c.stamp.Recorded) > 0 {
-		return slices.Max(c.stamp.Recorded)
-	}
-	return 0
+	return 0 // none, or malformed: deliverNow logs it
 }
 
 // releaseGate delivers the frames held for snapshots now started, in
@@ -178,7 +203,7 @@ func (s *System) releaseGate() {
 	var members []string
 	for m, fs := range g.held {
 		if len(fs) > 0 && !g.draining[m] {
-			g.draining[m] = true
+			g.setDraining(m, true)
 			members = append(members, m)
 		}
 	}
@@ -189,19 +214,34 @@ func (s *System) releaseGate() {
 			fs := g.held[m]
 			if len(fs) == 0 {
 				delete(g.held, m)
-				g.draining[m] = false
+				g.setDraining(m, false)
 				g.mu.Unlock()
 				break
 			}
-			if id := s.names(fs[0].b); id > s.startedHere(g) {
-				g.draining[m] = false // id's start, or its timer, goes on
+			if id := namedIn(fs[0].b); id > s.startedHere(g) {
+				g.setDraining(m, false) // id's start, or its timer, goes on
 				g.mu.Unlock()
 				s.gateTimer(id)
 				break
 			}
 			g.held[m] = fs[1:]
+			g.holding.Add(-1)
 			g.mu.Unlock()
 			s.deliverNow(fs[0].from, fs[0].b)
 		}
+	}
+}
+
+// setDraining notes whether member m's held frames are being delivered.
+// The caller holds g.mu.
+func (g *startGate) setDraining(m string, on bool) {
+	if g.draining[m] == on {
+		return
+	}
+	g.draining[m] = on
+	if on {
+		g.holding.Add(1)
+	} else {
+		g.holding.Add(-1)
 	}
 }

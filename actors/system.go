@@ -211,7 +211,7 @@ func newSystem(cfg config, lease persistence.Lease) (*System, error) {
 		reg:      newRegistry(),
 	}
 	s.held.on = cfg.hold
-	if cfg.transport != nil && cfg.mode == snapshot.Aligned {
+	if cfg.transport != nil {
 		s.gate = &startGate{held: make(map[string][]heldFrame), draining: make(map[string]bool)}
 	}
 	// fail stops what has started: the pool's watchdog and the actor
