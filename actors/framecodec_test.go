@@ -60,7 +60,7 @@ func randomFrame(rng *rand.Rand) *frame {
 		}
 		return out
 	}
-	f := &frame{K: uint8(rng.IntN(int(fResynced) + 1))}
+	f := &frame{K: uint8(rng.IntN(int(fDropped) + 1))}
 	if isChannelKind(f.K) {
 		f.K = fReport // channel frames have their own form
 	}

@@ -841,8 +841,14 @@ func (g *guardian) saved(out saveOutcome) {
 // carrying participants long gone: their size and cost follow the live
 // system, not its history.
 func (g *guardian) drop(drops []snapshot.Drop) {
+	var wait []string
+	if g.clustered() {
+		wait = g.s.others()
+	}
+	// Applied here before it leaves: the other members take the drops
+	// as this member's word that it applied them (registry.appliedBy).
+	g.s.reg.drop(drops, wait)
 	g.dropRemote(drops)
-	g.s.reg.drop(drops)
 	if len(g.postponed) > 0 {
 		g.s.root.Send(g.self, &postponedMsg{})
 	}

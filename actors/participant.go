@@ -548,6 +548,9 @@ func (p *participant) targetRef(pid *actor.PID) *targetRef {
 		if pid == nil {
 			return nil
 		}
+		// Dropped ones first: the target may be a new participant under
+		// a dropped one's name, whose channel starts afresh.
+		p.takeDrops()
 		var t *participant
 		if pid.Address != p.sys.actors.Address() {
 			if p.sys.cfg.transport == nil {
@@ -565,7 +568,6 @@ func (p *participant) targetRef(pid *actor.PID) *targetRef {
 			}
 			return p.cacheTarget(pid, t)
 		}
-		p.takeDrops()
 		if t = p.sys.reg.lookupOrStopped(snapshot.ProcessID(pid.Id), p); t == nil {
 			return nil
 		}

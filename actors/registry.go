@@ -57,6 +57,24 @@ type registry struct {
 	// placed here before a participant of that name was born (its spawn
 	// lags their start), for at most the system's timeout.
 	early map[snapshot.ProcessID][]earlyMsg
+	// freeing holds the names of this member's participants dropped in a
+	// round that other members may not have applied yet: a new
+	// participant under such a name could reach their participants
+	// before the drop does, and be counted on the channels of the one
+	// before, which the drop then forgets. The name is refused
+	// (ErrNameStopped) until every member it waits for has said it
+	// applied that round or a later one (applied), or has left.
+	freeing map[snapshot.ProcessID]freeingName
+	// applied holds, per other member, the last round of drops it said
+	// it applied: the coordinator's own with the drops it sends.
+	applied map[string]snapshot.SnapshotID
+}
+
+// freeingName is a dropped name's round and the members whose word that
+// they applied it is awaited.
+type freeingName struct {
+	round snapshot.SnapshotID
+	wait  []string
 }
 
 // earlyMsg is a message for a participant not born yet, from the stand-in
@@ -76,6 +94,8 @@ func newRegistry() registry {
 		remotes: make(map[snapshot.ProcessID]*participant),
 		unheard: make(map[snapshot.ProcessID]bool),
 		early:   make(map[snapshot.ProcessID][]earlyMsg),
+		freeing: make(map[snapshot.ProcessID]freeingName),
+		applied: make(map[string]snapshot.SnapshotID),
 		probes:  make(map[snapshot.SnapshotID]bool),
 	}
 }
@@ -214,14 +234,18 @@ func (r *registry) remove(p *participant) {
 // and a new one under a name finds the word handed. Their stopped
 // entries go too: everything they sent has been received, so no queue
 // holds a message under their keys that its receiver has not already
-// named.
-func (r *registry) drop(drops []snapshot.Drop) {
+// named; so do their stand-ins, whether or not their member's word of
+// their stop came yet.
+//
+// The names of this member's participants are given again only once
+// every member in wait has applied the round too (freeing); with none,
+// at once. It returns the round.
+func (r *registry) drop(drops []snapshot.Drop, wait []string) snapshot.SnapshotID {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	hand := make(map[*participant][]snapshot.ProcessID)
-	var round snapshot.SnapshotID
+	round := maxAfter(drops)
 	for _, d := range drops {
-		round = max(round, d.After)
 		for _, id := range d.Peers {
 			if p := r.byID[id]; p != nil {
 				hand[p] = append(hand[p], d.Process)
@@ -253,12 +277,52 @@ func (r *registry) drop(drops []snapshot.Drop) {
 				delete(r.byKey, k)
 			}
 			delete(r.stopped, id)
+			if len(wait) > 0 {
+				r.freeing[id] = freeingName{round: round, wait: wait}
+			}
 		}
-		if e := r.remotes[id]; e != nil && e.stopped.Load() {
+		if e := r.remotes[id]; e != nil {
+			// Dropped, it stopped; a new participant under its name is
+			// born only once this member applied the drop (freeing).
+			e.stopped.Store(true)
 			delete(r.byKey, e.key)
 			delete(r.remotes, id)
+			r.version++
 		}
 	}
+	return round
+}
+
+// appliedBy notes that member m applied every round of drops up to
+// round, and gives the names that waited for no one else.
+func (r *registry) appliedBy(m string, round snapshot.SnapshotID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if round <= r.applied[m] {
+		return
+	}
+	r.applied[m] = round
+	r.freeLocked()
+}
+
+// freeLocked gives the names whose rounds every member they wait for has
+// applied. The caller holds r.mu.
+func (r *registry) freeLocked() {
+	for id, f := range r.freeing {
+		if !slices.ContainsFunc(f.wait, func(m string) bool { return r.applied[m] < f.round }) {
+			delete(r.freeing, id)
+		}
+	}
+}
+
+// nameFreeLocked reports whether a participant may be born under name id
+// as far as drops go: it is neither stopped and not dropped, nor dropped
+// in a round some other member has not applied yet. The caller holds
+// r.mu.
+func (r *registry) nameFreeLocked(id snapshot.ProcessID) bool {
+	_, stopped := r.stopped[id]
+	_, freeing := r.freeing[id]
+	return !stopped && !freeing
 }
 
 // lookupOrStopped returns the live participant id or, if id stopped and

@@ -30,7 +30,7 @@ func TestRegistryStopNamesTheRoundHandedOut(t *testing.T) {
 	_, round = r.stop(d) // d leaves before the round below
 	assert.Zero(t, round)
 
-	r.drop([]snapshot.Drop{{Process: "b", Peers: []snapshot.ProcessID{"a", "d"}, After: 4}})
+	r.drop([]snapshot.Drop{{Process: "b", Peers: []snapshot.ProcessID{"a", "d"}, After: 4}}, nil)
 	assert.Equal(t, []snapshot.ProcessID{"b"}, a.drops, "a peer")
 	assert.Equal(t, []snapshot.ProcessID{"b"}, c.drops, "a sender since the stop")
 	assert.Empty(t, d.drops, "d had left: its stop names round 0, and b is struck off its final")
@@ -71,7 +71,7 @@ func TestRegistryDropReachesTheParent(t *testing.T) {
 	r.stop(gone)
 	r.stop(orphan)
 
-	r.drop([]snapshot.Drop{{Process: "hub/courier", After: 1}, {Process: "gone/courier", After: 1}})
+	r.drop([]snapshot.Drop{{Process: "hub/courier", After: 1}, {Process: "gone/courier", After: 1}}, nil)
 	assert.Equal(t, []snapshot.ProcessID{"hub/courier"}, hub.drops, "the parent")
 	assert.True(t, hub.awaitsNew.Load())
 	assert.Empty(t, gone.drops, "a parent that stopped")
@@ -82,4 +82,53 @@ func TestRegistryDropReachesTheParent(t *testing.T) {
 	require.NoError(t, err)
 	hub.takeDrops()
 	assert.Empty(t, hub.children, "its records no longer name the child")
+}
+
+// In a cluster, the name of a participant dropped here is given again
+// only once every other member said it applied the round (or a later
+// one), or left: before that, a new participant under the name could
+// reach another member's participants before the drop does, and be
+// counted on the channels of the one before, which the drop then
+// forgets.
+func TestRegistryNameWaitsForEveryMember(t *testing.T) {
+	r := newRegistry()
+	for _, id := range []snapshot.ProcessID{"x", "y"} {
+		p := &participant{id: id, key: mailbox.SenderKey(len(r.byKey) + 1)}
+		r.byID[id], r.byKey[p.key] = p, p
+		r.stop(p)
+	}
+	free := func(id snapshot.ProcessID) bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.nameFreeLocked(id)
+	}
+	assert.False(t, free("x"), "stopped, not dropped")
+
+	round := r.drop([]snapshot.Drop{{Process: "x", After: 5}, {Process: "y", After: 6}}, []string{"m1", "m2"})
+	require.Equal(t, snapshot.SnapshotID(6), round)
+	assert.False(t, free("x"), "no member applied it yet")
+	r.appliedBy("m1", 6)
+	r.appliedBy("m2", 5)
+	assert.False(t, free("x"), "m2 applied only an earlier round")
+	r.appliedBy("m2", 7)
+	assert.True(t, free("x"))
+	assert.True(t, free("y"))
+	assert.Empty(t, r.freeing, "nothing kept once given")
+
+	z := &participant{id: "z", key: 9}
+	r.byID["z"], r.byKey[9] = z, z
+	r.stop(z)
+	r.drop([]snapshot.Drop{{Process: "z", After: 8}}, []string{"m1", "m2"})
+	r.appliedBy("m1", 8)
+	assert.False(t, free("z"))
+	r.memberLeft("m2")
+	assert.True(t, free("z"), "a member that left is not waited for")
+	r.appliedBy("m2", 1)
+	assert.Equal(t, snapshot.SnapshotID(1), r.applied["m2"], "back, it starts with no rounds")
+
+	w := &participant{id: "w", key: 10}
+	r.byID["w"], r.byKey[10] = w, w
+	r.stop(w)
+	r.drop([]snapshot.Drop{{Process: "w", After: 9}}, nil)
+	assert.True(t, free("w"), "alone, a name is given at once")
 }

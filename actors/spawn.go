@@ -202,7 +202,7 @@ func (s *System) newParticipant(kindName string, id snapshot.ProcessID, state []
 	if _, dup := s.reg.byID[id]; dup {
 		return nil, fmt.Errorf("actors: spawning %s: %w", id, actor.ErrNameExists)
 	}
-	if _, ok := s.reg.stopped[id]; ok {
+	if !s.reg.nameFreeLocked(id) {
 		return nil, fmt.Errorf("actors: spawning %s: %w", id, ErrNameStopped)
 	}
 	var err error

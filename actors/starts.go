@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -100,9 +101,30 @@ func (s *System) handRemoteAwaited(id snapshot.SnapshotID, sets map[snapshot.Pro
 }
 
 // dropFrame takes the coordinator's drops: the peers here forget each
-// dropped participant, then its name may be given again.
-func (s *System) dropFrame(f *frame) {
-	s.reg.drop(f.Drops)
+// dropped participant, then its name may be given again once every other
+// member applied them too. The coordinator applied them before it sent
+// them; this member tells the others it did, as it takes them.
+func (s *System) dropFrame(from string, f *frame) {
+	s.reg.appliedBy(from, maxAfter(f.Drops))
+	others := slices.DeleteFunc(s.others(), func(m string) bool { return m == from })
+	round := s.reg.drop(f.Drops, others)
+	b, err := appendFrame(nil, &frame{K: fDropped, After: round})
+	if err != nil {
+		s.log.Error("encoding a frame for a cluster member", slog.Any("error", err))
+		return
+	}
+	for _, m := range others {
+		s.sendBytes(m, b)
+	}
+}
+
+// maxAfter returns the round of drops: their last After.
+func maxAfter(drops []snapshot.Drop) snapshot.SnapshotID {
+	var round snapshot.SnapshotID
+	for _, d := range drops {
+		round = max(round, d.After)
+	}
+	return round
 }
 
 // gateHold reports whether the gate keeps frame b from member from: one

@@ -148,6 +148,7 @@ const (
 	fResync                      // coordinator: To is to list all its counters in its next record
 	fResyncAll                   // a new coordinator: every participant here is to list all its counters in its next record
 	fResynced                    // member: its participants were asked (fResyncAll)
+	fDropped                     // member: it applied the drops up to round After
 )
 
 // fBatch begins a run of frames for the receiving member's guardian, sent
@@ -298,7 +299,9 @@ func (s *System) deliverNow(from string, b []byte) {
 	case fStart:
 		s.startFrame(&f)
 	case fDrop:
-		s.dropFrame(&f)
+		s.dropFrame(from, &f)
+	case fDropped:
+		s.reg.appliedBy(from, f.After)
 	default:
 		if err := f.check(); err != nil {
 			s.log.Error("malformed frame from a cluster member", slog.String("member", from), slog.Any("error", err))
@@ -583,6 +586,17 @@ func (r *registry) memberLeft(addr string) []snapshot.ProcessID {
 			delete(r.unheard, id) // no stop comes from a member gone
 		}
 	}
+	// Nor any word that it applied a round of drops: the names waiting
+	// for it wait for the others only. Should it come back, it comes
+	// back with no rounds applied.
+	for id, f := range r.freeing {
+		if slices.Contains(f.wait, addr) {
+			f.wait = slices.DeleteFunc(slices.Clone(f.wait), func(m string) bool { return m == addr })
+			r.freeing[id] = f
+		}
+	}
+	delete(r.applied, addr)
+	r.freeLocked()
 	if len(ids) > 0 {
 		r.version++
 	}
