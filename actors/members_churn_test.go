@@ -181,19 +181,25 @@ func xHeld(t *testing.T, g *snapshot.Global) int {
 // snapshot holds every token.
 func TestStoppedParticipantsAcrossMembers(t *testing.T) {
 	for _, mode := range []snapshot.Mode{snapshot.Unaligned, snapshot.Aligned, snapshot.Epochs} {
-		t.Run(mode.String(), func(t *testing.T) {
-			const hubs, tokens = 6, 12
-			_, systems, c := startChurnCluster(t, hubs, tokens, actors.WithMode(mode))
-			for i := range 30 {
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				g, err := systems[i%3].Snapshot(ctx)
-				cancel()
-				require.NoError(t, err)
-				require.NoError(t, g.Verify())
-				require.Equal(t, tokens, xHeld(t, g), "snapshot %d holds every token", g.ID)
-			}
-			t.Logf("%d couriers came and went, %d under the name of one before", c.couriers.Load(), c.reused.Load())
-			assert.Positive(t, c.reused.Load(), "names of dropped couriers are given again")
-		})
+		inits := []actors.Initiation{actors.Broadcast, actors.Flooding}
+		if mode == snapshot.Epochs {
+			inits = append(inits, actors.Lazy)
+		}
+		for _, init := range inits {
+			t.Run(fmt.Sprintf("%s/initiation=%d", mode, init), func(t *testing.T) {
+				const hubs, tokens = 6, 12
+				_, systems, c := startChurnCluster(t, hubs, tokens, actors.WithMode(mode), actors.WithInitiation(init))
+				for i := range 30 {
+					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+					g, err := systems[i%3].Snapshot(ctx)
+					cancel()
+					require.NoError(t, err)
+					require.NoError(t, g.Verify())
+					require.Equal(t, tokens, xHeld(t, g), "snapshot %d holds every token", g.ID)
+				}
+				t.Logf("%d couriers came and went, %d under the name of one before", c.couriers.Load(), c.reused.Load())
+				assert.Positive(t, c.reused.Load(), "names of dropped couriers are given again")
+			})
+		}
 	}
 }

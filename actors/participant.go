@@ -2,6 +2,7 @@ package actors
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -947,6 +948,28 @@ func (p *participant) turnEnd() {
 	p.late.flush(p.report)
 }
 
+// recordBeforeStop records every snapshot in progress that the
+// participant takes part in and has not recorded, as a spontaneous
+// initiation may at any moment. Its final counters would stand in for
+// those records, but in a cluster the coordinator may not know it takes
+// part: its member announced its birth, and a snapshot that started
+// before the announcement arrived does not have it among the live ones.
+// A record that names it later (a message its parent sent it before the
+// cut) would then wait for a record that never comes. A snapshot it was
+// born after the cut of is finished here, and left alone.
+func (p *participant) recordBeforeStop() {
+	v := p.sys.reg.view.Load()
+	if v == nil {
+		return
+	}
+	for _, id := range v.pending {
+		if err := p.proc.Initiate(id); err != nil && !errors.Is(err, snapshot.ErrFinished) {
+			p.fail(id, err)
+		}
+	}
+	p.act()
+}
+
 // depart runs when the actor has stopped: receivers of its channels are
 // told nothing more will come, and the guardian gets its final counters.
 func (p *participant) depart() {
@@ -958,6 +981,9 @@ func (p *participant) depart() {
 	// snapshot.Coordinator.Stopped). A later round may not reach it.
 	after, took := p.sys.reg.stop(p)
 	p.takeAwaited()
+	if p.sys.cfg.transport != nil && !p.aligned {
+		p.recordBeforeStop()
+	}
 	if p.sums {
 		p.loseQueued()
 	}
