@@ -28,24 +28,46 @@ type churnToken struct{ Hop int }
 // churnStart makes a hub send off the tokens it holds.
 type churnStart struct{}
 
-// churn is the shared wiring of a churn workload.
+// churn is the shared wiring of a churn workload, on one system or
+// several (members of a cluster).
 type churn struct {
-	sys      *System
 	hubs     []*actor.PID
+	names    int          // each hub's pool of courier names
 	couriers atomic.Int64 // spawned so far
 	reused   atomic.Int64 // of them, under the name of one that stopped
 	park     atomic.Bool  // hubs keep the tokens that reach them
 	parked   atomic.Int64
 	allIn    chan struct{} // closed when every token is parked
 	tokens   int64
+	mu       sync.Mutex
+	seeds    *rand.Rand // each courier's generator is seeded from it
 }
 
-// hub forwards every token through a new courier to a random hub, or keeps
-// it once the workload parks. Held, the tokens it keeps, is its state.
+func newChurn(names int, tokens int64, seed uint64) *churn {
+	return &churn{names: names, tokens: tokens, allIn: make(chan struct{}), seeds: rand.New(rand.NewPCG(seed, 2))}
+}
+
+// register gives sys the kinds "hub", each holding held tokens at first,
+// and "courier".
+func (c *churn) register(sys *System, held int) error {
+	if err := sys.RegisterKind("hub", func() actor.Actor { return &hub{Held: held, c: c, sys: sys} }); err != nil {
+		return err
+	}
+	return sys.RegisterKind("courier", func() actor.Actor {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return &courier{c: c, rng: rand.New(rand.NewPCG(c.seeds.Uint64(), 0))}
+	})
+}
+
+// hub forwards every token through a new courier of its system to a
+// random hub, or keeps it once the workload parks. Held, the tokens it
+// keeps, is its state.
 type hub struct {
 	Held    int
-	c       *churn `msgpack:"-"` // the test's harness
-	spawned int    `msgpack:"-"` // names couriers: a restarted hub starts again
+	c       *churn  `msgpack:"-"` // the test's harness
+	sys     *System `msgpack:"-"` // its member's, which spawns its couriers
+	spawned int     `msgpack:"-"` // names couriers: a restarted hub starts again
 }
 
 func (h *hub) Receive(ctx actor.Context) {
@@ -72,22 +94,19 @@ func (h *hub) Receive(ctx actor.Context) {
 func (h *hub) pass(ctx actor.Context, hop int) {
 	h.c.couriers.Add(1)
 	h.spawned++
-	name := fmt.Sprintf("courier-%d", h.spawned%courierNames)
-	pid, err := ctx.SpawnNamed(h.c.sys.Props("courier"), name)
+	name := fmt.Sprintf("courier-%d", h.spawned%h.c.names)
+	pid, err := ctx.SpawnNamed(h.sys.Props("courier"), name)
 	switch {
-	case err == nil && h.spawned > courierNames:
+	case err == nil && h.spawned > h.c.names:
 		h.c.reused.Add(1)
 	case errors.Is(err, ErrNameStopped) || errors.Is(err, actor.ErrNameExists):
-		pid, err = ctx.SpawnNamed(h.c.sys.Props("courier"), fmt.Sprintf("courier-once-%d", h.spawned))
+		pid, err = ctx.SpawnNamed(h.sys.Props("courier"), fmt.Sprintf("courier-once-%d", h.spawned))
 	}
 	if err != nil {
 		panic(err)
 	}
 	ctx.Send(pid, &churnToken{Hop: hop})
 }
-
-// courierNames is the size of each hub's pool of courier names.
-const courierNames = 16
 
 // courier hands its one token to a random hub and stops.
 type courier struct {
@@ -131,16 +150,8 @@ func TestStoppedParticipantsLeaveTheSnapshots(t *testing.T) {
 		sys, err := NewSystem(testMessages, mode, WithTimeout(testTimeout))
 		require.NoError(t, err)
 		defer shutdown(t, sys)
-		c := &churn{sys: sys, allIn: make(chan struct{}), tokens: tokens}
-		var mu sync.Mutex
-		seeds := rand.New(rand.NewPCG(1, 2))
-		newRng := func() *rand.Rand {
-			mu.Lock()
-			defer mu.Unlock()
-			return rand.New(rand.NewPCG(seeds.Uint64(), 0))
-		}
-		require.NoError(t, sys.RegisterKind("hub", func() actor.Actor { return &hub{Held: tokens / hubs, c: c} }))
-		require.NoError(t, sys.RegisterKind("courier", func() actor.Actor { return &courier{c: c, rng: newRng()} }))
+		c := newChurn(16, tokens, 1)
+		require.NoError(t, c.register(sys, tokens/hubs))
 		for i := range hubs {
 			pid, err := sys.Spawn("hub", fmt.Sprintf("hub-%d", i))
 			require.NoError(t, err)

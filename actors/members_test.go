@@ -474,33 +474,39 @@ func TestMembersInProcess(t *testing.T) {
 		seed = uint64(time.Now().UnixNano())
 	}
 	t.Logf("seed %d (rerun with -members-seed %d)", seed, seed)
+	forModesAndInitiations(t, func(t *testing.T, mode snapshot.Mode, init actors.Initiation) {
+		rng := rand.New(rand.NewPCG(seed, uint64(mode)*2+uint64(init)))
+		c := startMemCluster(t, 3, 30, 2, actors.WithMode(mode), actors.WithInitiation(init))
+		for range 12 {
+			// Hold one or two links for the snapshot's start.
+			var held [][2]int
+			for range 1 + rng.IntN(2) {
+				from, to := rng.IntN(3), rng.IntN(3)
+				if from != to {
+					c.members[from].pause(c.members[to].addr, true)
+					held = append(held, [2]int{from, to})
+				}
+			}
+			done := c.snapshotAsync(rng.IntN(3))
+			for _, h := range held {
+				runtimeYield(rng.IntN(50))
+				c.members[h[0]].pause(c.members[h[1]].addr, false)
+			}
+			awaitSnapshot(t, done, mode)
+		}
+	})
+}
+
+// forModesAndInitiations runs test as a subtest for every mode and each
+// of its initiations.
+func forModesAndInitiations(t *testing.T, test func(t *testing.T, mode snapshot.Mode, init actors.Initiation)) {
 	for _, mode := range []snapshot.Mode{snapshot.Unaligned, snapshot.Aligned, snapshot.Epochs} {
 		inits := []actors.Initiation{actors.Broadcast, actors.Flooding}
 		if mode == snapshot.Epochs {
 			inits = append(inits, actors.Lazy)
 		}
 		for _, init := range inits {
-			t.Run(fmt.Sprintf("%s/initiation=%d", mode, init), func(t *testing.T) {
-				rng := rand.New(rand.NewPCG(seed, uint64(mode)*2+uint64(init)))
-				c := startMemCluster(t, 3, 30, 2, actors.WithMode(mode), actors.WithInitiation(init))
-				for range 12 {
-					// Hold one or two links for the snapshot's start.
-					var held [][2]int
-					for range 1 + rng.IntN(2) {
-						from, to := rng.IntN(3), rng.IntN(3)
-						if from != to {
-							c.members[from].pause(c.members[to].addr, true)
-							held = append(held, [2]int{from, to})
-						}
-					}
-					done := c.snapshotAsync(rng.IntN(3))
-					for _, h := range held {
-						runtimeYield(rng.IntN(50))
-						c.members[h[0]].pause(c.members[h[1]].addr, false)
-					}
-					awaitSnapshot(t, done, mode)
-				}
-			})
+			t.Run(fmt.Sprintf("%s/initiation=%d", mode, init), func(t *testing.T) { test(t, mode, init) })
 		}
 	}
 }
