@@ -438,6 +438,7 @@ func (g *guardian) members() {
 	}
 	was := g.known
 	g.known = now
+	g.s.reg.membersNow(now)
 	var gone []string
 	for _, m := range was {
 		if !slices.Contains(now, m) {

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -313,6 +314,25 @@ func (r *registry) freeLocked() {
 			delete(r.freeing, id)
 		}
 	}
+}
+
+// membersNow takes the cluster's members: no word that it applied a
+// round of drops comes from one that is not among them, so the names
+// waiting for it wait for the others only, and one that comes back
+// starts with no rounds applied. Every member not among them counts,
+// one that left before this member knew it too.
+func (r *registry) membersNow(members []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	gone := func(m string) bool { return !slices.Contains(members, m) }
+	for id, f := range r.freeing {
+		if slices.ContainsFunc(f.wait, gone) {
+			f.wait = slices.DeleteFunc(slices.Clone(f.wait), gone)
+			r.freeing[id] = f
+		}
+	}
+	maps.DeleteFunc(r.applied, func(m string, _ snapshot.SnapshotID) bool { return gone(m) })
+	r.freeLocked()
 }
 
 // nameFreeLocked reports whether a participant may be born under name id

@@ -121,7 +121,7 @@ func TestRegistryNameWaitsForEveryMember(t *testing.T) {
 	r.drop([]snapshot.Drop{{Process: "z", After: 8}}, []string{"m1", "m2"})
 	r.appliedBy("m1", 8)
 	assert.False(t, free("z"))
-	r.memberLeft("m2")
+	r.membersNow([]string{"m0", "m1"})
 	assert.True(t, free("z"), "a member that left is not waited for")
 	r.appliedBy("m2", 1)
 	assert.Equal(t, snapshot.SnapshotID(1), r.applied["m2"], "back, it starts with no rounds")

@@ -586,17 +586,6 @@ func (r *registry) memberLeft(addr string) []snapshot.ProcessID {
 			delete(r.unheard, id) // no stop comes from a member gone
 		}
 	}
-	// Nor any word that it applied a round of drops: the names waiting
-	// for it wait for the others only. Should it come back, it comes
-	// back with no rounds applied.
-	for id, f := range r.freeing {
-		if slices.Contains(f.wait, addr) {
-			f.wait = slices.DeleteFunc(slices.Clone(f.wait), func(m string) bool { return m == addr })
-			r.freeing[id] = f
-		}
-	}
-	delete(r.applied, addr)
-	r.freeLocked()
 	if len(ids) > 0 {
 		r.version++
 	}
