@@ -245,8 +245,9 @@ func (r *registry) drop(drops []snapshot.Drop, wait []string) snapshot.SnapshotI
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	hand := make(map[*participant][]snapshot.ProcessID)
-	round := maxAfter(drops)
+	var round snapshot.SnapshotID
 	for _, d := range drops {
+		round = max(round, d.After)
 		for _, id := range d.Peers {
 			if p := r.byID[id]; p != nil {
 				hand[p] = append(hand[p], d.Process)

@@ -105,9 +105,9 @@ func (s *System) handRemoteAwaited(id snapshot.SnapshotID, sets map[snapshot.Pro
 // member applied them too. The coordinator applied them before it sent
 // them; this member tells the others it did, as it takes them.
 func (s *System) dropFrame(from string, f *frame) {
-	s.reg.appliedBy(from, maxAfter(f.Drops))
 	others := slices.DeleteFunc(s.others(), func(m string) bool { return m == from })
 	round := s.reg.drop(f.Drops, others)
+	s.reg.appliedBy(from, round)
 	b, err := appendFrame(nil, &frame{K: fDropped, After: round})
 	if err != nil {
 		s.log.Error("encoding a frame for a cluster member", slog.Any("error", err))
@@ -116,15 +116,6 @@ func (s *System) dropFrame(from string, f *frame) {
 	for _, m := range others {
 		s.sendBytes(m, b)
 	}
-}
-
-// maxAfter returns the round of drops: their last After.
-func maxAfter(drops []snapshot.Drop) snapshot.SnapshotID {
-	var round snapshot.SnapshotID
-	for _, d := range drops {
-		round = max(round, d.After)
-	}
-	return round
 }
 
 // gateHold reports whether the gate keeps frame b from member from: one
