@@ -15,6 +15,9 @@ import (
 var (
 	seeds = flag.Int("seeds", 10000, "number of seeds for the randomized property tests")
 	seed  = flag.Uint64("seed", 0, "run only this seed of the randomized property tests")
+	// seedsFrom moves every randomized test's seeds, so that a long run
+	// can try seeds the default runs never do.
+	seedsFrom = flag.Uint64("seeds-from", 1, "first seed of the randomized tests (each runs its count of seeds from it)")
 )
 
 // randomRun derives a whole bank run from one seed: graph shape and size,
@@ -96,16 +99,16 @@ func bankRun(r *rand.Rand, s uint64, g snapshottest.Graph, broadcast []float64) 
 	}
 }
 
-// seedRange returns the seeds a randomized test runs: n from 1, short
-// under -short, or the one -seed names.
+// seedRange returns the seeds a randomized test runs: n from -seeds-from
+// (1 by default), short under -short, or the one -seed names.
 func seedRange(n, short int) (first, count uint64) {
 	switch {
 	case *seed != 0:
 		return *seed, 1
 	case testing.Short():
-		return 1, uint64(short)
+		return *seedsFrom, uint64(short)
 	}
-	return 1, uint64(n)
+	return *seedsFrom, uint64(n)
 }
 
 // TestRandomized runs the bank over thousands of random graphs with cycles,
