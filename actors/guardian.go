@@ -631,6 +631,11 @@ func (g *guardian) start(reply chan<- result, direct, probe bool, remote ...remo
 	g.s.log.Debug("snapshot started", slog.Uint64("id", uint64(id)), slog.Int("participants", len(parts)))
 
 	r.timers = append(r.timers, g.later(g.s.cfg.timeout, &timerMsg{id: id}))
+	if !direct && (g.s.cfg.initiation == Flooding || g.s.cfg.initiation == Lazy) {
+		// Whether or not this member hosts any participant: those of the
+		// other members that nothing reaches are swept up from here too.
+		r.timers = append(r.timers, g.later(g.sweepEvery(), &timerMsg{id: id, sweep: true}))
+	}
 	switch {
 	case len(parts) == 0:
 	case direct:
@@ -655,12 +660,10 @@ func (g *guardian) start(reply chan<- result, direct, probe bool, remote ...remo
 				}
 			}
 		}
-		r.timers = append(r.timers, g.later(g.sweepEvery(), &timerMsg{id: id, sweep: true}))
 	case g.s.cfg.initiation == Lazy:
 		// Each participant records at its next message; the sweep starts
 		// those still silent.
 		g.s.publishEpoch(id)
-		r.timers = append(r.timers, g.later(g.sweepEvery(), &timerMsg{id: id, sweep: true}))
 	default:
 		broadcast(id, parts, g.s.cfg.hurried())
 	}
