@@ -667,6 +667,12 @@ func (g *guardian) start(reply chan<- result, direct, probe bool, remote ...remo
 	default:
 		broadcast(id, parts, g.s.cfg.hurried())
 	}
+	if g.s.gate != nil && g.s.gate.holding.Load() > 0 {
+		// Frames that name a snapshot the coordinator before started and
+		// this member never heard of (a takeover) go on now, behind the
+		// start, as they do on the other members (startFrame).
+		g.s.releaseGate()
+	}
 }
 
 // carry carries out what the Coordinator asks, in the order of its

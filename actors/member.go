@@ -341,10 +341,15 @@ func (g *guardian) memberFrame(from string, f *frame) {
 			p.handResync()
 		}
 	case fResyncAll:
-		// Its participants were asked as it was delivered.
-		g.post(from, &frame{K: fResynced})
+		// Its participants were asked as it was delivered. The last
+		// start this member heard goes with the confirmation.
+		reg.mu.RLock()
+		seen := reg.started
+		reg.mu.RUnlock()
+		g.post(from, &frame{K: fResynced, After: seen})
 	case fResynced:
 		if g.coordinating() {
+			g.coord.NumberAfter(f.After)
 			g.resynced(from)
 		}
 	case fOver:
@@ -543,21 +548,30 @@ func (g *guardian) takeOver() {
 	g.coord = g.newCoordinator(after, nil)
 	g.s.log.Info("coordinating the cluster's snapshots", slog.String("member", g.s.cfg.transport.Self()),
 		slog.Uint64("after", uint64(g.coord.Last())))
-	if g.s.cfg.mode == snapshot.Epochs && after > 0 && !g.s.held.holding() {
-		// A participant's record of what changed follows its last record,
-		// whose counters the coordinator before held and this one does
-		// not: every participant lists all its counters in its next
-		// record (fResyncAll asks each member's own), so that the first
-		// snapshot here does not abort for each of them. A member asks
-		// its participants as the frame is delivered, then confirms
-		// (fResynced); this coordinator's first start waits for every
-		// confirmation (at most the timeout): a participant could
-		// otherwise record for it, at a message from another member's
-		// participant that recorded, before the frame reached its own
-		// member. With no snapshot before, there is no record to follow;
-		// in a restore (this member holds what others send until its
-		// participants are back) every participant is new, and its
-		// first record lists all its counters.
+	if (after > 0 || g.coordinator != "") && !g.s.held.holding() {
+		// Before its first start, this coordinator hears from every
+		// member (fResyncAll, confirmed by fResynced), and its first
+		// start waits for every confirmation (at most the timeout):
+		//
+		//  - Each confirmation carries the last start its member heard,
+		//    and ids go on after the highest. The coordinator before may
+		//    have died while its start reached some members and not this
+		//    one: their participants recorded that snapshot for it, and a
+		//    start here under the same id would never be recorded again.
+		//  - In the epoch mode, a participant's record of what changed
+		//    follows its last record, whose counters the coordinator
+		//    before held and this one does not: every participant lists
+		//    all its counters in its next record, so that the first
+		//    snapshot here does not abort for each of them. A member asks
+		//    its participants as the frame is delivered, before it
+		//    confirms: a participant could otherwise record for the first
+		//    start, at a message from another member's participant that
+		//    recorded, before the frame reached its own member.
+		//
+		// A cluster's first coordinator has no one before it. In a
+		// restore (this member holds what others send until its
+		// participants are back) every participant is new, ids start
+		// alike on every member, and a first record lists all counters.
 		g.resyncing = make(map[string]bool)
 		for _, m := range g.resyncAll() {
 			g.resyncing[m] = true

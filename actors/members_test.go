@@ -89,6 +89,15 @@ func (n *memNet) insert(m *memMember) {
 	})
 }
 
+// remove takes m out of n's members, as a member that dies: its queues
+// stop, and what they held is lost.
+func (n *memNet) remove(m *memMember) {
+	m.Detach()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.members = slices.DeleteFunc(n.members, func(o *memMember) bool { return o == m })
+}
+
 func (n *memNet) member(addr string) *memMember {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -337,6 +346,38 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// die ends member i as a process killed would: its queues stop, what
+// they held is lost, and its hold on the store goes with it. The others
+// hear that it left.
+func (c *memCluster) die(t *testing.T, i int) {
+	t.Helper()
+	m, sys := c.members[i], c.systems[i]
+	c.net.remove(m)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = sys.Shutdown(ctx) // it aborts the snapshots it coordinated
+	c.members = slices.Delete(c.members, i, i+1)
+	c.systems = slices.Delete(c.systems, i, i+1)
+	for _, s := range c.systems {
+		s.MembersChanged()
+	}
+}
+
+// snapshotWhileChanging is snapshot asked again while the answer is that
+// coordination is moving to another member, for at most 30 s.
+func (c *memCluster) snapshotWhileChanging(i int) (*snapshot.Global, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		g, err := c.snapshot(i)
+		if err == nil || !strings.Contains(err.Error(), "it is changing") || time.Now().After(deadline) {
+			return g, err
+		}
+		<-tick.C
+	}
+}
+
 // snapshot takes a snapshot from system i and checks it.
 func (c *memCluster) snapshot(i int) (*snapshot.Global, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -404,6 +445,44 @@ func TestTakeOverAsksForAllCounters(t *testing.T) {
 	}
 	require.NotContains(t, logs.String(), "lost track of participants' records")
 	require.NotContains(t, logs.String(), "lost a record of a participant")
+}
+
+// A coordinator that dies while its start reaches some members and not
+// the next coordinator: the participants of the members that heard it
+// record it, and send messages that name it, which the next
+// coordinator's member holds at its gate. The next coordinator numbers
+// its snapshots after every id a member heard of (each member's
+// confirmation of the takeover says its last, and passes the gate), not
+// only after those it heard itself, and its first start releases what
+// its member held: its first snapshot is not numbered as one that
+// participants already recorded for the coordinator that died, and it
+// completes, as do the ones after it. Every mode and initiation; the
+// coordinator that dies hosts no participant.
+func TestTakeOverNumbersAfterEveryMembersStarts(t *testing.T) {
+	forModesAndInitiations(t, func(t *testing.T, mode snapshot.Mode, init actors.Initiation) {
+		var logs testenv.SyncBuffer
+		c := startMemCluster(t, 2, 30, 2, actors.WithMode(mode), actors.WithInitiation(init),
+			actors.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+		awaitSnapshot(t, c.snapshotAsync(1), mode)
+		c.join(t, "a0") // coordinates, and hosts no participant
+		g := awaitSnapshot(t, c.snapshotAsync(0), mode)
+
+		a0, next := c.members[0], c.members[1]
+		a0.pause(next.addr, true)
+		other := c.systems[2]
+		sent := other.Traffic().StateBytes
+		dying := c.snapshotAsync(0)
+		eventually(t, "participants of the member that heard the start recorded", func() bool {
+			return other.Traffic().StateBytes > sent
+		})
+		c.die(t, 0)
+		for i := range 3 {
+			after, err := c.snapshotWhileChanging(i % 2)
+			require.NoError(t, err, "snapshot %d after the takeover: %s", i+1, logs.String())
+			require.Greater(t, after.ID, g.ID+1, "numbered after the start the members heard")
+		}
+		<-dying // ends with its coordinator, one way or the other
+	})
 }
 
 // A record lost on its way from a member: its participant's next record

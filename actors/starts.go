@@ -130,11 +130,7 @@ func (s *System) gateHold(from string, b []byte) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if len(g.held[from]) > 0 || g.draining[from] {
-		if isStart(b) {
-			// A start is never held: the frames held may be waiting for
-			// it. They come from the coordinator's participants in the
-			// moment between its publishing the snapshot and its sending
-			// the start, and may follow it.
+		if passesGate(b) {
 			return false
 		}
 		g.hold(from, heldFrame{from, b})
@@ -175,9 +171,19 @@ func (s *System) startedHere(g *startGate) snapshot.SnapshotID {
 	return max(started, snapshot.SnapshotID(g.forced.Load()))
 }
 
-// isStart reports whether b is a start frame.
-func isStart(b []byte) bool {
-	return len(b) > 0 && b[0] == fStart
+// passesGate reports whether b goes on even behind frames the gate
+// holds, for the frames held may be waiting for what it brings:
+//
+//   - a start: the frames held come from the coordinator's participants
+//     in the moment between its publishing the snapshot and its sending
+//     the start, and may follow it;
+//   - a member's confirmation to a coordinator that took over
+//     (fResynced): the frames held may name a snapshot that the
+//     coordinator before started and this member never heard of, and
+//     the first start here waits for every confirmation. It bears on no
+//     participant.
+func passesGate(b []byte) bool {
+	return len(b) > 0 && (b[0] == fStart || b[0] == fResynced)
 }
 
 // namedIn returns the newest snapshot a channel frame names (a marker's;

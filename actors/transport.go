@@ -147,7 +147,7 @@ const (
 	fOutside                     // a message to To from outside the snapshots
 	fResync                      // coordinator: To is to list all its counters in its next record
 	fResyncAll                   // a new coordinator: every participant here is to list all its counters in its next record
-	fResynced                    // member: its participants were asked (fResyncAll)
+	fResynced                    // member: its participants were asked (fResyncAll); After, the last start it heard. Alone, never in a batch: the start gate lets it pass
 	fDropped                     // member: it applied the drops up to round After
 )
 
@@ -166,7 +166,7 @@ const maxBatch = 1 << 20
 // member's guardian, rather than being acted on as they are delivered.
 func forGuardian(k uint8) bool {
 	switch k {
-	case fInitiate, fOver, fReport, fFail, fStopped, fRestarted, fRegistered, fAsk, fResync, fResynced:
+	case fInitiate, fOver, fReport, fFail, fStopped, fRestarted, fRegistered, fAsk, fResync:
 		return true
 	}
 	return false
@@ -302,6 +302,8 @@ func (s *System) deliverNow(from string, b []byte) {
 		s.dropFrame(from, &f)
 	case fDropped:
 		s.reg.appliedBy(from, f.After)
+	case fResynced:
+		s.tell(&memberFrame{from: from, f: &f})
 	default:
 		if err := f.check(); err != nil {
 			s.log.Error("malformed frame from a cluster member", slog.String("member", from), slog.Any("error", err))

@@ -832,6 +832,13 @@ func (c *Coordinator) Missing(id SnapshotID) (Missing, bool) {
 // Last returns the last snapshot id given.
 func (c *Coordinator) Last() SnapshotID { return c.last }
 
+// NumberAfter makes every snapshot started from now on numbered after
+// id, as well as after the ids given so far. A driver that takes over
+// from a coordinator that left calls it with the ids the participants
+// may have heard of from the one before: a start under an id they
+// recorded already would never be recorded again.
+func (c *Coordinator) NumberAfter(id SnapshotID) { c.last = max(c.last, id) }
+
 // check ends every snapshot in progress that is complete or past its
 // deadline, and drops the drained once none runs.
 func (c *Coordinator) check() {
