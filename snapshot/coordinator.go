@@ -785,8 +785,17 @@ func (c *Coordinator) Abort(now time.Time, id SnapshotID, reason error) {
 // read; the Coordinator keeps no pointer to rec. The error is the
 // Ledger's, as Record returns it.
 func (c *Coordinator) Failed(now time.Time, rec *LocalRecord, reason error) error {
-	c.Abort(now, rec.Snapshot, reason)
-	return c.apply(now, rec)
+	c.now = now
+	if r := c.run(rec.Snapshot); r != nil {
+		r.asm.Abort(reason)
+	}
+	// The counters go to the Ledger before the abort ends the snapshot:
+	// with none left running, the participants that stopped are dropped,
+	// and the drop must find, to forget them, the counts this record
+	// (taken before it) keeps of channels to them.
+	err := c.apply(now, rec)
+	c.check()
+	return err
 }
 
 // Fail aborts, at now, every snapshot in progress that participant p

@@ -229,6 +229,19 @@ func TestRandomizedSums(t *testing.T) {
 	}
 }
 
+// regressions are seeds, by test, that failed once in a long run from
+// -seeds-from and are run every time since, ahead of the range:
+//
+//   - TestRandomizedEpochs 319073: a record that could not be handed on
+//     whole (Coordinator.Failed) ended the last snapshot running before
+//     its counters reached the Ledger; the participant that had stopped
+//     was dropped in between, and the record's count of the channel to
+//     it outlived the drop, to be held against the next incarnation
+//     under its name.
+var regressions = map[string][]uint64{
+	"TestRandomizedEpochs": {319073},
+}
+
 // randomRuns runs randomRun over the seeds of seedRange, each changed by
 // prepare (if set) and its result given to observe (if set), and fails
 // with the seed and the command replaying it (test names the test). It
@@ -238,7 +251,14 @@ func randomRuns(t *testing.T, test string, prepare func(*snapshottest.BankRun), 
 	first, count := seedRange(*seeds, 1000)
 	var stops stopStats
 	defer func() { stops.check(t, count) }()
+	list := make([]uint64, 0, count)
+	if *seed == 0 {
+		list = append(list, regressions[test]...)
+	}
 	for s := first; s < first+count; s++ {
+		list = append(list, s)
+	}
+	for _, s := range list {
 		run := randomRun(s)
 		if prepare != nil {
 			prepare(&run)
