@@ -383,7 +383,7 @@ func (g *guardian) handle(msg any) {
 		}
 	case *resyncOverMsg:
 		if m.coord == g.coord && len(g.resyncing) > 0 {
-			g.s.log.Warn("taking over: members did not confirm that their participants were asked for all their counters; starting without",
+			g.s.log.Warn("taking over: members did not confirm the takeover (their last starts heard; in the epoch mode, their participants asked for all their counters); starting without",
 				slog.Any("members", slices.Sorted(maps.Keys(g.resyncing))))
 			clear(g.resyncing)
 			g.s.root.Send(g.self, &postponedMsg{})
