@@ -342,10 +342,14 @@ func (g *guardian) memberFrame(from string, f *frame) {
 		}
 	case fResyncAll:
 		// Its participants were asked as it was delivered. The last
-		// start this member heard goes with the confirmation.
+		// start this member heard, or took as started when its gate
+		// gave up waiting for one, goes with the confirmation.
 		reg.mu.RLock()
 		seen := reg.started
 		reg.mu.RUnlock()
+		if g.s.gate != nil {
+			seen = max(seen, g.s.startedHere(g.s.gate))
+		}
 		g.post(from, &frame{K: fResynced, After: seen})
 	case fResynced:
 		if g.coordinating() {
@@ -543,6 +547,9 @@ func (g *guardian) takeOver() {
 	g.s.reg.mu.RLock()
 	seen := g.s.reg.started
 	g.s.reg.mu.RUnlock()
+	if g.s.gate != nil {
+		seen = max(seen, g.s.startedHere(g.s.gate)) // taken as started at the gate's timeout
+	}
 	after := max(g.s.lease.High(), seen)
 	g.s.reg.unheardRemoteGone()
 	g.coord = g.newCoordinator(after, nil)
