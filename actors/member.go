@@ -352,7 +352,9 @@ func (g *guardian) memberFrame(from string, f *frame) {
 		}
 		g.post(from, &frame{K: fResynced, After: seen})
 	case fResynced:
-		if g.coordinating() {
+		if g.coordinating() && g.resyncing[from] {
+			// Only while it is awaited: the word of a member this
+			// coordinator did not ask moves no id.
 			g.coord.NumberAfter(f.After)
 			g.resynced(from)
 		}
