@@ -631,7 +631,7 @@ func (g *guardian) start(reply chan<- result, direct, probe bool, remote ...remo
 	g.s.log.Debug("snapshot started", slog.Uint64("id", uint64(id)), slog.Int("participants", len(parts)))
 
 	r.timers = append(r.timers, g.later(g.s.cfg.timeout, &timerMsg{id: id}))
-	if !direct && (g.s.cfg.initiation == Flooding || g.s.cfg.initiation == Lazy) {
+	if !direct && !g.s.cfg.broadcasts() {
 		// Whether or not this member hosts any participant: those of the
 		// other members that nothing reaches are swept up from here too.
 		r.timers = append(r.timers, g.later(g.sweepEvery(), &timerMsg{id: id, sweep: true}))

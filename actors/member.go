@@ -342,15 +342,8 @@ func (g *guardian) memberFrame(from string, f *frame) {
 		}
 	case fResyncAll:
 		// Its participants were asked as it was delivered. The last
-		// start this member heard, or took as started when its gate
-		// gave up waiting for one, goes with the confirmation.
-		reg.mu.RLock()
-		seen := reg.started
-		reg.mu.RUnlock()
-		if g.s.gate != nil {
-			seen = max(seen, g.s.startedHere(g.s.gate))
-		}
-		g.post(from, &frame{K: fResynced, After: seen})
+		// start this member heard goes with the confirmation.
+		g.post(from, &frame{K: fResynced, After: g.s.startedHere()})
 	case fResynced:
 		if g.coordinating() && g.resyncing[from] {
 			// Only while it is awaited: the word of a member this
@@ -532,8 +525,9 @@ func (e *MemberLeftError) Unwrap() error { return ErrMemberLeft }
 // takeOver makes this member the coordinator: it claims the store the
 // members share, to continue its snapshots (persistence.ClaimRestore:
 // the member that coordinated before held it and let it go, or died), and
-// numbers after both the highest id the store has held and the last
-// start this member saw, so ids keep increasing across the change.
+// numbers after the highest id the store has held, the last start this
+// member saw, and, once they confirm, the last each other member saw, so
+// ids keep increasing across the change.
 func (g *guardian) takeOver() {
 	ctx, cancel := context.WithTimeout(context.Background(), g.s.cfg.timeout)
 	defer cancel()
@@ -546,13 +540,7 @@ func (g *guardian) takeOver() {
 		}
 		g.s.lease = lease
 	}
-	g.s.reg.mu.RLock()
-	seen := g.s.reg.started
-	g.s.reg.mu.RUnlock()
-	if g.s.gate != nil {
-		seen = max(seen, g.s.startedHere(g.s.gate)) // taken as started at the gate's timeout
-	}
-	after := max(g.s.lease.High(), seen)
+	after := max(g.s.lease.High(), g.s.startedHere())
 	g.s.reg.unheardRemoteGone()
 	g.coord = g.newCoordinator(after, nil)
 	g.s.log.Info("coordinating the cluster's snapshots", slog.String("member", g.s.cfg.transport.Self()),

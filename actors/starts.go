@@ -124,7 +124,7 @@ func (s *System) dropFrame(from string, f *frame) {
 func (s *System) gateHold(from string, b []byte) bool {
 	g := s.gate
 	id := namedIn(b)
-	if g.holding.Load() == 0 && (id == 0 || id <= s.startedHere(g)) {
+	if g.holding.Load() == 0 && (id == 0 || id <= s.startedHere()) {
 		return false
 	}
 	g.mu.Lock()
@@ -136,7 +136,7 @@ func (s *System) gateHold(from string, b []byte) bool {
 		g.hold(from, heldFrame{from, b})
 		return true
 	}
-	if id == 0 || id <= s.startedHere(g) {
+	if id == 0 || id <= s.startedHere() {
 		return false
 	}
 	g.hold(from, heldFrame{from, b})
@@ -162,13 +162,16 @@ func (s *System) gateTimer(id snapshot.SnapshotID) {
 }
 
 // startedHere is the last snapshot started on this member, or taken as
-// started.
-func (s *System) startedHere(g *startGate) snapshot.SnapshotID {
+// started when its gate gave up waiting for the start.
+func (s *System) startedHere() snapshot.SnapshotID {
 	var started snapshot.SnapshotID
 	if v := s.reg.view.Load(); v != nil {
 		started = v.started
 	}
-	return max(started, snapshot.SnapshotID(g.forced.Load()))
+	if g := s.gate; g != nil {
+		started = max(started, snapshot.SnapshotID(g.forced.Load()))
+	}
+	return started
 }
 
 // passesGate reports whether b goes on even behind frames the gate
@@ -237,7 +240,7 @@ func (s *System) releaseGate() {
 				g.mu.Unlock()
 				break
 			}
-			if id := namedIn(fs[0].b); id > s.startedHere(g) {
+			if id := namedIn(fs[0].b); id > s.startedHere() {
 				g.setDraining(m, false) // id's start, or its timer, goes on
 				g.mu.Unlock()
 				s.gateTimer(id)
