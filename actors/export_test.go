@@ -24,6 +24,10 @@ func GateHeld(s *System) int {
 	return n
 }
 
+// StartedHere returns the last snapshot s heard started, or took as
+// started at its gate's timeout (System.startedHere).
+func StartedHere(s *System) snapshot.SnapshotID { return s.startedHere() }
+
 // WithDeltaMin sets the participants' snapshot.Config.DeltaMin: positive,
 // records of every counter on fewer channels, or when more than a quarter
 // changed.

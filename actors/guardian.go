@@ -182,9 +182,13 @@ type guardian struct {
 	// took over asked for all their counters and that have not said so
 	// yet (takeOver): its first start waits for them.
 	resyncing map[string]bool
-	ticker    timer
-	interval  time.Duration // between periodic starts; zero: none
-	schedule  uint64        // numbers the schedules: a tick of an older one is ignored
+	// resyncLate holds those of them that had not confirmed when the
+	// first start stopped waiting (resyncOverMsg): their confirmation,
+	// when it comes, still moves the ids on.
+	resyncLate map[string]bool
+	ticker     timer
+	interval   time.Duration // between periodic starts; zero: none
+	schedule   uint64        // numbers the schedules: a tick of an older one is ignored
 	// The live participants sorted by id, as of registry version
 	// partsVersion; shared by the snapshots that start with them, never
 	// changed in place.
@@ -385,6 +389,7 @@ func (g *guardian) handle(msg any) {
 		if m.coord == g.coord && len(g.resyncing) > 0 {
 			g.s.log.Warn("taking over: members did not confirm the takeover (their last starts heard; in the epoch mode, their participants asked for all their counters); starting without",
 				slog.Any("members", slices.Sorted(maps.Keys(g.resyncing))))
+			maps.Copy(g.resyncLate, g.resyncing)
 			clear(g.resyncing)
 			g.s.root.Send(g.self, &postponedMsg{})
 		}

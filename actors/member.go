@@ -345,11 +345,24 @@ func (g *guardian) memberFrame(from string, f *frame) {
 		// start this member heard goes with the confirmation.
 		g.post(from, &frame{K: fResynced, After: g.s.startedHere()})
 	case fResynced:
-		if g.coordinating() && g.resyncing[from] {
-			// Only while it is awaited: the word of a member this
-			// coordinator did not ask moves no id.
+		// Only from a member this coordinator asked: the word of another
+		// moves no id.
+		switch {
+		case !g.coordinating():
+		case g.resyncing[from]:
 			g.coord.NumberAfter(f.After)
 			g.resynced(from)
+		case g.resyncLate[from]:
+			// After the first start stopped waiting for it: the ids up to
+			// After that were given meanwhile may have been recorded for
+			// the coordinator before, and cannot complete; the next go on
+			// after them.
+			delete(g.resyncLate, from)
+			if f.After > g.coord.Last() {
+				g.s.log.Warn("taking over: a member confirmed after the wait; numbering after the last start it heard",
+					slog.String("member", from), slog.Uint64("after", uint64(f.After)), slog.Uint64("last", uint64(g.coord.Last())))
+			}
+			g.coord.NumberAfter(f.After)
 		}
 	case fOver:
 		reg.mu.Lock()
@@ -459,6 +472,7 @@ func (g *guardian) members() {
 	for _, m := range gone {
 		if g.coordinating() {
 			g.resynced(m)
+			delete(g.resyncLate, m)
 		}
 		left := g.s.reg.memberLeft(m)
 		if g.coordinating() && len(left) > 0 {
@@ -482,7 +496,7 @@ func (g *guardian) members() {
 		g.releaseLease()
 		// The starts postponed here go to the coordinator now.
 		postponed := g.postponed
-		g.postponed, g.resyncing = nil, nil
+		g.postponed, g.resyncing, g.resyncLate = nil, nil, nil
 		for _, p := range postponed {
 			if p.reply != nil {
 				g.ask(p.reply, p.probe)
@@ -569,7 +583,7 @@ func (g *guardian) takeOver() {
 		// restore (this member holds what others send until its
 		// participants are back) every participant is new, ids start
 		// alike on every member, and a first record lists all counters.
-		g.resyncing = make(map[string]bool)
+		g.resyncing, g.resyncLate = make(map[string]bool), make(map[string]bool)
 		for _, m := range g.resyncAll() {
 			g.resyncing[m] = true
 		}

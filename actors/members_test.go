@@ -485,6 +485,59 @@ func TestTakeOverNumbersAfterEveryMembersStarts(t *testing.T) {
 	})
 }
 
+// A member whose confirmation of a takeover comes after the new
+// coordinator stopped waiting for it: the ids given meanwhile may be
+// ones its participants recorded for the coordinator before, and those
+// cannot complete, but the confirmation, when it comes, still moves the
+// next ids past the last start the member heard.
+func TestLateTakeOverConfirmationMovesTheIds(t *testing.T) {
+	for _, mode := range []snapshot.Mode{snapshot.Unaligned, snapshot.Aligned, snapshot.Epochs} {
+		t.Run(mode.String(), func(t *testing.T) {
+			var logs testenv.SyncBuffer
+			c := startMemCluster(t, 2, 30, 2, actors.WithMode(mode), actors.WithInitiation(actors.Broadcast),
+				actors.WithTimeout(3*time.Second),
+				actors.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+			awaitSnapshot(t, c.snapshotAsync(1), mode)
+			c.join(t, "a0") // coordinates, and hosts no participant
+			g := awaitSnapshot(t, c.snapshotAsync(0), mode)
+
+			// The next coordinator hears nothing of a0's next two starts,
+			// nor from the participants of the member that records them,
+			// and a0 hears nothing from it: both stay in progress.
+			a0, next, other := c.members[0], c.members[1], c.members[2]
+			a0.pause(next.addr, true)
+			next.pause(a0.addr, true)
+			other.pause(next.addr, true)
+			var dying []<-chan outcome
+			for i := range snapshot.SnapshotID(2) {
+				dying = append(dying, c.snapshotAsync(0))
+				eventually(t, "the other member heard the start", func() bool {
+					return actors.StartedHere(c.systems[2]) >= g.ID+1+i
+				})
+			}
+			c.die(t, 0)
+
+			// The new coordinator's first start waits for the other
+			// member's confirmation until the timeout, then goes under an
+			// id that member's participants recorded already.
+			_, err := c.snapshotWhileChanging(0)
+			require.Error(t, err, "a snapshot whose id was recorded for the coordinator before")
+			other.pause(next.addr, false)
+			eventually(t, "the late confirmation taken", func() bool {
+				return strings.Contains(logs.String(), "confirmed after the wait")
+			})
+			for i := range 2 {
+				after, err := c.snapshot(i % 2)
+				require.NoError(t, err, "snapshot %d after the late confirmation: %s", i+1, logs.String())
+				require.Greater(t, after.ID, g.ID+2, "numbered after the starts the other member heard")
+			}
+			for _, d := range dying {
+				<-d // ended with their coordinator, one way or the other
+			}
+		})
+	}
+}
+
 // A record lost on its way from a member: its participant's next record
 // does not follow the last the coordinator applied, whose sums held that
 // participant's counts. The coordinator resets its sums and asks every
