@@ -28,6 +28,12 @@ func GateHeld(s *System) int {
 // started at its gate's timeout (System.startedHere).
 func StartedHere(s *System) snapshot.SnapshotID { return s.startedHere() }
 
+// WithInitiator makes a flooding start's initiator the participant
+// pick names among the live ones (withInitiator).
+func WithInitiator(pick func(live []snapshot.ProcessID) snapshot.ProcessID) Option {
+	return withInitiator(pick)
+}
+
 // WithDeltaMin sets the participants' snapshot.Config.DeltaMin: positive,
 // records of every counter on fewer channels, or when more than a quarter
 // changed.

@@ -596,13 +596,13 @@ func (g *guardian) start(reply chan<- result, direct, probe bool, remote ...remo
 		g.partsVersion = reg.version
 	}
 	parts := g.parts
-	flooding := g.s.cfg.initiation == Flooding && g.s.cfg.mode != snapshot.Aligned && !direct
-	if flooding && len(parts) > 0 {
-		initiator = parts[g.rng.IntN(len(parts))].id
-	}
 	live := g.liveIDs(g.partIDs)
-	if flooding && len(live) > len(parts) {
-		initiator = live[g.rng.IntN(len(live))]
+	if g.s.cfg.initiation == Flooding && g.s.cfg.mode != snapshot.Aligned && !direct && len(live) > 0 {
+		if pick := g.s.cfg.initiator; pick != nil {
+			initiator = pick(live)
+		} else {
+			initiator = live[g.rng.IntN(len(live))]
+		}
 	}
 	reg.stoppingLocked(g.coord.Stopping)
 	id, err := g.coord.Start(now, live, initiator)

@@ -149,6 +149,9 @@ type config struct {
 	meter       metric.MeterProvider
 	clock       clock
 	deltaMin    int // snapshot.Config.DeltaMin of the participants; tests only
+	// initiator picks a flooding start's initiator among the live
+	// participants, sorted by id; nil: one at random. Tests only.
+	initiator   func(live []snapshot.ProcessID) snapshot.ProcessID
 	actorConfig []actor.ConfigOption
 	kinds       []*kind
 	messages    []messageReg
@@ -398,4 +401,11 @@ func newConfig(opts []Option) (config, error) {
 		c.meter = noop.NewMeterProvider()
 	}
 	return c, nil
+}
+
+// withInitiator makes a flooding start's initiator the participant pick
+// names among the live ones, rather than one at random: tests that need
+// it at a given place.
+func withInitiator(pick func(live []snapshot.ProcessID) snapshot.ProcessID) Option {
+	return func(cfg *config) { cfg.initiator = pick }
 }
