@@ -1,11 +1,13 @@
 package actors_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -718,6 +720,20 @@ const (
 	// without waiting for the messages actually in flight; on the bank,
 	// chainsPerAccount transfers per account.
 	floorCaptureInFlight
+	// floorCollect is floorCaptureInFlight with each actor's share kept
+	// and handed on: every actor sends one record (its state, its share
+	// of the messages in flight, two counters) to a collector that keeps
+	// every record of the round and sums the counters, and the round ends
+	// when the collector has them all. The least a snapshot must pay
+	// that gathers one record per participant at one place, as a
+	// coordinator does, and decides completion from their counters.
+	floorCollect
+	// floorCollectBulk is floorCollect with the records handed over in
+	// bulk: each actor appends its record to one of a few shards under
+	// its lock, and the collector, once every actor is done, reads them
+	// all and sums their counters. The least a design pays that gathers
+	// the records without a message per participant.
+	floorCollectBulk
 )
 
 var floors = []variant{
@@ -735,6 +751,31 @@ type touch struct {
 	taken    atomic.Int64 // actors that have begun their part
 	left     atomic.Int64 // actors yet to finish their part
 	done     chan struct{}
+	// records, for floorCollect, takes each actor's record to the
+	// collector (wait); nil for the other floors.
+	records chan floorRecord
+	// shards, for floorCollectBulk, hold the records handed over.
+	shards []floorShard
+}
+
+// floorShard is a share of a floorCollectBulk round's records.
+type floorShard struct {
+	mu   sync.Mutex
+	recs []floorRecord
+	_    [64]byte // one shard a cache line, apart from the next
+}
+
+// floorSums keeps the last floorCollect round's sums, so that they are
+// computed.
+var floorSums atomic.Uint64
+
+// floorRecord is one actor's part of a round that collects: its state
+// and its share of the messages in flight, encoded one after the other,
+// and two counters.
+type floorRecord struct {
+	data           []byte
+	messages       int
+	sent, received uint64
 }
 
 func newTouch(round uint64, capture bool, n int) *touch {
@@ -749,21 +790,29 @@ func newTouch(round uint64, capture bool, n int) *touch {
 // encodes ⌊inFlight/actors⌋ of them, one more if k < inFlight mod actors,
 // so that the shares add up to inFlight.
 func (t *touch) visit(state any) {
+	keep := t.records != nil || t.shards != nil
+	var k, share int64
+	if t.inFlight > 0 || keep {
+		k = t.taken.Add(1) - 1
+	}
+	if t.inFlight > 0 {
+		share = t.inFlight / t.actors
+		if k < t.inFlight%t.actors {
+			share++
+		}
+	}
+	if keep {
+		t.keep(k, state, share)
+		return
+	}
 	if t.capture {
 		if _, err := msgpack.Marshal(state); err != nil {
 			panic(err)
 		}
 	}
-	if t.inFlight > 0 {
-		k := t.taken.Add(1) - 1
-		share := t.inFlight / t.actors
-		if k < t.inFlight%t.actors {
-			share++
-		}
-		for i := range share {
-			if _, err := msgpack.Marshal(&benchTransfer{Amount: i}); err != nil {
-				panic(err)
-			}
+	for i := range share {
+		if _, err := msgpack.Marshal(&benchTransfer{Amount: i}); err != nil {
+			panic(err)
 		}
 	}
 	if t.left.Add(-1) == 0 {
@@ -771,10 +820,71 @@ func (t *touch) visit(state any) {
 	}
 }
 
+// keep is visit for the floors that collect (floorCollect,
+// floorCollectBulk): the k-th actor encodes its state and its share of
+// the messages in flight into one buffer, as a record report holds them,
+// and hands the record over.
+func (t *touch) keep(k int64, state any, share int64) {
+	var buf bytes.Buffer
+	buf.Grow(64)
+	enc := msgpack.GetEncoder()
+	enc.Reset(&buf)
+	if err := enc.Encode(state); err != nil {
+		panic(err)
+	}
+	for i := range share {
+		if err := enc.Encode(&benchTransfer{Amount: i}); err != nil {
+			panic(err)
+		}
+	}
+	msgpack.PutEncoder(enc)
+	rec := floorRecord{data: buf.Bytes(), messages: int(share), sent: uint64(share), received: uint64(k)}
+	if t.records != nil {
+		t.records <- rec
+		return
+	}
+	sh := &t.shards[k%int64(len(t.shards))]
+	sh.mu.Lock()
+	sh.recs = append(sh.recs, rec)
+	sh.mu.Unlock()
+	if t.left.Add(-1) == 0 {
+		close(t.done)
+	}
+}
+
 // wait waits for every actor of the round to take part, or for quit.
+// With records (floorCollect) it collects them: it keeps each until the
+// round is over and sums their counters.
 func (t *touch) wait(quit <-chan struct{}) error {
+	if t.records != nil {
+		kept := make([]floorRecord, 0, t.actors)
+		var sent, received uint64
+		deadline := time.After(benchDeadline)
+		for int64(len(kept)) < t.actors {
+			select {
+			case rec := <-t.records:
+				kept = append(kept, rec)
+				sent += rec.sent
+				received += rec.received
+			case <-quit:
+				return errHalted
+			case <-deadline:
+				return errors.New("floor round timed out")
+			}
+		}
+		floorSums.Store(sent ^ received) // what a completion check reads
+		return nil
+	}
 	select {
 	case <-t.done:
+		var sent, received uint64
+		for i := range t.shards {
+			for _, rec := range t.shards[i].recs {
+				sent += rec.sent
+				received += rec.received
+			}
+		}
+		floorSums.Store(sent ^ received)
 		return nil
 	case <-quit:
 		return errHalted
@@ -822,8 +932,14 @@ func floorRoundOn(r *rig, pids []*actor.PID, kind floorKind, inFlight int64, rou
 	}
 	*rounds++
 	t := newTouch(*rounds, kind != floorTouch, len(pids))
-	if kind == floorCaptureInFlight {
+	if kind == floorCaptureInFlight || kind == floorCollect || kind == floorCollectBulk {
 		t.inFlight = inFlight
+	}
+	switch kind {
+	case floorCollect:
+		t.records = make(chan floorRecord, len(pids))
+	case floorCollectBulk:
+		t.shards = make([]floorShard, 2*runtime.GOMAXPROCS(0))
 	}
 	for _, pid := range pids {
 		r.root().Send(pid, t)
@@ -847,7 +963,11 @@ func floorRoundOn(r *rig, pids []*actor.PID, kind floorKind, inFlight int64, rou
 // last capture (floorCaptureDrain), the least a snapshot that records
 // them at their receivers waits; floor-capture-in-flight encodes them
 // besides the states (floorCaptureInFlight), the least a snapshot of the
-// bank encodes.
+// bank encodes; floor-collect also hands each account's encodings and two
+// counters to one collector that keeps them until the round ends and sums
+// the counters (floorCollect), the least a snapshot pays that gathers
+// its records in one place to store them whole; floor-collect-bulk hands
+// them over in shards rather than a message each (floorCollectBulk).
 //
 // Besides ns/op (mean time from initiation to completion) it reports the
 // median and the worst snapshot, the bank's transfers/s during the
@@ -883,7 +1003,7 @@ func BenchmarkSnapshotLatency(b *testing.B) {
 			for _, f := range []struct {
 				name string
 				kind floorKind
-			}{{"floor-capture", floorCapture}, {"floor-capture-drain", floorCaptureDrain}, {"floor-capture-in-flight", floorCaptureInFlight}} {
+			}{{"floor-capture", floorCapture}, {"floor-capture-drain", floorCaptureDrain}, {"floor-capture-in-flight", floorCaptureInFlight}, {"floor-collect", floorCollect}, {"floor-collect-bulk", floorCollectBulk}} {
 				b.Run(f.name, func(b *testing.B) {
 					benchLatency(b, n, variants[2], func(b *testing.B, bk *bank) {
 						if err := bk.floorRound(f.kind, nil); err != nil {
