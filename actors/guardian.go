@@ -186,9 +186,12 @@ type guardian struct {
 	// first start stopped waiting (resyncOverMsg): their confirmation,
 	// when it comes, still moves the ids on.
 	resyncLate map[string]bool
-	ticker     timer
-	interval   time.Duration // between periodic starts; zero: none
-	schedule   uint64        // numbers the schedules: a tick of an older one is ignored
+	// resyncRound names the last takeover's asking (fResyncAll's
+	// Token), which a confirmation must echo.
+	resyncRound uint64
+	ticker      timer
+	interval    time.Duration // between periodic starts; zero: none
+	schedule    uint64        // numbers the schedules: a tick of an older one is ignored
 	// The live participants sorted by id, as of registry version
 	// partsVersion; shared by the snapshots that start with them, never
 	// changed in place.
@@ -605,6 +608,10 @@ func (g *guardian) start(reply chan<- result, direct, probe bool, remote ...remo
 		}
 	}
 	reg.stoppingLocked(g.coord.Stopping)
+	// Never an id this member heard of: one a coordinator before started
+	// and this one did not (its gate took it as started, or holds frames
+	// naming it).
+	g.coord.NumberAfter(g.s.heardOf())
 	id, err := g.coord.Start(now, live, initiator)
 	if err != nil {
 		reg.mu.Unlock()

@@ -342,13 +342,17 @@ func (g *guardian) memberFrame(from string, f *frame) {
 		}
 	case fResyncAll:
 		// Its participants were asked as it was delivered. The last
-		// start this member heard goes with the confirmation.
-		g.post(from, &frame{K: fResynced, After: g.s.startedHere()})
+		// start this member heard of goes with the confirmation, which
+		// names the takeover it answers.
+		g.post(from, &frame{K: fResynced, After: g.s.heardOf(), Token: f.Token})
 	case fResynced:
 		// Only from a member this coordinator asked: the word of another
 		// moves no id.
 		switch {
 		case !g.coordinating():
+		case f.Token != g.resyncRound:
+			// An answer to an earlier takeover of this member's: its
+			// word may be older than the start that member heard since.
 		case g.resyncing[from]:
 			g.coord.NumberAfter(f.After)
 			g.resynced(from)
@@ -554,12 +558,12 @@ func (g *guardian) takeOver() {
 		}
 		g.s.lease = lease
 	}
-	after := max(g.s.lease.High(), g.s.startedHere())
+	after := max(g.s.lease.High(), g.s.heardOf())
 	g.s.reg.unheardRemoteGone()
 	g.coord = g.newCoordinator(after, nil)
 	g.s.log.Info("coordinating the cluster's snapshots", slog.String("member", g.s.cfg.transport.Self()),
 		slog.Uint64("after", uint64(g.coord.Last())))
-	if (after > 0 || g.coordinator != "") && !g.s.held.holding() {
+	if !g.s.held.holding() {
 		// Before its first start, this coordinator hears from every
 		// member (fResyncAll, confirmed by fResynced), and its first
 		// start waits for every confirmation (at most the timeout):
@@ -579,10 +583,15 @@ func (g *guardian) takeOver() {
 		//    start, at a message from another member's participant that
 		//    recorded, before the frame reached its own member.
 		//
-		// A cluster's first coordinator has no one before it. In a
-		// restore (this member holds what others send until its
-		// participants are back) every participant is new, ids start
-		// alike on every member, and a first record lists all counters.
+		// Whether a coordinator was before it cannot be told from here:
+		// a member that joins with the lowest address takes over at
+		// once, before it knew another, and the store holds only the
+		// ids that were stored, not those started (probes, aborted
+		// runs). So it always asks. In a restore (this member holds what
+		// others send until its participants are back) every
+		// participant is new, ids start alike on every member, and a
+		// first record lists all counters.
+		g.resyncRound = g.rng.Uint64() | 1
 		g.resyncing, g.resyncLate = make(map[string]bool), make(map[string]bool)
 		for _, m := range g.resyncAll() {
 			g.resyncing[m] = true
@@ -616,7 +625,7 @@ func (g *guardian) resyncAll() []string {
 	}
 	others := g.s.others()
 	for _, m := range others {
-		g.post(m, &frame{K: fResyncAll})
+		g.post(m, &frame{K: fResyncAll, Token: g.resyncRound})
 	}
 	return others
 }

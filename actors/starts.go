@@ -37,6 +37,7 @@ type startGate struct {
 	mu       sync.Mutex
 	awaited  map[snapshot.ProcessID][]snapshot.ProcessID // aligned: as last handed to this member's participants
 	forced   atomic.Uint64                               // taken as started after a hold timed out
+	named    atomic.Uint64                               // the highest snapshot a frame held here named
 	held     map[string][]heldFrame
 	draining map[string]bool
 	// holding counts the frames held and the members being drained:
@@ -133,21 +134,24 @@ func (s *System) gateHold(from string, b []byte) bool {
 		if passesGate(b) {
 			return false
 		}
-		g.hold(from, heldFrame{from, b})
+		g.hold(from, heldFrame{from, b}, id)
 		return true
 	}
 	if id == 0 || id <= s.startedHere() {
 		return false
 	}
-	g.hold(from, heldFrame{from, b})
+	g.hold(from, heldFrame{from, b}, id)
 	s.gateTimer(id)
 	return true
 }
 
-// hold keeps f, the next frame from member from. The caller holds g.mu.
-func (g *startGate) hold(from string, f heldFrame) {
+// hold keeps f, the next frame from member from, which names snapshot
+// id (zero: none). The caller holds g.mu.
+func (g *startGate) hold(from string, f heldFrame, id snapshot.SnapshotID) {
 	g.held[from] = append(g.held[from], f)
 	g.holding.Add(1)
+	for n := g.named.Load(); n < uint64(id) && !g.named.CompareAndSwap(n, uint64(id)); n = g.named.Load() {
+	}
 }
 
 // gateTimer takes snapshot id as started here once the system's timeout
@@ -172,6 +176,19 @@ func (s *System) startedHere() snapshot.SnapshotID {
 		started = max(started, snapshot.SnapshotID(g.forced.Load()))
 	}
 	return started
+}
+
+// heardOf is the last snapshot this member knows some member started:
+// the last started here or taken as started (startedHere), or one that a
+// frame its gate holds names, which a participant elsewhere recorded.
+// A coordinator that takes over numbers after every member's, and each
+// coordinator numbers after its own member's before every start.
+func (s *System) heardOf() snapshot.SnapshotID {
+	id := s.startedHere()
+	if g := s.gate; g != nil {
+		id = max(id, snapshot.SnapshotID(g.named.Load()))
+	}
+	return id
 }
 
 // passesGate reports whether b goes on even behind frames the gate
