@@ -9,8 +9,8 @@ import (
 	"github.com/actorsnap/actorsnap/snapshot"
 )
 
-// GateHeld returns the frames from other members that the aligned mode's
-// start gate holds (startGate), for the tests of package actors_test.
+// GateHeld returns the frames from other members that the start gate
+// holds (startGate), for the tests of package actors_test.
 func GateHeld(s *System) int {
 	if s.gate == nil {
 		return 0

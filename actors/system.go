@@ -133,8 +133,8 @@ type System struct {
 	// held holds other members' frames while a restore replays (a
 	// member of a cluster).
 	held heldFrames
-	// gate holds, in the aligned mode of a cluster, frames that name a
-	// snapshot whose start has not come yet (startGate).
+	// gate holds, in a cluster, frames that name a snapshot whose start
+	// has not come yet (startGate).
 	gate *startGate
 
 	// trace, when set by tests, records every send, receipt and record.
