@@ -16,14 +16,7 @@ import (
 
 // publishEpoch makes id the snapshot participants record at their next
 // message, unless a newer one is published.
-func (s *System) publishEpoch(id snapshot.SnapshotID) {
-	for {
-		old := s.epochNow.Load()
-		if uint64(id) <= old || s.epochNow.CompareAndSwap(old, uint64(id)) {
-			return
-		}
-	}
-}
+func (s *System) publishEpoch(id snapshot.SnapshotID) { raise(&s.epochNow, uint64(id)) }
 
 // lazyStart records the snapshot published last, if this participant has
 // not: before the message in hand, which the application has not seen.

@@ -772,12 +772,7 @@ func broadcast(id snapshot.SnapshotID, parts []*participant, hurry bool) {
 			p.mb.PostFrom(controlKey, msg)
 			continue
 		}
-		for {
-			old := p.hurryTo.Load()
-			if old >= uint64(id) || p.hurryTo.CompareAndSwap(old, uint64(id)) {
-				break
-			}
-		}
+		raise(&p.hurryTo, uint64(id))
 		p.mb.Hurry()
 	}
 	if len(parts) > 0 {

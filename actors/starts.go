@@ -150,7 +150,12 @@ func (s *System) gateHold(from string, b []byte) bool {
 func (g *startGate) hold(from string, f heldFrame, id snapshot.SnapshotID) {
 	g.held[from] = append(g.held[from], f)
 	g.holding.Add(1)
-	for n := g.named.Load(); n < uint64(id) && !g.named.CompareAndSwap(n, uint64(id)); n = g.named.Load() {
+	raise(&g.named, uint64(id))
+}
+
+// raise makes a at least v.
+func raise(a *atomic.Uint64, v uint64) {
+	for old := a.Load(); old < v && !a.CompareAndSwap(old, v); old = a.Load() {
 	}
 }
 
@@ -159,8 +164,7 @@ func (g *startGate) hold(from string, f heldFrame, id snapshot.SnapshotID) {
 func (s *System) gateTimer(id snapshot.SnapshotID) {
 	g := s.gate
 	s.cfg.clock.AfterFunc(s.cfg.timeout, func() {
-		for f := g.forced.Load(); f < uint64(id) && !g.forced.CompareAndSwap(f, uint64(id)); f = g.forced.Load() {
-		}
+		raise(&g.forced, uint64(id))
 		s.releaseGate()
 	})
 }
