@@ -560,9 +560,13 @@ func TestLateTakeOverConfirmationMovesTheIds(t *testing.T) {
 			// id that member's participants recorded already.
 			_, err := c.snapshotWhileChanging(0)
 			require.Error(t, err, "a snapshot whose id was recorded for the coordinator before")
+			// Released, the link brings the frames that name those
+			// starts (the gate counts them too: heardOf) and then the
+			// confirmation, which carries the last of them.
 			other.pause(next.addr, false)
 			eventually(t, "the late confirmation taken", func() bool {
-				return strings.Contains(logs.String(), "confirmed after the wait")
+				l := logs.String()
+				return strings.Contains(l, "confirmed after the wait") && strings.Contains(l, fmt.Sprintf("after=%d", g.ID+2))
 			})
 			for i := range 2 {
 				after, err := c.snapshot(i % 2)
