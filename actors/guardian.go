@@ -178,14 +178,12 @@ type guardian struct {
 	self      *actor.PID
 	runs      map[snapshot.SnapshotID]*run // in progress or being saved
 	postponed []startRequest               // starts asked for while drops wait, or resyncing (start)
-	// resyncing holds the members whose participants a coordinator that
-	// took over asked for all their counters and that have not said so
-	// yet (takeOver): its first start waits for them.
-	resyncing map[string]bool
-	// resyncLate holds those of them that had not confirmed when the
-	// first start stopped waiting (resyncOverMsg): their confirmation,
-	// when it comes, still moves the ids on.
-	resyncLate map[string]bool
+	// resyncing holds the members that a coordinator that took over
+	// asked (takeOver) and that have not confirmed yet; its first start
+	// waits for them while resyncWait, at most the timeout
+	// (resyncOverMsg). A confirmation after that still moves the ids on.
+	resyncing  map[string]bool
+	resyncWait bool
 	// resyncRound names the last takeover's asking (fResyncAll's
 	// Token), which a confirmation must echo.
 	resyncRound uint64
@@ -389,11 +387,10 @@ func (g *guardian) handle(msg any) {
 			g.start(p.reply, false, p.probe, p.remote...)
 		}
 	case *resyncOverMsg:
-		if m.coord == g.coord && len(g.resyncing) > 0 {
+		if m.coord == g.coord && g.resyncWait {
 			g.s.log.Warn("taking over: members did not confirm the takeover (their last starts heard; in the epoch mode, their participants asked for all their counters); starting without",
 				slog.Any("members", slices.Sorted(maps.Keys(g.resyncing))))
-			maps.Copy(g.resyncLate, g.resyncing)
-			clear(g.resyncing)
+			g.resyncWait = false
 			g.s.root.Send(g.self, &postponedMsg{})
 		}
 	case *shutdownRequest:
@@ -558,7 +555,7 @@ func (g *guardian) start(reply chan<- result, direct, probe bool, remote ...remo
 		// may run at once. Refusing here bounds what they hold in memory.
 		fail(fmt.Errorf("%w: %d snapshots wait for the store", ErrBusy, g.saving))
 		return
-	case len(g.resyncing) > 0:
+	case g.resyncWait:
 		// A coordinator that took over waits until every member has asked
 		// its participants for all their counters (takeOver). A periodic
 		// start is skipped.

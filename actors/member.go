@@ -354,19 +354,16 @@ func (g *guardian) memberFrame(from string, f *frame) {
 			// An answer to an earlier takeover of this member's: its
 			// word may be older than the start that member heard since.
 		case g.resyncing[from]:
-			g.coord.NumberAfter(f.After)
-			g.resynced(from)
-		case g.resyncLate[from]:
-			// After the first start stopped waiting for it: the ids up to
-			// After that were given meanwhile may have been recorded for
-			// the coordinator before, and cannot complete; the next go on
-			// after them.
-			delete(g.resyncLate, from)
-			if f.After > g.coord.Last() {
+			if !g.resyncWait && f.After > g.coord.Last() {
+				// After the first start stopped waiting for it: the ids up
+				// to After that were given meanwhile may have been recorded
+				// for the coordinator before, and cannot complete; the next
+				// go on after them.
 				g.s.log.Warn("taking over: a member confirmed after the wait; numbering after the last start it heard",
 					slog.String("member", from), slog.Uint64("after", uint64(f.After)), slog.Uint64("last", uint64(g.coord.Last())))
 			}
 			g.coord.NumberAfter(f.After)
+			g.resynced(from)
 		}
 	case fOver:
 		reg.mu.Lock()
@@ -476,7 +473,6 @@ func (g *guardian) members() {
 	for _, m := range gone {
 		if g.coordinating() {
 			g.resynced(m)
-			delete(g.resyncLate, m)
 		}
 		left := g.s.reg.memberLeft(m)
 		if g.coordinating() && len(left) > 0 {
@@ -500,7 +496,7 @@ func (g *guardian) members() {
 		g.releaseLease()
 		// The starts postponed here go to the coordinator now.
 		postponed := g.postponed
-		g.postponed, g.resyncing, g.resyncLate = nil, nil, nil
+		g.postponed, g.resyncing, g.resyncWait = nil, nil, false
 		for _, p := range postponed {
 			if p.reply != nil {
 				g.ask(p.reply, p.probe)
@@ -592,11 +588,11 @@ func (g *guardian) takeOver() {
 		// participant is new, ids start alike on every member, and a
 		// first record lists all counters.
 		g.resyncRound = g.rng.Uint64() | 1
-		g.resyncing, g.resyncLate = make(map[string]bool), make(map[string]bool)
+		g.resyncing = make(map[string]bool)
 		for _, m := range g.resyncAll() {
 			g.resyncing[m] = true
 		}
-		if len(g.resyncing) > 0 {
+		if g.resyncWait = len(g.resyncing) > 0; g.resyncWait {
 			g.later(g.s.cfg.timeout, &resyncOverMsg{coord: g.coord})
 		}
 	}
@@ -610,7 +606,8 @@ func (g *guardian) resynced(member string) {
 		return
 	}
 	delete(g.resyncing, member)
-	if len(g.resyncing) == 0 {
+	if len(g.resyncing) == 0 && g.resyncWait {
+		g.resyncWait = false
 		g.s.root.Send(g.self, &postponedMsg{})
 	}
 }
